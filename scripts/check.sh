@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# Install everything into .venv and run the whole gate: lint, types, tests.
+# This is the README's test command and what CI runs (.ci/run).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+python3 -m venv .venv
+.venv/bin/python -m pip install --quiet --upgrade pip
+.venv/bin/python -m pip install --quiet -e '.[dev]'
+.venv/bin/ruff check .
+.venv/bin/ruff format --check .
+.venv/bin/mypy
+.venv/bin/python -m pytest -m "not slow" "$@"

@@ -1,0 +1,1 @@
+"""wakeful: an event-driven asynchronous agent daemon."""
