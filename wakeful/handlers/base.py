@@ -1,0 +1,50 @@
+"""What a tool is: a JSON-schema definition for the model and one async call.
+
+Every tool has the same signature, ``run(args, ctx) -> ToolOutput``. Errors
+the model can act on are returned as ``ToolOutput(is_error=True)`` with what
+went wrong and what to try; only bugs raise.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+
+@dataclass(frozen=True)
+class ToolOutput:
+    text: str
+    is_error: bool = False
+    data: dict[str, Any] = field(default_factory=dict)
+
+
+class TaskView(Protocol):
+    """Read/cancel access to the session's background tasks (task_status, cancel_task)."""
+
+    def describe(self, task_id: str) -> dict[str, Any] | None: ...
+
+    def list_tasks(self) -> list[dict[str, Any]]: ...
+
+    async def cancel(self, task_id: str) -> dict[str, Any] | None: ...
+
+
+@dataclass(frozen=True)
+class ToolContext:
+    session: str
+    call_id: str
+    workspace: Path  # shell commands run here; relative paths resolve here
+    output_dir: Path  # full outputs too long for the model are saved here
+    tasks: TaskView
+    reply: Callable[[str], Awaitable[None]]  # deliver text to the user now
+
+
+class Tool(Protocol):
+    name: str
+    description: str
+    parameters: dict[str, Any]  # JSON schema of the arguments object
+    read_only: bool  # allowed in parallel side sessions
+    timeout_s: float | None  # per-call wall-clock limit; None: the registry default
+
+    async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput: ...
