@@ -1,0 +1,22 @@
+"""Shared fixtures. Other fixture modules join through `pytest_plugins`."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from tests.fakes.model_server import FakeModelServer
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture
+def model_server() -> Iterator[FakeModelServer]:
+    """A fake model endpoint; every request any test sends it must be a valid trajectory."""
+    with FakeModelServer() as server:
+        yield server
+    assert server.violations == [], "invalid trajectories were sent to the model"

@@ -1,0 +1,367 @@
+"""A fake OpenAI-compatible model server on real HTTP, for tests and benchmarks.
+
+It runs uvicorn in a background thread (so the client may be in-process or a
+subprocess), streams scripted replies token by token, records every request,
+notices the moment a client abandons a stream, and checks each request's
+trajectory with the strict validator.
+
+    with FakeModelServer() as server:
+        server.push(Reply(text="hello"))
+        ...  # point a client at server.base_url
+        server.wait_for_requests(1)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import socket
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Any
+
+import anyio
+import anyio.to_thread
+import uvicorn
+from uvicorn._types import ASGIReceiveCallable, ASGISendCallable, Scope
+
+from tests.fakes.model_replies import Reply, ReplyRenderer, ToolCallSpec, text_reply
+from tests.trajectory_validator import TrajectoryError, validate_both
+
+__all__ = ["FakeModelServer", "RecordedRequest", "Reply", "ToolCallSpec"]
+
+Responder = Callable[[dict[str, Any]], Reply]
+
+
+@dataclass
+class RecordedRequest:
+    body: dict[str, Any]
+    received_at: float  # time.monotonic()
+    index: int
+    headers: dict[str, str]
+    aborted: bool = False
+    completed: bool = False
+    aborted_at: float | None = None
+
+
+class _Uvicorn(uvicorn.Server):
+    """uvicorn that tells the starting thread when it is listening."""
+
+    def __init__(self, config: uvicorn.Config, started: threading.Event) -> None:
+        super().__init__(config)
+        self._started = started
+
+    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+        await super().startup(sockets)
+        self._started.set()
+
+
+class FakeModelServer:
+    """An OpenAI-compatible `/v1/chat/completions` endpoint with a script."""
+
+    def __init__(self, port: int = 0, *, validate: bool = True) -> None:
+        self.validate = validate
+        self.requests: list[RecordedRequest] = []
+        self.violations: list[str] = []
+        self.responder: Responder = lambda _body: text_reply()
+        self._queue: deque[Reply] = deque()
+        self._cond = threading.Condition()
+        self._socket = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self._socket.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self._socket.bind(("127.0.0.1", port))
+        self.port: int = self._socket.getsockname()[1]
+        self._server: _Uvicorn | None = None
+        self._thread: threading.Thread | None = None
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    # --- scripting --------------------------------------------------------
+
+    def push(self, *replies: Reply) -> None:
+        """Queue replies; each request takes the oldest, then falls back to `responder`."""
+        with self._cond:
+            self._queue.extend(replies)
+
+    def _next_reply(self, body: dict[str, Any]) -> Reply:
+        with self._cond:
+            if self._queue:
+                return self._queue.popleft()
+        return self.responder(body)
+
+    # --- recording and waiting ---------------------------------------------
+
+    def _record(self, body: dict[str, Any], headers: dict[str, str]) -> RecordedRequest:
+        with self._cond:
+            index = len(self.requests)
+            record = RecordedRequest(body, time.monotonic(), index, headers)
+            self.requests.append(record)
+            if self.validate:
+                self._validate(record)
+            self._cond.notify_all()
+        return record
+
+    def _validate(self, record: RecordedRequest) -> None:
+        try:
+            validate_both(record.body.get("messages") or [], record.body.get("tools"))
+        except TrajectoryError as exc:
+            self.violations.append(f"request {record.index}: {exc}")
+
+    def _finish(self, record: RecordedRequest, *, aborted: bool) -> None:
+        with self._cond:
+            if record.completed or record.aborted:
+                return
+            if aborted:
+                record.aborted = True
+                record.aborted_at = time.monotonic()
+            else:
+                record.completed = True
+            self._cond.notify_all()
+
+    def wait_for_requests(self, n: int, timeout_s: float = 5.0) -> list[RecordedRequest]:
+        """Block until at least `n` requests have arrived; return them all."""
+        with self._cond:
+            if not self._cond.wait_for(lambda: len(self.requests) >= n, timeout_s):
+                raise TimeoutError(f"{len(self.requests)} of {n} requests within {timeout_s} s")
+            return list(self.requests)
+
+    def wait_for_abort(self, index: int, timeout_s: float = 5.0) -> RecordedRequest:
+        """Block until request `index` was abandoned by its client."""
+        return self._wait_for_end(index, timeout_s, want_abort=True)
+
+    def wait_for_completion(self, index: int, timeout_s: float = 5.0) -> RecordedRequest:
+        """Block until request `index` was answered in full."""
+        return self._wait_for_end(index, timeout_s, want_abort=False)
+
+    def _wait_for_end(self, index: int, timeout_s: float, *, want_abort: bool) -> RecordedRequest:
+        def ended() -> bool:
+            return len(self.requests) > index and (
+                self.requests[index].aborted or self.requests[index].completed
+            )
+
+        with self._cond:
+            if not self._cond.wait_for(ended, timeout_s):
+                raise TimeoutError(f"request {index} still open after {timeout_s} s")
+            record = self.requests[index]
+        if record.aborted != want_abort:
+            state = "aborted" if record.aborted else "completed"
+            raise AssertionError(f"request {index} {state}, not as expected")
+        return record
+
+    async def await_requests(self, n: int, timeout_s: float = 5.0) -> list[RecordedRequest]:
+        return await anyio.to_thread.run_sync(
+            self.wait_for_requests, n, timeout_s, abandon_on_cancel=True
+        )
+
+    async def await_abort(self, index: int, timeout_s: float = 5.0) -> RecordedRequest:
+        return await anyio.to_thread.run_sync(
+            self.wait_for_abort, index, timeout_s, abandon_on_cancel=True
+        )
+
+    async def await_completion(self, index: int, timeout_s: float = 5.0) -> RecordedRequest:
+        return await anyio.to_thread.run_sync(
+            self.wait_for_completion, index, timeout_s, abandon_on_cancel=True
+        )
+
+    # --- ASGI -------------------------------------------------------------
+
+    async def __call__(
+        self, scope: Scope, receive: ASGIReceiveCallable, send: ASGISendCallable
+    ) -> None:
+        if scope["type"] != "http":
+            return
+        try:
+            await self._handle(scope, receive, send)
+        except Exception as exc:
+            # A bug in the fake must fail the test, not just a log line.
+            with self._cond:
+                self.violations.append(f"fake model server error: {exc!r}")
+            raise
+
+    async def _handle(
+        self, scope: Scope, receive: ASGIReceiveCallable, send: ASGISendCallable
+    ) -> None:
+        if scope["method"] == "GET" and scope["path"].rstrip("/").endswith("/models"):
+            await _send_json(send, 200, {"object": "list", "data": [{"id": "fake-model"}]})
+            return
+        if scope["method"] != "POST" or not scope["path"].endswith("/chat/completions"):
+            await _send_json(send, 404, {"error": {"message": "not found", "type": "invalid"}})
+            return
+        raw = await _read_body(receive)
+        try:
+            body = json.loads(raw)
+        except ValueError:
+            body = {"unparsable": raw.decode(errors="replace")}
+        headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]}
+        record = self._record(body, headers)
+        reply = self._next_reply(body)
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(self._watch_disconnect, receive, record, tg.cancel_scope)
+            await self._respond(send, reply, body, record)
+            tg.cancel_scope.cancel()
+
+    async def _watch_disconnect(
+        self, receive: ASGIReceiveCallable, record: RecordedRequest, scope: anyio.CancelScope
+    ) -> None:
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                self._finish(record, aborted=True)
+                scope.cancel()
+                return
+
+    async def _respond(
+        self, send: ASGISendCallable, reply: Reply, body: dict[str, Any], record: RecordedRequest
+    ) -> None:
+        renderer = ReplyRenderer(reply, body)
+        if reply.first_token_delay_s:
+            await anyio.sleep(reply.first_token_delay_s)
+        if body.get("stream") and reply.status == 200:
+            await self._stream(send, renderer, record)
+            return
+        # A JSON body goes out in one write: count it complete before the
+        # write, as uvicorn reports the finished response as a disconnect.
+        self._finish(record, aborted=False)
+        if reply.status == 200:
+            await _send_json(send, 200, renderer.completion_body())
+            return
+        extra = []
+        if reply.retry_after_s is not None:
+            extra.append((b"retry-after-ms", str(int(reply.retry_after_s * 1000)).encode()))
+        await _send_json(send, reply.status, renderer.error_body(), extra)
+
+    async def _stream(
+        self, send: ASGISendCallable, renderer: ReplyRenderer, record: RecordedRequest
+    ) -> None:
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 200,
+                "headers": [
+                    (b"content-type", b"text/event-stream"),
+                    (b"cache-control", b"no-cache"),
+                ],
+            }
+        )
+        delay = renderer.reply.token_delay_s
+        for position, chunk in enumerate(renderer.content_chunks()):
+            if position and delay:
+                await anyio.sleep(delay)
+            await _send_event(send, json.dumps(chunk))
+        if renderer.reply.hang:
+            await anyio.sleep_forever()  # ended by the disconnect watcher or shutdown
+        for chunk in renderer.final_chunks():
+            await _send_event(send, json.dumps(chunk))
+        await _send_event(send, "[DONE]")
+        # Complete once [DONE] is out: a client may hang up right after reading it.
+        self._finish(record, aborted=False)
+        await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+    # --- lifecycle --------------------------------------------------------
+
+    def start(self) -> None:
+        started = threading.Event()
+        # log_config=None: uvicorn must not reconfigure the test process's logging.
+        config = uvicorn.Config(
+            self,
+            lifespan="off",
+            log_config=None,
+            log_level=None,
+            access_log=False,
+            http="h11",
+        )
+        self._server = _Uvicorn(config, started)
+        self._thread = threading.Thread(
+            target=self._server.run,
+            kwargs={"sockets": [self._socket]},
+            name=f"fake-model-server-{self.port}",
+            daemon=True,
+        )
+        self._thread.start()
+        if not started.wait(10.0):
+            self.close()
+            raise RuntimeError("the fake model server did not start within 10 s")
+
+    def close(self) -> None:
+        """Stop at once; open streams, even hanging ones, are cut off."""
+        if self._server is not None:
+            self._server.should_exit = True
+            self._server.force_exit = True  # don't wait for hanging streams
+        if self._thread is not None:
+            self._thread.join(timeout=10.0)
+            self._thread = None
+        self._socket.close()
+
+    def __enter__(self) -> FakeModelServer:
+        self.start()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
+async def _read_body(receive: ASGIReceiveCallable) -> bytes:
+    chunks: list[bytes] = []
+    while True:
+        message = await receive()
+        if message["type"] != "http.request":
+            break
+        chunks.append(message.get("body", b""))
+        if not message.get("more_body", False):
+            break
+    return b"".join(chunks)
+
+
+async def _send_event(send: ASGISendCallable, data: str) -> None:
+    payload = f"data: {data}\n\n".encode()
+    await send({"type": "http.response.body", "body": payload, "more_body": True})
+
+
+async def _send_json(
+    send: ASGISendCallable,
+    status: int,
+    body: dict[str, Any],
+    extra_headers: list[tuple[bytes, bytes]] | None = None,
+) -> None:
+    payload = json.dumps(body).encode()
+    headers = [(b"content-type", b"application/json"), *(extra_headers or [])]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": payload, "more_body": False})
+
+
+def _load_script(path: str) -> list[Reply]:
+    """A JSON list of Reply fields; tool_calls are lists of ToolCallSpec fields."""
+    with open(path, encoding="utf-8") as handle:
+        items = json.load(handle)
+    replies = []
+    for item in items:
+        calls = tuple(ToolCallSpec(**call) for call in item.pop("tool_calls", []))
+        replies.append(Reply(**item, tool_calls=calls))
+    return replies
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description="Run the fake OpenAI-compatible server.")
+    parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--script", help="JSON file with a list of replies, served in order")
+    args = parser.parse_args()
+    server = FakeModelServer(args.port)
+    if args.script:
+        server.push(*_load_script(args.script))
+    with server:
+        print(server.base_url, flush=True)
+        threading.Event().wait()  # until interrupted
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,104 @@
+"""Logging: JSON lines, bound context, level filter, redaction of secrets."""
+
+from __future__ import annotations
+
+import io
+import json
+import logging
+from collections.abc import Iterator
+
+import pytest
+import structlog
+
+from wakeful.daemon.logging import REDACTED, Redactor, add_secrets, configure_logging
+
+SECRET = "tok-0123456789abcdef"
+
+
+@pytest.fixture
+def out() -> Iterator[io.StringIO]:
+    stream = io.StringIO()
+    configure_logging("info", json=True, secrets=[SECRET], stream=stream)
+    yield stream
+    structlog.reset_defaults()
+    root = logging.getLogger()
+    for handler in [h for h in root.handlers if h.get_name() == "wakeful"]:
+        root.removeHandler(handler)
+
+
+def lines(stream: io.StringIO) -> list[dict[str, object]]:
+    return [json.loads(line) for line in stream.getvalue().splitlines()]
+
+
+def test_every_line_is_json_with_context(out: io.StringIO) -> None:
+    """structlog and stdlib records both come out as JSON with bound context."""
+    log = structlog.get_logger()
+    with structlog.contextvars.bound_contextvars(event_id="e1", session="main", run_id="r1"):
+        log.info("started", n=1)
+        logging.getLogger("uvicorn.error").warning("server %s", "up")
+    records = lines(out)
+    assert [r["event"] for r in records] == ["started", "server up"]
+    for record in records:
+        assert record["event_id"] == "e1" and record["session"] == "main"
+        assert record["run_id"] == "r1"
+        assert "timestamp" in record and "level" in record
+
+
+def test_level_filter(out: io.StringIO) -> None:
+    """Records below the configured level are dropped, from both worlds."""
+    structlog.get_logger().debug("hidden")
+    logging.getLogger("somelib").debug("hidden too")
+    logging.getLogger("uvicorn.access").info("GET / 200")
+    structlog.get_logger().warning("shown")
+    assert [r["event"] for r in lines(out)] == ["shown"]
+
+
+def test_known_secret_never_appears(out: io.StringIO) -> None:
+    """A configured secret is replaced wherever it occurs, tracebacks included."""
+    log = structlog.get_logger()
+    log.info(f"token is {SECRET}", nested={"list": [f"x{SECRET}y"]}, other=SECRET)
+    logging.getLogger("uvicorn.error").error("GET /stream?t=%s", SECRET)
+    try:
+        raise RuntimeError(f"bad {SECRET}")
+    except RuntimeError:
+        log.exception("failed")
+    text = out.getvalue()
+    assert SECRET not in text
+    assert text.count(REDACTED) >= 5
+    assert len(lines(out)) == 3
+
+
+def test_secrets_added_later_are_redacted(out: io.StringIO) -> None:
+    """add_secrets extends redaction to values learned after start."""
+    later = "late-secret-value-42"
+    add_secrets([later])
+    structlog.get_logger().info("x", value=later)
+    assert later not in out.getvalue()
+
+
+def test_sensitive_keys_are_redacted_but_counts_kept() -> None:
+    """Keys named like credentials are hidden; numeric counts stay readable."""
+    redactor = Redactor()
+    result = redactor(
+        None,
+        "info",
+        {
+            "event": "call",
+            "api_key": "abc",
+            "headers": {"Authorization": "Bearer xyz"},
+            "password": "hunter2",
+            "prompt_tokens": 12,
+            "url": "/api/sessions/main/stream?token=zzz",
+        },
+    )
+    assert result["api_key"] == REDACTED
+    assert result["headers"] == {"Authorization": REDACTED}
+    assert result["password"] == REDACTED
+    assert result["prompt_tokens"] == 12
+    assert result["url"] == f"/api/sessions/main/stream?token={REDACTED}"
+
+
+def test_unknown_level_is_refused() -> None:
+    """A misspelt level fails loudly instead of logging everything."""
+    with pytest.raises(ValueError, match="log level"):
+        configure_logging("verbose", json=True, stream=io.StringIO())

@@ -1,0 +1,80 @@
+"""The commented starter configuration ``wakeful init`` writes.
+
+It must stay loadable by :func:`wakeful.daemon.config.load_settings` (a test
+checks); optional keys are commented out so the embedded defaults apply.
+"""
+
+STARTER_CONFIG = """\
+# wakeful configuration.
+# Every key has a default; uncomment what you want to change.
+# Any key can also be set from the environment as WAKEFUL_<SECTION>__<KEY>,
+# e.g. WAKEFUL_LLM__MODEL=gpt-4.1-mini (the environment wins over this file).
+# Secrets can come from files (*_file keys), e.g. systemd credentials.
+
+[daemon]
+# Where events, trajectories and the generated admin token live.
+# Default: $STATE_DIRECTORY under systemd, else ~/.local/share/wakeful.
+# data_dir = "/var/lib/wakeful"
+log_level = "info"                      # debug | info | warning | error
+# system_prompt = "You are a helpful assistant."
+
+[server]
+# Loopback only by default; put a TLS reverse proxy in front to expose it.
+bind = "127.0.0.1:8787"
+# The bearer token for /api/*. If neither is set, one is generated once and
+# stored in <data_dir>/admin-token (mode 0600); the `wakeful` CLI reads it.
+# admin_token_file = "/etc/wakeful/admin-token"
+# admin_token = "..."
+max_body_bytes = 1048576                # requests larger than this get 413
+
+[store]
+backend = "sqlite"                      # "sqlite" (embedded) | "redis"
+# redis_url = "redis://127.0.0.1:6379/0"
+sqlite_synchronous = "full"             # "full" (safest) | "normal" (faster)
+
+[llm]
+provider = "openai"                     # any OpenAI-compatible endpoint
+base_url = "https://api.openai.com/v1"  # vLLM, llama.cpp, Ollama: their /v1 URL
+# Empty: no model yet; events are stored and wait until you set one.
+model = ""                              # e.g. "gpt-4.1-mini"
+api_key_env = "OPENAI_API_KEY"          # or api_key_file = "/etc/wakeful/openai-key"
+timeout_s = 60
+max_retries = 2
+
+[router]
+classifier_model = ""                   # empty: routing by rules only
+classifier_budget_ms = 300              # a slower classifier falls back to "queue"
+
+[loop]
+max_model_calls_per_run = 40
+max_run_seconds = 1800
+max_consecutive_failures = 3
+tool_timeout_s = 120
+parallel_max_model_calls = 3            # budget of a side session ("parallel")
+parallel_budget_s = 20
+stop_grace_s = 2.0                      # how long tools get to stop on cancel
+
+# Webhooks: POST /hooks/<name>, verified per hook.
+# [[hooks]]
+# name = "github"
+# auth = "github"                       # "standard" | "github" | "bearer"
+# secret_file = "/etc/wakeful/github-secret"
+# session = "main"
+
+# Mail accounts: IMAP IDLE in, SMTP out.
+# [[email.accounts]]
+# name = "work"
+# imap_host = "imap.example.com"
+# imap_port = 993
+# imap_security = "tls"                 # "tls" | "starttls" | "none"
+# smtp_host = "smtp.example.com"
+# smtp_port = 587
+# smtp_security = "starttls"
+# username = "me@example.com"
+# password_file = "/etc/wakeful/mail-password"
+# address = "me@example.com"
+# mailboxes = ["INBOX"]
+# archive_mailbox = "Archive"
+# session = "main"
+# owner_senders = ["me@example.com"]    # trusted; everyone else is untrusted
+"""

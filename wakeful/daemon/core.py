@@ -1,0 +1,98 @@
+"""The running daemon as front doors see it (implements facade.Daemon)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+from wakeful.daemon.dispatcher import Dispatcher
+from wakeful.daemon.facade import SubmitResult
+from wakeful.daemon.feed import Feed, FeedItem
+from wakeful.daemon.sessions import Sessions
+from wakeful.daemon.store.base import Store, StoredEvent
+from wakeful.events import Event
+from wakeful.llm.base import ModelProvider
+from wakeful.llm.null_provider import HOW_TO_CONFIGURE
+
+
+def event_log_entry(stored: StoredEvent) -> dict[str, Any]:
+    event = stored.event
+    return {
+        "seq": stored.seq,
+        "id": event.id,
+        "session": event.session,
+        "kind": event.kind,
+        "channel": event.channel,
+        "source": event.source.model_dump(),
+        "status": stored.status.value,
+        "strategy": stored.strategy,
+        "reason": stored.reason,
+        "text": event.content.text,
+        "occurred_at": event.occurred_at.isoformat(),
+        "accepted_at": stored.accepted_at,
+        "parallel_answer": stored.parallel_answer,
+    }
+
+
+class WakefulDaemon:
+    def __init__(
+        self,
+        store: Store,
+        dispatcher: Dispatcher,
+        sessions: Sessions,
+        feed: Feed,
+        provider: ModelProvider,
+    ) -> None:
+        self.store = store
+        self.dispatcher = dispatcher
+        self.sessions = sessions
+        self.feed = feed
+        self.provider = provider
+
+    async def start(self) -> None:
+        """Recover after a restart: requeue held events, resume every session."""
+        await self.store.recover()
+        for session in await self.store.sessions():
+            self.sessions.get(session)
+
+    async def submit(self, event: Event) -> SubmitResult:
+        return await self.dispatcher.submit(event)
+
+    async def status(self) -> dict[str, Any]:
+        depths = {d.session: d for d in await self.store.queue_depths()}
+        sessions = {}
+        for loop in self.sessions.all():
+            depth = depths.get(loop.session)
+            sessions[loop.session] = {
+                "busy": loop.busy,
+                "pending": depth.pending if depth else 0,
+                "oldest_pending_at": depth.oldest_accepted_at if depth else None,
+                "tasks": loop.tasks.list_tasks(),
+            }
+        model: dict[str, Any] = {
+            "configured": self.provider.configured,
+            "description": self.provider.describe(),
+        }
+        if not self.provider.configured:
+            model["how_to_configure"] = HOW_TO_CONFIGURE
+        return {
+            "model": model,
+            "stopping": self.dispatcher.stopping,
+            "events_accepted": self.dispatcher.accepted,
+            "duplicates_dropped": self.dispatcher.duplicates,
+            "sessions": sessions,
+        }
+
+    async def event_log(
+        self, session: str | None, after_seq: int = 0, limit: int = 200
+    ) -> list[dict[str, Any]]:
+        return [event_log_entry(s) for s in await self.store.event_log(session, after_seq, limit)]
+
+    async def trajectory(self, session: str) -> list[dict[str, Any]]:
+        return await self.store.trajectory(session)
+
+    @asynccontextmanager
+    async def subscribe(self, session: str) -> AsyncIterator[AsyncIterator[FeedItem]]:
+        async with self.feed.subscribe(session) as stream:
+            yield stream

@@ -1,0 +1,170 @@
+"""The daemon's HTTP API: messages in, live feed and logs out (ARCHITECTURE.md)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from wakeful.daemon.facade import Daemon, DaemonUnavailable
+from wakeful.daemon.http.auth import TokenCheck
+from wakeful.daemon.http.body import read_json_object
+from wakeful.daemon.http.errors import ApiError, http_error, server_error
+from wakeful.daemon.http.sse import EventStreamResponse, StreamRegistry
+from wakeful.events import EventError, user_message
+
+MESSAGE_KINDS = ("user.input", "user.interrupt")
+MAX_LOG_LIMIT = 1000
+
+
+class Api:
+    """The route handlers, sharing the daemon, the token check and the limits."""
+
+    def __init__(
+        self, daemon: Daemon, tokens: TokenCheck, max_body_bytes: int, heartbeat_s: float
+    ) -> None:
+        self.daemon = daemon
+        self.tokens = tokens
+        self.max_body_bytes = max_body_bytes
+        self.heartbeat_s = heartbeat_s
+        self.streams = StreamRegistry()
+
+    async def healthz(self, request: Request) -> Response:
+        return JSONResponse({"status": "ok"})
+
+    async def post_message(self, request: Request) -> Response:
+        self.tokens.require(request)
+        data = await read_json_object(request, self.max_body_bytes)
+        event_id = _idempotency_key(data, request.headers.get("idempotency-key"))
+        try:
+            event = user_message(
+                _text(data),
+                session=_string(data, "session", "main"),
+                kind=_kind(data),
+                event_id=event_id,
+            )
+        except EventError as exc:
+            raise ApiError(400, str(exc)) from None
+        try:
+            result = await self.daemon.submit(event)
+        except DaemonUnavailable as exc:
+            raise _unavailable(exc) from None
+        return JSONResponse(
+            {"event_id": result.event_id, "duplicate": result.duplicate}, status_code=202
+        )
+
+    async def stream(self, request: Request) -> Response:
+        self.tokens.require(request, allow_query=True)
+        session = request.path_params["session"]
+        return EventStreamResponse(
+            lambda: self.daemon.subscribe(session), self.streams, self.heartbeat_s
+        )
+
+    async def session_events(self, request: Request) -> Response:
+        self.tokens.require(request)
+        return await self._event_log(request, request.path_params["session"])
+
+    async def all_events(self, request: Request) -> Response:
+        self.tokens.require(request)
+        return await self._event_log(request, request.query_params.get("session"))
+
+    async def _event_log(self, request: Request, session: str | None) -> Response:
+        after = _int_param(request, "after", 0, minimum=0)
+        limit = _int_param(request, "limit", 200, minimum=1, maximum=MAX_LOG_LIMIT)
+        try:
+            entries = await self.daemon.event_log(session, after_seq=after, limit=limit)
+        except DaemonUnavailable as exc:
+            raise _unavailable(exc) from None
+        return JSONResponse({"events": entries})
+
+    async def trajectory(self, request: Request) -> Response:
+        self.tokens.require(request)
+        try:
+            messages = await self.daemon.trajectory(request.path_params["session"])
+        except DaemonUnavailable as exc:
+            raise _unavailable(exc) from None
+        return JSONResponse({"session": request.path_params["session"], "messages": messages})
+
+    async def status(self, request: Request) -> Response:
+        self.tokens.require(request)
+        try:
+            return JSONResponse(await self.daemon.status())
+        except DaemonUnavailable as exc:
+            raise _unavailable(exc) from None
+
+
+def create_app(
+    daemon: Daemon, *, admin_token: str, max_body_bytes: int, heartbeat_s: float = 15.0
+) -> Starlette:
+    """The ASGI app; ``app.state.streams.close_all()`` ends open event streams at shutdown."""
+    api = Api(daemon, TokenCheck(admin_token), max_body_bytes, heartbeat_s)
+    routes = [
+        Route("/healthz", api.healthz, methods=["GET"]),
+        # /readyz and /metrics join here once the store reports readiness and counters.
+        Route("/api/messages", api.post_message, methods=["POST"]),
+        Route("/api/status", api.status, methods=["GET"]),
+        Route("/api/events", api.all_events, methods=["GET"]),
+        Route("/api/sessions/{session}/events", api.session_events, methods=["GET"]),
+        Route("/api/sessions/{session}/stream", api.stream, methods=["GET"]),
+        Route("/api/sessions/{session}/trajectory", api.trajectory, methods=["GET"]),
+    ]
+    handlers: dict[Any, Any] = {ApiError: http_error, 404: http_error, 405: http_error}
+    handlers[Exception] = server_error
+    app = Starlette(routes=routes, exception_handlers=handlers)
+    app.state.streams = api.streams
+    return app
+
+
+def _unavailable(exc: DaemonUnavailable) -> ApiError:
+    return ApiError(
+        503, f"the daemon cannot take this now: {exc}", {"Retry-After": str(exc.retry_after_s)}
+    )
+
+
+def _string(data: dict[str, Any], name: str, default: str | None = None) -> str:
+    value = data.get(name, default)
+    if not isinstance(value, str):
+        raise ApiError(400, f"field '{name}' must be a string")
+    return value
+
+
+def _text(data: dict[str, Any]) -> str:
+    if "text" not in data:
+        raise ApiError(400, 'field \'text\' is required, e.g. {"text": "hello"}')
+    text = _string(data, "text")
+    if not text.strip():
+        raise ApiError(400, "field 'text' must not be empty")
+    return text
+
+
+def _kind(data: dict[str, Any]) -> str:
+    kind = _string(data, "kind", "user.input")
+    if kind not in MESSAGE_KINDS:
+        raise ApiError(400, f"field 'kind' must be one of {', '.join(MESSAGE_KINDS)}")
+    return kind
+
+
+def _idempotency_key(data: dict[str, Any], header: str | None) -> str | None:
+    body_id = _string(data, "id") if data.get("id") is not None else None
+    if body_id is not None and header is not None and body_id != header:
+        raise ApiError(400, "field 'id' and the Idempotency-Key header disagree; send one")
+    return body_id if body_id is not None else header
+
+
+def _int_param(
+    request: Request, name: str, default: int, *, minimum: int, maximum: int | None = None
+) -> int:
+    raw = request.query_params.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ApiError(400, f"query parameter '{name}' must be an integer") from None
+    if value < minimum or (maximum is not None and value > maximum):
+        upper = f" and at most {maximum}" if maximum is not None else ""
+        raise ApiError(400, f"query parameter '{name}' must be at least {minimum}{upper}")
+    return value

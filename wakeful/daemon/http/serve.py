@@ -1,0 +1,75 @@
+"""Running uvicorn inside the daemon's task group, quietly.
+
+Stock ``uvicorn.Server`` wakes ten times a second to check for exit and
+installs its own signal handlers. The daemon owns signals itself, and an
+idle daemon should not wake at all, so this server waits on an event.
+"""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Generator
+from contextlib import contextmanager
+
+import anyio
+import uvicorn
+from anyio.abc import TaskStatus
+from starlette.types import ASGIApp
+
+
+class QuietServer(uvicorn.Server):
+    def __init__(self, config: uvicorn.Config) -> None:
+        super().__init__(config)
+        self.exit_requested = anyio.Event()
+
+    @contextmanager
+    def capture_signals(self) -> Generator[None, None, None]:
+        # The daemon's lifespan handles SIGTERM/SIGINT; uvicorn must not.
+        yield
+
+    async def main_loop(self) -> None:
+        await self.exit_requested.wait()
+
+    def request_exit(self) -> None:
+        self.should_exit = True
+        self.exit_requested.set()
+
+
+def bind_socket(host: str, port: int) -> socket.socket:
+    """Bind before serving so a port in use fails at start-up with a clear error."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        raise OSError(
+            f"cannot listen on {host}:{port}: {exc.strerror}; is another wakeful running? "
+            "Change [server] bind in the config or WAKEFUL_SERVER__BIND."
+        ) from exc
+    sock.listen(1024)
+    sock.setblocking(False)
+    return sock
+
+
+async def serve_http(
+    app: ASGIApp,
+    sock: socket.socket,
+    server_holder: list[QuietServer],
+    *,
+    task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
+) -> None:
+    config = uvicorn.Config(
+        app,
+        log_config=None,
+        access_log=False,
+        date_header=False,
+        server_header=False,
+        lifespan="off",
+        timeout_graceful_shutdown=2,
+    )
+    server = QuietServer(config)
+    server_holder.append(server)
+    task_status.started()
+    await server.serve(sockets=[sock])

@@ -1,0 +1,144 @@
+"""Structured logs: JSON lines for journald/collectors, a console view on a TTY.
+
+One processor pipeline serves both structlog and the stdlib loggers (uvicorn,
+libraries), so every line has the same shape, carries the ``event_id`` /
+``session`` / ``run_id`` bound with ``structlog.contextvars.bound_contextvars``,
+and passes the redactor: no secret value ever reaches the output.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import sys
+from collections.abc import Iterable, MutableMapping
+from typing import Any, TextIO
+
+import structlog
+from structlog.typing import EventDict, Processor, WrappedLogger
+
+REDACTED = "[REDACTED]"
+SENSITIVE_KEY = re.compile(r"token|password|passwd|secret|api_?key|authorization|cookie", re.I)
+# Credentials in query strings (…?token=abc) even when the value is not known.
+QUERY_SECRET = re.compile(r"((?:token|password|secret|api_?key)=)[^&\s\"']+", re.I)
+# Shorter "secrets" would blank out ordinary words in every line.
+MIN_SECRET_LENGTH = 6
+_HANDLER_NAME = "wakeful"
+
+
+class Redactor:
+    """A processor that replaces known secret values and sensitive keys' values."""
+
+    def __init__(self, secrets: Iterable[str] = ()) -> None:
+        self._secrets: list[str] = []
+        self.add(secrets)
+
+    def add(self, secrets: Iterable[str]) -> None:
+        fresh = {s for s in secrets if s and len(s) >= MIN_SECRET_LENGTH}
+        # Longest first so a secret containing another is replaced whole.
+        self._secrets = sorted(fresh | set(self._secrets), key=len, reverse=True)
+
+    def __call__(self, logger: WrappedLogger, method: str, event_dict: EventDict) -> EventDict:
+        return {key: self._value(key, value) for key, value in event_dict.items()}
+
+    def _value(self, key: Any, value: Any) -> Any:
+        # Numbers are counts (prompt_tokens), never credentials worth hiding.
+        sensitive = isinstance(key, str) and SENSITIVE_KEY.search(key) is not None
+        if sensitive and value is not None and not isinstance(value, bool | int | float):
+            return REDACTED
+        if isinstance(value, str):
+            return self._scrub(value)
+        if isinstance(value, MutableMapping | dict):
+            return {k: self._value(k, v) for k, v in value.items()}
+        if isinstance(value, list | tuple | set):
+            return [self._value(None, item) for item in value]
+        if isinstance(value, bool | int | float) or value is None:
+            return value
+        return self._scrub(str(value))
+
+    def _scrub(self, text: str) -> str:
+        for secret in self._secrets:
+            if secret in text:
+                text = text.replace(secret, REDACTED)
+        return QUERY_SECRET.sub(r"\1" + REDACTED, text)
+
+
+_redactor = Redactor()
+
+
+def add_secrets(secrets: Iterable[str]) -> None:
+    """Redact these values from every later log line (e.g. a token read late)."""
+    _redactor.add(secrets)
+
+
+def _shared_processors() -> list[Processor]:
+    return [
+        structlog.contextvars.merge_contextvars,
+        structlog.processors.add_log_level,
+        structlog.processors.TimeStamper(fmt="iso", utc=True),
+        structlog.processors.StackInfoRenderer(),
+        # Tracebacks become text before redaction, so secrets in them are scrubbed too.
+        structlog.processors.format_exc_info,
+    ]
+
+
+def _renderer(json: bool) -> Processor:
+    if json:
+        return structlog.processors.JSONRenderer(default=str)
+    return structlog.dev.ConsoleRenderer(colors=False)
+
+
+def configure_logging(
+    level: str,
+    *,
+    json: bool | None = None,
+    secrets: Iterable[str] = (),
+    stream: TextIO | None = None,
+) -> None:
+    """Set up structlog and stdlib logging once, at daemon start.
+
+    ``json=None`` picks JSON unless ``stream`` (stdout by default) is a TTY.
+    Uvicorn must be started with ``log_config=None`` so it keeps these handlers.
+    """
+    out = stream if stream is not None else sys.stdout
+    if json is None:
+        json = not out.isatty()
+    numeric = logging.getLevelNamesMapping().get(level.upper())
+    if numeric is None:
+        raise ValueError(f"unknown log level {level!r}; use debug, info, warning or error")
+    add_secrets(secrets)
+    shared = _shared_processors()
+    structlog.configure(
+        processors=[*shared, _redactor, _renderer(json)],
+        wrapper_class=structlog.make_filtering_bound_logger(numeric),
+        logger_factory=structlog.WriteLoggerFactory(file=out),
+        cache_logger_on_first_use=False,
+    )
+    _route_stdlib(numeric, shared, _renderer(json), out)
+
+
+def _route_stdlib(level: int, shared: list[Processor], renderer: Processor, out: TextIO) -> None:
+    formatter = structlog.stdlib.ProcessorFormatter(
+        foreign_pre_chain=[*shared, structlog.stdlib.add_logger_name],
+        processors=[
+            structlog.stdlib.ProcessorFormatter.remove_processors_meta,
+            _redactor,
+            renderer,
+        ],
+    )
+    handler = logging.StreamHandler(out)
+    handler.set_name(_HANDLER_NAME)
+    handler.setFormatter(formatter)
+    root = logging.getLogger()
+    for old in [h for h in root.handlers if h.get_name() == _HANDLER_NAME]:
+        root.removeHandler(old)
+    root.addHandler(handler)
+    root.setLevel(level)
+    for name in ("uvicorn", "uvicorn.error", "uvicorn.access"):
+        logger = logging.getLogger(name)
+        logger.handlers.clear()
+        logger.propagate = True
+    # Access lines repeat what our own request logs say and may carry ?token=.
+    logging.getLogger("uvicorn.access").setLevel(max(level, logging.WARNING))
+    for noisy in ("httpx", "httpcore", "openai"):
+        logging.getLogger(noisy).setLevel(max(level, logging.WARNING))

@@ -1,0 +1,109 @@
+"""The parallel strategy (SPEC §5): a side session answers a quick question
+at once, from a snapshot of the main trajectory, with read-only tools and a
+tight budget. The main loop then sees the question and the answer together
+at its next safe point, marked as handled in parallel.
+
+If the side session cannot answer in budget, the event falls back to the
+queue — it is never dropped.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import anyio
+import structlog
+
+from wakeful.daemon.loop.session_loop import SessionLoop
+from wakeful.daemon.router.decision import Strategy
+from wakeful.daemon.store.base import EventStatus, StoredEvent
+from wakeful.daemon.trajectory.normalizer import normalize, unanswered_calls
+from wakeful.handlers.base import ToolContext
+from wakeful.llm.base import ModelRequest, ProviderError
+
+log = structlog.get_logger(__name__)
+
+SIDE_QUESTION_NOTE = (
+    "[Side question, answered in parallel while your main task continues. Answer it "
+    "briefly and directly. Only read-only tools are available here; do not continue "
+    "or change the main task.]"
+)
+
+Message = dict[str, Any]
+
+
+def snapshot_for_side_session(messages: list[Message]) -> tuple[list[Message], str]:
+    """The main trajectory up to its last complete step, and a note on what is running.
+
+    A step whose tools are still running is cut off rather than given
+    placeholders: the side session must not make the main task look interrupted.
+    """
+    running = unanswered_calls(messages)
+    if not running:
+        return normalize(messages).messages, ""
+    cut = max(i for i, m in enumerate(messages) if m.get("role") == "assistant")
+    note = "The main task is currently running: " + ", ".join(sorted(set(running.values())))
+    return normalize(messages[:cut]).messages, note
+
+
+async def answer_in_parallel(loop: SessionLoop, stored: StoredEvent) -> None:
+    """Answer now; hand question and answer to the main loop; fall back to queue."""
+    deps = loop.deps
+    event = stored.event
+    try:
+        with anyio.fail_after(deps.limits.parallel_budget_s):
+            answer = await _side_session(loop, event.content.text)
+    except (TimeoutError, ProviderError) as exc:
+        reason = f"parallel answer failed ({exc or 'out of time'}); queued instead"
+        log.warning("parallel fallback", event_id=event.id, reason=reason)
+        await deps.store.set_route(event.id, EventStatus.PENDING, Strategy.QUEUE, reason)
+        loop.notify()
+        return
+    await deps.store.set_parallel_answer(event.id, answer)
+    loop.notify()
+
+
+async def _side_session(loop: SessionLoop, question: str) -> str:
+    deps = loop.deps
+    snapshot, running_note = snapshot_for_side_session(await loop.writer.messages())
+    ask = f"{SIDE_QUESTION_NOTE}\n{running_note}\n{question}".replace("\n\n", "\n")
+    messages: list[Message] = [
+        {"role": "system", "content": deps.system_prompt},
+        *snapshot,
+        {"role": "user", "content": ask},
+    ]
+    replies: list[str] = []
+    tools = deps.tools.definitions(read_only=True)
+    allowed = {tool["function"]["name"] for tool in tools}
+    for _ in range(deps.limits.parallel_max_model_calls):
+        response = await deps.provider.complete(ModelRequest(messages=messages, tools=tools))
+        if not response.tool_calls:
+            if response.content and response.content not in replies:
+                deps.feed.publish(loop.session, {"type": "reply", "text": response.content})
+                replies.append(response.content)
+            return "\n".join(replies) or "(no answer)"
+        messages.append(response.as_message())
+        for call in response.tool_calls:
+            if call.name in allowed:
+                context = _side_context(loop, call.id, replies)
+                text = (await deps.tools.execute(call.name, call.arguments, context)).text
+            else:
+                text = f"{call.name} is not available in a side session (read-only tools only)."
+            messages.append({"role": "tool", "tool_call_id": call.id, "content": text})
+    return "\n".join(replies) or "(the side session ran out of model calls)"
+
+
+def _side_context(loop: SessionLoop, call_id: str, replies: list[str]) -> ToolContext:
+    async def reply(text: str) -> None:
+        replies.append(text)
+        loop.deps.feed.publish(loop.session, {"type": "reply", "text": text, "parallel": True})
+
+    deps = loop.deps
+    return ToolContext(
+        session=loop.session,
+        call_id=call_id,
+        workspace=deps.workspace,
+        output_dir=deps.output_dir,
+        tasks=loop.tasks,
+        reply=reply,
+    )

@@ -1,0 +1,319 @@
+"""One agent loop per session (SPEC §4): wait, take a batch, call the model,
+record, run tools, repeat — consuming events only at safe points.
+
+Safe points are the top of :meth:`SessionLoop._run_until_idle`'s cycle: after
+a model reply is recorded and after the tools' results are. The two steps in
+between — streaming a reply and waiting for tools — run inside a cancel
+scope that :meth:`SessionLoop.interrupt` cancels to force a safe point early
+(the cancel strategy). Everything written to the trajectory goes through
+:class:`TrajectoryWriter`, which holds the five rules.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+import anyio
+import structlog
+from anyio.abc import TaskGroup
+from structlog.contextvars import bound_contextvars
+
+from wakeful.daemon.feed import Feed
+from wakeful.daemon.loop.limits import LoopLimits, Run
+from wakeful.daemon.loop.status_bar import render_status_bar
+from wakeful.daemon.loop.tool_tasks import Claim, ToolExecutor, ToolTask, ToolTaskManager
+from wakeful.daemon.store.base import ConsumeConflict, ModelCallRecord, Store
+from wakeful.daemon.trajectory.rules import (
+    InterruptedCall,
+    TrajectoryWriter,
+    needs_model_response,
+)
+from wakeful.events import Event
+from wakeful.handlers.base import ToolContext
+from wakeful.llm.base import ModelProvider, ModelRequest, ModelResponse, ProviderError, ToolCall
+
+log = structlog.get_logger(__name__)
+
+
+class ToolCatalog(ToolExecutor, Protocol):
+    def definitions(self, read_only: bool = False) -> list[dict[str, Any]]: ...
+
+
+@dataclass(frozen=True)
+class LoopDeps:
+    store: Store
+    provider: ModelProvider
+    tools: ToolCatalog
+    feed: Feed
+    limits: LoopLimits
+    system_prompt: str
+    workspace: Path
+    output_dir: Path
+    submit: Callable[[Event], Awaitable[object]]  # how late tool results re-enter
+
+
+@dataclass
+class Interrupt:
+    cause: str
+    stop_tools: bool
+
+
+class SessionLoop:
+    def __init__(self, session: str, deps: LoopDeps) -> None:
+        self.session = session
+        self.deps = deps
+        self.writer = TrajectoryWriter(deps.store, session)
+        self.tasks = ToolTaskManager(
+            session, deps.tools, self._tool_context, self._report_late_result
+        )
+        self.busy = False
+        self.waiting_for_model_config = False
+        self._wakeup = anyio.Event()
+        self._interrupt: Interrupt | None = None
+        self._step_scope: anyio.CancelScope | None = None
+
+    # -- signals from the dispatcher --------------------------------------------
+
+    def notify(self) -> None:
+        """New events are pending: handle them at the next safe point."""
+        self._wakeup.set()
+
+    def interrupt(self, cause: str, *, stop_tools: bool) -> None:
+        """Force a safe point now (the cancel strategy)."""
+        if self._interrupt is None:
+            self._interrupt = Interrupt(cause, stop_tools)
+        else:
+            self._interrupt.stop_tools |= stop_tools
+        if self._step_scope is not None:
+            self._step_scope.cancel()
+        self._wakeup.set()
+
+    # -- the loop ---------------------------------------------------------------
+
+    async def run_forever(self, group: TaskGroup) -> None:
+        self.tasks.attach(group)
+        with bound_contextvars(session=self.session):
+            await self.writer.repair_after_restart()
+            self._wakeup.set()  # events or a reply may be owed from before a restart
+            while True:
+                await self._wakeup.wait()
+                self._wakeup = anyio.Event()
+                await self._run_until_idle()
+
+    async def _run_until_idle(self) -> None:
+        if not self.deps.provider.configured:
+            self._note_waiting_for_model()
+            return
+        run = Run(self.deps.limits)
+        self.busy = True
+        self._publish({"type": "run", "state": "busy", "run_id": run.run_id})
+        try:
+            with bound_contextvars(run_id=run.run_id):
+                while await self._cycle(run):
+                    pass
+        finally:
+            self.busy = False
+            self._publish({"type": "run", "state": "idle", "run_id": run.run_id})
+
+    async def _cycle(self, run: Run) -> bool:
+        """One safe point and what follows it; False when the run is over."""
+        self._interrupt = None  # anything asked before this point is in the batch below
+        batch = await self.deps.store.pending(self.session)
+        if batch:
+            try:
+                await self.writer.append_queued_batch(batch)
+            except ConsumeConflict as exc:
+                log.warning("batch changed under us; taking it again", detail=str(exc))
+                return True
+        elif not needs_model_response(await self.writer.messages()):
+            return False
+        reason = run.exceeded()
+        if reason is not None:
+            self._stop_run(reason)
+            return False
+        response = await self._call_model(run)
+        if response is None:
+            return True  # interrupted or failed: back to the safe point
+        await self.writer.record_assistant_message(response)
+        if response.content:
+            self._publish({"type": "reply", "text": response.content, "final": True})
+        if response.tool_calls:
+            await self._run_tools(run, response.tool_calls)
+        return True
+
+    # -- model step ---------------------------------------------------------------
+
+    async def _call_model(self, run: Run) -> ModelResponse | None:
+        request = await self._build_request(run)
+        run.model_calls += 1
+        streamed: list[str] = []
+
+        async def on_delta(text: str) -> None:
+            streamed.append(text)
+
+        response: ModelResponse | None = None
+        started = time.monotonic()
+        try:
+            with self._interruptible() as scope:
+                response = await self.deps.provider.complete(request, on_delta)
+        except ProviderError as exc:
+            await self._model_failed(run, exc, time.monotonic() - started)
+            return None
+        if scope.cancelled_caught or response is None:
+            cause = self._interrupt.cause if self._interrupt else "an interrupt"
+            self.writer.discard_partial_output(sum(map(len, streamed)), cause)
+            run.interrupts += 1
+            await self._record_call(run, None, time.monotonic() - started, "interrupted")
+            return None
+        run.consecutive_failures = 0
+        await self._record_call(run, response, response.latency_s, "ok")
+        return response
+
+    async def _build_request(self, run: Run) -> ModelRequest:
+        messages = await self.writer.request_messages()
+        pending = len(await self.deps.store.pending(self.session))
+        status = render_status_bar(
+            run,
+            running_tasks=[t.describe() for t in self.tasks.running()],
+            pending_events=pending,
+        )
+        system = {"role": "system", "content": self.deps.system_prompt}
+        return ModelRequest(
+            messages=[system, *messages, status], tools=self.deps.tools.definitions()
+        )
+
+    async def _model_failed(self, run: Run, exc: ProviderError, elapsed: float) -> None:
+        run.consecutive_failures += 1
+        log.warning("model call failed", error=str(exc), failures=run.consecutive_failures)
+        self._publish({"type": "alert", "text": f"model call failed: {exc}"})
+        await self._record_call(run, None, elapsed, f"error: {exc}")
+        if run.exceeded() is None:
+            with self._interruptible():
+                await anyio.sleep(run.backoff_s())
+
+    async def _record_call(
+        self, run: Run, response: ModelResponse | None, latency: float, outcome: str
+    ) -> None:
+        usage = response.usage if response else None
+        record = ModelCallRecord(
+            session=self.session,
+            run_id=run.run_id,
+            model=response.model if response else "",
+            latency_s=latency,
+            prompt_tokens=usage.prompt_tokens if usage else 0,
+            completion_tokens=usage.completion_tokens if usage else 0,
+            cached_tokens=usage.cached_tokens if usage else 0,
+            finish_reason=response.finish_reason if response else None,
+            outcome=outcome[:500],
+        )
+        log.info(
+            "model call",
+            outcome=record.outcome,
+            latency_ms=round(latency * 1000, 1),
+            tokens_in=record.prompt_tokens,
+            tokens_out=record.completion_tokens,
+            cached_tokens=record.cached_tokens,
+        )
+        await self.deps.store.record_model_call(record)
+
+    # -- tool step ----------------------------------------------------------------
+
+    async def _run_tools(self, run: Run, calls: tuple[ToolCall, ...]) -> None:
+        started = [self.tasks.start(call) for call in calls]
+        try:
+            with self._interruptible():
+                async with anyio.create_task_group() as group:
+                    for task in started:
+                        group.start_soon(self._record_when_done, task)
+        finally:
+            # Shutdown or interrupt: whatever is unfinished is closed here (rule 3).
+            with anyio.CancelScope(shield=True):
+                await self._close_unfinished(started)
+
+    async def _record_when_done(self, task: ToolTask) -> None:
+        await task.done.wait()
+        if task.claim is Claim.NONE and task.output is not None:
+            task.claim = Claim.LOOP
+            with anyio.CancelScope(shield=True):
+                await self.writer.record_tool_result(task.call.id, task.output.text)
+
+    async def _close_unfinished(self, started: list[ToolTask]) -> None:
+        interrupt = self._interrupt or Interrupt("the daemon is stopping", stop_tools=True)
+        placeholders: list[InterruptedCall] = []
+        for task in started:
+            if task.claim is not Claim.NONE:
+                continue
+            if task.done.is_set() and task.output is not None:
+                task.claim = Claim.LOOP
+                await self.writer.record_tool_result(task.call.id, task.output.text)
+                continue
+            task.claim = Claim.LATE
+            if interrupt.stop_tools:
+                task.scope.cancel()
+            placeholders.append(
+                InterruptedCall(
+                    task.call.id, task.call.name, task.elapsed_s(), interrupt.stop_tools
+                )
+            )
+        await self.writer.close_interrupted_calls(placeholders, interrupt.cause)
+
+    def _tool_context(self, call: ToolCall) -> ToolContext:
+        async def reply(text: str) -> None:
+            self._publish({"type": "reply", "text": text, "final": False})
+
+        return ToolContext(
+            session=self.session,
+            call_id=call.id,
+            workspace=self.deps.workspace,
+            output_dir=self.deps.output_dir,
+            tasks=self.tasks,
+            reply=reply,
+        )
+
+    async def _report_late_result(self, task: ToolTask) -> None:
+        """A call answered by a placeholder finished: its outcome becomes an event."""
+        text = task.output.text if task.output else "(no output)"
+        event = Event.parse(
+            {
+                "id": f"tool:{self.session}:{task.call.id}",
+                "kind": "tool.result",
+                "source": {"type": "system", "principal": "wakeful", "trusted": True},
+                "channel": f"tool:{task.call.name}",
+                "content": {"text": f"{task.state.value} after {task.elapsed_s():.1f} s. {text}"},
+                "context": {
+                    "related_call_id": task.call.id,
+                    "related_task_id": task.task_id,
+                    "tool_name": task.call.name,
+                },
+                "session": self.session,
+            }
+        )
+        try:
+            await self.deps.submit(event)
+        except Exception:
+            log.exception("could not enqueue a late tool result", call_id=task.call.id)
+
+    # -- helpers ------------------------------------------------------------------
+
+    def _interruptible(self) -> anyio.CancelScope:
+        scope = anyio.CancelScope()
+        self._step_scope = scope
+        if self._interrupt is not None:
+            scope.cancel()  # asked to stop between safe point and step: do not start it
+        return scope
+
+    def _stop_run(self, reason: str) -> None:
+        log.warning("run stopped", reason=reason)
+        self._publish({"type": "alert", "text": f"run stopped: {reason}"})
+
+    def _note_waiting_for_model(self) -> None:
+        if not self.waiting_for_model_config:
+            self.waiting_for_model_config = True
+            log.warning("events are waiting: " + self.deps.provider.describe())
+
+    def _publish(self, item: dict[str, Any]) -> None:
+        self.deps.feed.publish(self.session, item)

@@ -1,0 +1,40 @@
+"""The agent status bar (SPEC §7): code-maintained, always last in the context.
+
+It is built fresh for every request and never stored, so the stored
+trajectory — the cacheable prefix — never changes because time passed.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from wakeful.daemon.loop.limits import Run
+
+STATUS_BAR_HEADER = "[Agent status — maintained by the daemon; not a message from the user]"
+
+
+def render_status_bar(
+    run: Run,
+    *,
+    running_tasks: list[dict[str, Any]],
+    pending_events: int,
+    now: datetime | None = None,
+) -> dict[str, str]:
+    now = now or datetime.now(UTC)
+    limits = run.limits
+    lines = [
+        STATUS_BAR_HEADER,
+        f"Current time: {now.strftime('%Y-%m-%d %H:%M:%S UTC (%A)')}",
+        f"Model calls this run: {run.model_calls} of {limits.max_model_calls_per_run}",
+        f"Events waiting for the next safe point: {pending_events}",
+    ]
+    if running_tasks:
+        lines.append("Background tasks running:")
+        lines += [
+            f"- {t['task_id']}: {t['tool']} for {t['runtime_s']:.0f} s ({t['state']})"
+            for t in running_tasks
+        ]
+    else:
+        lines.append("Background tasks running: none")
+    return {"role": "user", "content": "\n".join(lines)}

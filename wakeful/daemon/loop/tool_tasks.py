@@ -1,0 +1,163 @@
+"""Tool calls as owned background tasks.
+
+Every tool call runs as a task in the session's task group, not inside the
+loop step that asked for it. That is what lets an interrupt leave a call
+running (rule 3: placeholder now, real result later as a ``tool.result``
+event) or cancel it, without either the call or its result going astray.
+
+A task is *claimed* exactly once: by the loop (its result goes into the
+trajectory, rule 2) or, after an interrupt, by the late-result path (its
+result becomes an event). Claiming is synchronous, so no await can slip
+between "is it done?" and "who reports it?".
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any, Protocol
+
+import anyio
+import structlog
+from anyio.abc import TaskGroup
+
+from wakeful.daemon.trajectory.placeholders import task_id_for_call
+from wakeful.handlers.base import ToolContext, ToolOutput
+from wakeful.llm.base import ToolCall
+
+log = structlog.get_logger(__name__)
+
+
+class ToolExecutor(Protocol):
+    async def execute(self, name: str, raw_arguments: str, ctx: ToolContext) -> ToolOutput: ...
+
+
+class TaskState(StrEnum):
+    RUNNING = "running"
+    DONE = "done"
+    CANCELLED = "cancelled"
+
+
+class Claim(StrEnum):
+    NONE = "none"
+    LOOP = "loop"  # the result goes into the trajectory as the call's tool message
+    LATE = "late"  # a placeholder was written; the result becomes a tool.result event
+
+
+@dataclass
+class ToolTask:
+    call: ToolCall
+    session: str
+    started_at: float = field(default_factory=time.monotonic)
+    state: TaskState = TaskState.RUNNING
+    output: ToolOutput | None = None
+    claim: Claim = Claim.NONE
+    finished_at: float | None = None
+    scope: anyio.CancelScope = field(default_factory=anyio.CancelScope)
+    done: anyio.Event = field(default_factory=anyio.Event)
+
+    @property
+    def task_id(self) -> str:
+        return task_id_for_call(self.call.id)
+
+    def elapsed_s(self) -> float:
+        return (self.finished_at or time.monotonic()) - self.started_at
+
+    def describe(self) -> dict[str, Any]:
+        info: dict[str, Any] = {
+            "task_id": self.task_id,
+            "tool": self.call.name,
+            "call_id": self.call.id,
+            "arguments": self.call.arguments,
+            "state": self.state.value,
+            "runtime_s": round(self.elapsed_s(), 1),
+        }
+        if self.output is not None:
+            info["result_preview"] = self.output.text[-2000:]
+        return info
+
+
+LateResultSink = Callable[[ToolTask], Awaitable[None]]
+ContextFactory = Callable[[ToolCall], ToolContext]
+
+
+class ToolTaskManager:
+    """Starts, tracks and cancels one session's tool calls (implements TaskView)."""
+
+    def __init__(
+        self,
+        session: str,
+        executor: ToolExecutor,
+        make_context: ContextFactory,
+        late_results: LateResultSink,
+        *,
+        keep_finished: int = 50,
+    ) -> None:
+        self.session = session
+        self._executor = executor
+        self._make_context = make_context
+        self._late_results = late_results
+        self._keep_finished = keep_finished
+        self._tasks: dict[str, ToolTask] = {}
+        self._group: TaskGroup | None = None
+
+    def attach(self, group: TaskGroup) -> None:
+        """The task group that owns every tool task (the session's)."""
+        self._group = group
+
+    def start(self, call: ToolCall) -> ToolTask:
+        if self._group is None:
+            raise RuntimeError("ToolTaskManager.start() before attach(): no task group owns it")
+        task = ToolTask(call=call, session=self.session)
+        self._tasks[task.task_id] = task
+        self._forget_old()
+        self._group.start_soon(self._run, task, name=f"tool {call.name} {call.id}")
+        return task
+
+    def running(self) -> list[ToolTask]:
+        return [t for t in self._tasks.values() if t.state is TaskState.RUNNING]
+
+    async def _run(self, task: ToolTask) -> None:
+        with task.scope:
+            task.output = await self._executor.execute(
+                task.call.name, task.call.arguments, self._make_context(task.call)
+            )
+            task.state = TaskState.DONE
+        if task.scope.cancelled_caught:
+            task.state = TaskState.CANCELLED
+            task.output = ToolOutput(
+                f"{task.call.name} was cancelled after {task.elapsed_s():.1f} s and stopped; "
+                "it may have partially executed — verify its effects before retrying.",
+                is_error=True,
+            )
+        task.finished_at = time.monotonic()
+        task.done.set()
+        if task.claim is Claim.LATE:
+            with anyio.CancelScope(shield=True):
+                await self._late_results(task)
+
+    # -- TaskView (task_status / cancel_task) ----------------------------------
+
+    def describe(self, task_id: str) -> dict[str, Any] | None:
+        task = self._tasks.get(task_id)
+        return task.describe() if task else None
+
+    def list_tasks(self) -> list[dict[str, Any]]:
+        return [task.describe() for task in self._tasks.values()]
+
+    async def cancel(self, task_id: str) -> dict[str, Any] | None:
+        task = self._tasks.get(task_id)
+        if task is None:
+            return None
+        if task.state is TaskState.RUNNING:
+            task.scope.cancel()
+            with anyio.move_on_after(10):
+                await task.done.wait()
+        return task.describe()
+
+    def _forget_old(self) -> None:
+        finished = [k for k, t in self._tasks.items() if t.state is not TaskState.RUNNING]
+        for key in finished[: max(0, len(finished) - self._keep_finished)]:
+            del self._tasks[key]

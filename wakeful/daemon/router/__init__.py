@@ -1,0 +1,6 @@
+"""The router: which of the three strategies (SPEC §5) each event gets."""
+
+from wakeful.daemon.router.decision import Decision, Strategy
+from wakeful.daemon.router.router import Router
+
+__all__ = ["Decision", "Router", "Strategy"]

@@ -1,0 +1,51 @@
+"""Router: fast rules by kind, then the phrase pre-filter, then the classifier.
+
+Queue is the default. Interrupting tempts the model to trust placeholders,
+so only kinds that mean "now" and messages that clearly say stop cancel.
+"""
+
+from __future__ import annotations
+
+from wakeful.daemon.router.classifier import Classifier
+from wakeful.daemon.router.decision import Decision
+from wakeful.daemon.router.phrases import is_hold_request, is_quick_question, is_stop_request
+from wakeful.events import Event
+
+URGENT_KINDS = frozenset({"user.interrupt", "supervisor.instruction", "agent.interrupt"})
+
+
+class Router:
+    def __init__(self, classifier: Classifier | None = None) -> None:
+        self._classifier = classifier
+
+    def decide_fast(self, event: Event, *, busy: bool) -> Decision | None:
+        """A decision from rules alone, or None when only the classifier can tell."""
+        if event.kind in URGENT_KINDS:
+            stop = event.kind == "user.interrupt" and not is_hold_request(event.content.text)
+            return Decision.cancel(f"{event.kind} is urgent by kind", stop_tools=stop)
+        if event.context.priority == "urgent":
+            return Decision.cancel("marked urgent by its source", stop_tools=False)
+        if event.kind != "user.input":
+            return Decision.queue(f"{event.kind} is routine: handled at the next safe point")
+        if not busy:
+            return Decision.queue("the session is idle: it runs now")
+        return self._by_phrase(event.content.text)
+
+    async def decide(self, event: Event, *, busy: bool) -> Decision:
+        fast = self.decide_fast(event, busy=busy)
+        if fast is not None:
+            return fast
+        if self._classifier is None:
+            return Decision.queue("no classifier configured: user input is queued")
+        return await self._classifier.classify(event)
+
+    def _by_phrase(self, text: str) -> Decision | None:
+        if is_stop_request(text):
+            return Decision.cancel("the message asks to stop", stop_tools=True)
+        if is_hold_request(text):
+            return Decision.cancel("the message asks to wait or corrects", stop_tools=False)
+        if is_quick_question(text):
+            return Decision.parallel("a quick independent question")
+        if self._classifier is None:
+            return Decision.queue("no stop or quick-question phrase; no classifier: queued")
+        return None

@@ -1,0 +1,1 @@
+"""The trajectory: its five rules, the normalizer and how events are shown."""

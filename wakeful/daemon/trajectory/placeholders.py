@@ -1,0 +1,49 @@
+"""Placeholder tool results: honest, deterministic, written once.
+
+A placeholder stands in for a tool call that has no real result yet so the
+trajectory stays valid for model APIs (SPEC §4 rule 3). Its text is a pure
+function of its inputs and is persisted when first written, so prompt
+caches stay warm and the model never sees it change. It never claims the
+call was rejected or failed; it says what is known and what to verify.
+"""
+
+from __future__ import annotations
+
+PLACEHOLDER_MARK = "[placeholder]"
+
+
+def task_id_for_call(call_id: str) -> str:
+    """The background task id under which an interrupted call keeps running."""
+    return f"task-{call_id}"
+
+
+def interrupted_placeholder(
+    *, tool: str, call_id: str, elapsed_s: float, cause: str, cancelled: bool
+) -> str:
+    task_id = task_id_for_call(call_id)
+    if cancelled:
+        return (
+            f"{PLACEHOLDER_MARK} {tool} was interrupted after {elapsed_s:.1f} s because "
+            f"{cause}. It was cancelled and may have partially executed — verify its "
+            f"effects before retrying. Its final status will arrive later as a separate "
+            f"tool.result event for call {call_id} (task {task_id})."
+        )
+    return (
+        f"{PLACEHOLDER_MARK} {tool} is still running in the background as task "
+        f"{task_id} (interrupted after {elapsed_s:.1f} s because {cause}). Its real "
+        f"result will arrive later as a tool.result event for call {call_id} — do not "
+        f"assume it succeeded. task_status('{task_id}') shows its progress."
+    )
+
+
+def missing_result_placeholder(*, tool: str, call_id: str) -> str:
+    """For a call whose result was never recorded (the daemon stopped while it ran)."""
+    return (
+        f"{PLACEHOLDER_MARK} No result was recorded for {tool} (call {call_id}): the "
+        f"daemon stopped or restarted while it ran. It may have partially executed — "
+        f"verify its effects before retrying."
+    )
+
+
+def tool_message(call_id: str, text: str) -> dict[str, str]:
+    return {"role": "tool", "tool_call_id": call_id, "content": text}

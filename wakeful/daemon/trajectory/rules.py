@@ -1,0 +1,138 @@
+"""The five rules of the trajectory (SPEC §4), one method each.
+
+Everything the agent loop writes to a session's trajectory goes through
+:class:`TrajectoryWriter`, so each rule is enforced in exactly one place:
+
+1. :meth:`TrajectoryWriter.record_assistant_message` — the moment it is complete.
+2. :meth:`TrajectoryWriter.record_tool_result` — only when the call has finished.
+3. :meth:`TrajectoryWriter.close_interrupted_calls` — placeholders for unfinished calls.
+4. :meth:`TrajectoryWriter.discard_partial_output` — partial model output never lands.
+5. :meth:`TrajectoryWriter.append_queued_batch` — queued events go in together.
+
+And :meth:`TrajectoryWriter.repair_after_restart` runs the normalizer over
+what a crash left and persists its placeholders, so they never change again.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+import structlog
+
+from wakeful.daemon.store.base import Store, StoredEvent
+from wakeful.daemon.trajectory.normalizer import Normalized, normalize
+from wakeful.daemon.trajectory.placeholders import interrupted_placeholder, tool_message
+from wakeful.daemon.trajectory.rendering import render_batch
+from wakeful.llm.base import ModelResponse
+
+Message = dict[str, Any]
+log = structlog.get_logger(__name__)
+
+
+@dataclass(frozen=True)
+class InterruptedCall:
+    call_id: str
+    tool: str
+    elapsed_s: float
+    cancelled: bool  # True: the call was told to stop; False: it goes on in the background
+
+
+class TrajectoryWriter:
+    def __init__(self, store: Store, session: str) -> None:
+        self.store = store
+        self.session = session
+        self.last_agent_at: datetime | None = None
+        # The loop is the trajectory's only writer, so it keeps a copy rather
+        # than re-reading the whole trajectory before every model request.
+        self._messages: list[Message] | None = None
+
+    async def messages(self) -> list[Message]:
+        if self._messages is None:
+            self._messages = await self.store.trajectory(self.session)
+        return self._messages
+
+    async def _append(self, messages: list[Message], meta: dict[str, Any] | None = None) -> None:
+        cached = await self.messages()
+        await self.store.append_messages(self.session, messages, meta=meta)
+        cached.extend(messages)
+
+    async def append_queued_batch(self, events: list[StoredEvent]) -> list[Message]:
+        """Rule 5: events that waited are appended together, in one transaction
+        with their removal from the queue, marked and summarised when several."""
+        messages = render_batch(events, self.last_agent_at)
+        cached = await self.messages()
+        await self.store.consume(
+            self.session,
+            [stored.event.id for stored in events],
+            messages,
+            meta={"event_ids": [stored.event.id for stored in events]},
+        )
+        cached.extend(messages)
+        return messages
+
+    async def record_assistant_message(self, response: ModelResponse) -> Message:
+        """Rule 1: the assistant message, with its tool calls, as soon as it is whole."""
+        message = response.as_message()
+        if not message.get("content") and not message.get("tool_calls"):
+            # APIs reject an empty assistant turn; say plainly that it was empty.
+            message["content"] = "(empty response)"
+        await self._append([message], meta={"model": response.model})
+        self.last_agent_at = datetime.now(UTC)
+        return message
+
+    async def record_tool_result(self, call_id: str, text: str) -> None:
+        """Rule 2: a tool's result, written only once the call has really finished."""
+        await self._append([tool_message(call_id, text)])
+
+    async def close_interrupted_calls(
+        self, calls: list[InterruptedCall], cause: str
+    ) -> list[Message]:
+        """Rule 3: each unfinished call gets one honest placeholder, so the
+        assistant message stays paired with results before anything else is added."""
+        messages = [
+            tool_message(
+                call.call_id,
+                interrupted_placeholder(
+                    tool=call.tool,
+                    call_id=call.call_id,
+                    elapsed_s=call.elapsed_s,
+                    cause=cause,
+                    cancelled=call.cancelled,
+                ),
+            )
+            for call in calls
+        ]
+        if messages:
+            await self._append(messages, meta={"placeholder": True})
+        return messages
+
+    def discard_partial_output(self, partial_chars: int, cause: str) -> None:
+        """Rule 4: an interrupted stream is dropped whole; nothing of it is written."""
+        log.info("model stream interrupted", discarded_chars=partial_chars, cause=cause)
+
+    async def repair_after_restart(self) -> Normalized:
+        """Normalize what a crash left and persist the placeholders it needed."""
+        self._messages = None
+        normalized = normalize(await self.messages())
+        if normalized.placeholders:
+            await self._append(normalized.placeholders, meta={"placeholder": True})
+            log.warning(
+                "closed tool calls left open by a restart",
+                placeholders=len(normalized.placeholders),
+            )
+        return normalized
+
+    async def request_messages(self) -> list[Message]:
+        """The trajectory as the next model request carries it: always normalized."""
+        return normalize(await self.messages()).messages
+
+
+def needs_model_response(messages: list[Message]) -> bool:
+    """True when the model owes a reply: the trajectory does not end with a
+    final assistant message (one with no tool calls)."""
+    if not messages:
+        return False
+    last = messages[-1]
+    return not (last.get("role") == "assistant" and not last.get("tool_calls"))

@@ -1,0 +1,84 @@
+"""Long tool output kept as head + tail, with the full text saved to a file.
+
+The model needs the start (what ran, first errors) and the end (final status,
+last errors) of long output; the middle is saved, never silently dropped, and
+the note says exactly where it is and how to read it.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from pathlib import Path
+
+NO_OUTPUT = "(no output)"
+
+_UNSAFE_NAME = re.compile(r"[^A-Za-z0-9_.-]+")
+
+
+def shape_output(
+    text: str,
+    *,
+    output_dir: Path,
+    name_hint: str,
+    head_lines: int = 50,
+    tail_lines: int = 50,
+    max_chars: int = 20_000,
+) -> str:
+    """Return ``text`` unchanged when short, else its head and tail plus a note.
+
+    The full text of long output is written to a new file under
+    ``output_dir`` whose path is given in the note.
+    """
+    if not text:
+        return NO_OUTPUT
+    lines = text.splitlines(keepends=True)
+    if len(lines) <= head_lines + tail_lines and len(text) <= max_chars:
+        return text
+    n_head = min(head_lines, len(lines))
+    n_tail = min(tail_lines, len(lines) - n_head)
+    head = "".join(lines[:n_head])
+    tail = "".join(lines[len(lines) - n_tail :])
+    if len(head) + len(tail) > max_chars:
+        # Very long lines defeat a line budget: fall back to characters.
+        half = max(1, max_chars // 2)
+        head, tail = text[:half], text[-half:]
+    path = save_full_output(text, output_dir=output_dir, name_hint=name_hint)
+    note = _omission_note(
+        omitted_lines=text.count("\n", len(head), len(text) - len(tail)),
+        omitted_chars=len(text) - len(head) - len(tail),
+        total_lines=len(lines),
+        total_chars=len(text),
+        path=path,
+        resume_offset=head.count("\n"),
+    )
+    if head and not head.endswith("\n"):
+        head += "\n"
+    return f"{head}{note}\n{tail}"
+
+
+def save_full_output(text: str, *, output_dir: Path, name_hint: str) -> Path:
+    """Write ``text`` to a new, uniquely named file under ``output_dir``."""
+    output_dir.mkdir(parents=True, exist_ok=True)
+    stem = _UNSAFE_NAME.sub("_", name_hint).strip("_.")[:80] or "output"
+    # A random suffix: the same call id may be shaped more than once.
+    path = output_dir / f"{stem}-{uuid.uuid4().hex[:8]}.txt"
+    path.write_text(text, encoding="utf-8", newline="")
+    return path
+
+
+def _omission_note(
+    *,
+    omitted_lines: int,
+    omitted_chars: int,
+    total_lines: int,
+    total_chars: int,
+    path: Path,
+    resume_offset: int,
+) -> str:
+    return (
+        f"[... {omitted_lines} lines ({omitted_chars} characters) omitted here. "
+        f"The full output ({total_lines} lines, {total_chars} characters) is saved in "
+        f"{path} - read the omitted part with "
+        f'read_file(path="{path}", offset={resume_offset}, limit=200) ...]'
+    )

@@ -1,0 +1,246 @@
+"""The tool registry: definitions for the model and one guarded way to call a tool.
+
+``execute`` turns every failure the model can act on (unknown tool, bad
+arguments, timeout, a tool's own bug) into an error result that says what went
+wrong and what to try. Cancellation from the caller is never caught.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import json
+import re
+from typing import Any, Protocol
+
+import anyio
+import structlog
+from pydantic import BaseModel, ValidationError
+
+from wakeful.handlers.base import Tool, ToolContext, ToolOutput
+from wakeful.handlers.clock import GetTime
+from wakeful.handlers.files import ReadFile
+from wakeful.handlers.output import shape_output
+from wakeful.handlers.process import DEFAULT_GRACE_S
+from wakeful.handlers.shell import ShellExec
+from wakeful.handlers.tasks import CancelTask, TaskStatus
+from wakeful.handlers.user import ReplyToUser
+
+log = structlog.get_logger(__name__)
+
+DEFAULT_TIMEOUT_S = 60.0
+_NAME_PATTERN = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+# A safety net only: tools shape their own output; this catches a tool that
+# forgot, so no result can flood the context or come back empty.
+_NET_LINES = 1000
+_NET_CHARS = 60_000
+
+
+class ArgsTool(Tool, Protocol):
+    """A tool whose arguments are validated by its pydantic ``Args`` model."""
+
+    @property
+    def Args(self) -> type[BaseModel]: ...
+
+
+class ToolRegistry:
+    """Tools by name, in registration order (so definitions are byte-stable)."""
+
+    def __init__(self, *, default_timeout_s: float = DEFAULT_TIMEOUT_S) -> None:
+        self._tools: dict[str, ArgsTool] = {}
+        self._default_timeout_s = default_timeout_s
+        self._definitions: dict[bool, list[dict[str, Any]]] = {}
+
+    def register(self, tool: ArgsTool) -> None:
+        if not _NAME_PATTERN.match(tool.name):
+            raise ValueError(f"tool name {tool.name!r} must match {_NAME_PATTERN.pattern}")
+        if tool.name in self._tools:
+            raise ValueError(f"a tool named {tool.name!r} is already registered")
+        self._tools[tool.name] = tool
+        self._definitions.clear()
+
+    def get(self, name: str) -> ArgsTool | None:
+        return self._tools.get(name)
+
+    def names(self) -> list[str]:
+        return list(self._tools)
+
+    def definitions(self, read_only: bool = False) -> list[dict[str, Any]]:
+        """Tool definitions in the OpenAI tools format; ``read_only`` keeps only those."""
+        if read_only not in self._definitions:
+            self._definitions[read_only] = [
+                _definition(tool)
+                for tool in self._tools.values()
+                if tool.read_only or not read_only
+            ]
+        # A copy, so a caller that edits its list cannot change the next prefix.
+        return copy.deepcopy(self._definitions[read_only])
+
+    async def execute(self, name: str, raw_arguments: str, ctx: ToolContext) -> ToolOutput:
+        """Validate and run one tool call; every failure becomes an error result."""
+        tool = self._tools.get(name)
+        if tool is None:
+            available = ", ".join(self._tools) or "(none)"
+            return ToolOutput(
+                f"unknown tool {name!r}; the available tools are: {available}", is_error=True
+            )
+        parsed = parse_arguments(tool, raw_arguments)
+        if isinstance(parsed, ToolOutput):
+            return parsed
+        timeout_s = tool.timeout_s if tool.timeout_s is not None else self._default_timeout_s
+        # move_on_after rather than fail_after: a TimeoutError raised inside the
+        # tool is then a tool failure, not mistaken for our deadline.
+        with anyio.move_on_after(timeout_s):
+            output = await _run_guarded(tool, parsed, ctx)
+            return _safety_net(output, ctx, name)
+        return ToolOutput(_timeout_text(name, timeout_s), is_error=True, data={"timed_out": True})
+
+
+def parse_arguments(tool: ArgsTool, raw_arguments: str) -> dict[str, Any] | ToolOutput:
+    """The arguments object, untouched, or an error naming what is wrong."""
+    # An empty string is how some providers send "no arguments".
+    text = raw_arguments if raw_arguments.strip() else "{}"
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        return ToolOutput(
+            f"arguments for {tool.name} are not valid JSON ({exc}); send one JSON object "
+            f"with these fields: {_field_summary(tool)}",
+            is_error=True,
+        )
+    if not isinstance(value, dict):
+        return ToolOutput(
+            f"arguments for {tool.name} must be a JSON object, got {type(value).__name__}; "
+            f"fields: {_field_summary(tool)}",
+            is_error=True,
+        )
+    try:
+        tool.Args.model_validate(value)
+    except ValidationError as exc:
+        return ToolOutput(_validation_text(tool, exc), is_error=True)
+    return value
+
+
+async def _run_guarded(tool: ArgsTool, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
+    try:
+        return await tool.run(args, ctx)
+    except Exception as exc:  # a tool bug must not crash the loop; cancellation is not caught
+        log.exception("tool_failed", tool=tool.name, call_id=ctx.call_id, session=ctx.session)
+        return ToolOutput(
+            f"{tool.name} failed with an unexpected error: {type(exc).__name__}: {exc}. "
+            "This is a fault in the tool, not in your arguments; retrying the same call "
+            "will probably fail the same way - try another approach or tell the user.",
+            is_error=True,
+        )
+
+
+def _safety_net(output: ToolOutput, ctx: ToolContext, name: str) -> ToolOutput:
+    shaped = shape_output(
+        output.text,
+        output_dir=ctx.output_dir,
+        name_hint=f"{name}-{ctx.call_id}",
+        head_lines=_NET_LINES,
+        tail_lines=_NET_LINES,
+        max_chars=_NET_CHARS,
+    )
+    return output if shaped == output.text else dataclasses.replace(output, text=shaped)
+
+
+def _timeout_text(name: str, timeout_s: float) -> str:
+    return (
+        f"{name} timed out after {timeout_s:g} s; the command was stopped and its result "
+        "is lost (it may have partially executed - check before retrying). Try a smaller "
+        "or narrower request, or split the work into steps that each finish sooner."
+    )
+
+
+def _validation_text(tool: ArgsTool, exc: ValidationError) -> str:
+    problems = []
+    properties = _properties(tool)
+    for error in exc.errors():
+        field = ".".join(str(part) for part in error["loc"]) or "(arguments)"
+        if error["type"] == "extra_forbidden":
+            allowed = ", ".join(properties) or "(none)"
+            problems.append(f"- {field}: unexpected field; the allowed fields are: {allowed}")
+            continue
+        expected = _expected(properties.get(str(error["loc"][0]))) if error["loc"] else ""
+        got = "" if error["type"] == "missing" else f" (got {json.dumps(error['input'])})"
+        problems.append(f"- {field}: {error['msg']}{got}{expected}")
+    return f"invalid arguments for {tool.name}:\n" + "\n".join(problems)
+
+
+def _expected(schema: dict[str, Any] | None) -> str:
+    if not schema:
+        return ""
+    text = f"; expected {_type_name(schema)}"
+    if "description" in schema:
+        text += f" ({schema['description']})"
+    return text
+
+
+def _type_name(schema: dict[str, Any]) -> str:
+    options = schema.get("anyOf", [schema])
+    kinds = [str(s["type"]) for s in options if isinstance(s, dict) and "type" in s]
+    return " or ".join(kinds) or "any JSON value"
+
+
+def _field_summary(tool: ArgsTool) -> str:
+    required = set(tool.parameters.get("required", []))
+    parts = [
+        f"{field} ({_type_name(schema)}{', required' if field in required else ''})"
+        for field, schema in _properties(tool).items()
+    ]
+    return ", ".join(parts) or "(no fields)"
+
+
+def _properties(tool: ArgsTool) -> dict[str, Any]:
+    properties = tool.parameters.get("properties", {})
+    return properties if isinstance(properties, dict) else {}
+
+
+def _definition(tool: Tool) -> dict[str, Any]:
+    return {
+        "type": "function",
+        "function": {
+            "name": tool.name,
+            "description": tool.description,
+            "parameters": _without_titles(tool.parameters),
+        },
+    }
+
+
+def _without_titles(schema: Any) -> Any:
+    """Drop pydantic's generated "title" keys: noise for the model, and tokens."""
+    if isinstance(schema, list):
+        return [_without_titles(item) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    cleaned: dict[str, Any] = {}
+    for key, value in schema.items():
+        if key == "title":
+            continue
+        if key in ("properties", "$defs") and isinstance(value, dict):
+            # Keys here are field names, which may well be "title".
+            cleaned[key] = {name: _without_titles(sub) for name, sub in value.items()}
+        else:
+            cleaned[key] = _without_titles(value)
+    return cleaned
+
+
+def default_registry(
+    *, default_timeout_s: float = DEFAULT_TIMEOUT_S, shell_grace_s: float | None = None
+) -> ToolRegistry:
+    """A registry with every built-in tool, in a fixed order."""
+    registry = ToolRegistry(default_timeout_s=default_timeout_s)
+    grace_s = DEFAULT_GRACE_S if shell_grace_s is None else shell_grace_s
+    tools: list[ArgsTool] = [
+        ReplyToUser(),
+        GetTime(),
+        ReadFile(),
+        ShellExec(grace_s=grace_s),
+        TaskStatus(),
+        CancelTask(),
+    ]
+    for tool in tools:
+        registry.register(tool)
+    return registry

@@ -1,0 +1,138 @@
+"""shell_exec: run one shell command in the workspace and wait for it."""
+
+from __future__ import annotations
+
+import re
+import signal
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from wakeful.handlers.base import ToolContext, ToolOutput
+from wakeful.handlers.output import shape_output
+from wakeful.handlers.process import DEFAULT_GRACE_S, ProcessResult, run_process
+
+MAX_TIMEOUT_S = 3600
+
+# Where a command word can start: line start, after ; & | ( or $( or a
+# backtick, optionally behind sudo. Keeps "echo shutdown" harmless.
+_AT_COMMAND = r"(?:^|[;&|(`\n]|\$\()\s*(?:sudo\s+)?"
+_DANGEROUS: tuple[tuple[str, re.Pattern[str]], ...] = (
+    (
+        "recursive delete of / or the home directory",
+        re.compile(
+            _AT_COMMAND + r"rm\s+(?:-\S*\s+)*-\S*[rR]\S*\s+(?:-\S*\s+)*"
+            r"(?:/|/\*|~|~/|~/\*|\$HOME|\$HOME/|\$HOME/\*)(?:\s|$|[;&|])"
+        ),
+    ),
+    ("rm --no-preserve-root", re.compile(r"--no-preserve-root")),
+    ("making a file system (mkfs)", re.compile(_AT_COMMAND + r"mkfs(?:\.\w+)?\b")),
+    (
+        "writing to a raw disk device",
+        re.compile(r"(?:\bof=|>\s*)/dev/(?:sd|hd|vd|xvd|nvme|mmcblk|disk)\w*"),
+    ),
+    ("a fork bomb", re.compile(r"(\w+|:)\s*\(\)\s*\{[^}]*\1\s*\|\s*\1\s*&")),
+    (
+        "shutting down or rebooting the machine",
+        re.compile(
+            _AT_COMMAND + r"(?:shutdown|reboot|halt|poweroff|init\s+[06]\b"
+            r"|systemctl\s+(?:poweroff|reboot|halt|kexec)\b)"
+        ),
+    ),
+)
+
+
+def dangerous_reason(command: str) -> str | None:
+    """Why ``command`` is refused, or None. A seatbelt, not a sandbox."""
+    for reason, pattern in _DANGEROUS:
+        if pattern.search(command):
+            return reason
+    return None
+
+
+class ShellExec:
+    name = "shell_exec"
+    description = (
+        "Run one shell command (/bin/sh -c) in the workspace and wait until it finishes. "
+        "Returns the exit status, the duration and the combined stdout+stderr; long output "
+        "keeps the first and last 50 lines and saves the full text to a file you can page "
+        "through with read_file. Use it for quick commands (builds, tests, grep, ls, git "
+        "status). It cannot be interactive (stdin is empty), and background processes "
+        "started with & are stopped when the command ends. If the command runs longer than "
+        "timeout_s seconds (default 120, max 3600) the whole process group is stopped "
+        "(SIGTERM, then SIGKILL 2 s later) and the partial output is returned. Obviously "
+        "destructive commands are refused: recursive delete of / or ~, mkfs, writes to raw "
+        "disks, fork bombs, shutdown/reboot. "
+        'Example: {"command": "pytest -q tests/test_api.py", "timeout_s": 300}'
+    )
+
+    class Args(BaseModel):
+        model_config = ConfigDict(strict=True, extra="forbid")
+
+        command: str = Field(min_length=1, description="the shell command line")
+        timeout_s: int = Field(
+            default=120, ge=1, le=MAX_TIMEOUT_S, description="seconds before it is stopped"
+        )
+        cwd: str | None = Field(
+            default=None, description="directory to run in, relative to the workspace"
+        )
+
+    parameters: dict[str, Any] = Args.model_json_schema()
+    read_only = False
+    # The command's own timeout_s is enforced inside; this is only a backstop.
+    timeout_s: float | None = MAX_TIMEOUT_S + 2 * DEFAULT_GRACE_S + 5
+
+    def __init__(self, *, grace_s: float = DEFAULT_GRACE_S) -> None:
+        self._grace_s = grace_s
+
+    async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
+        a = self.Args.model_validate(args)
+        reason = dangerous_reason(a.command)
+        if reason is not None:
+            return ToolOutput(
+                f"refused: this command looks like {reason}, which shell_exec never runs. "
+                "If something like it is really needed, explain why to the user with "
+                "reply_to_user and let them run it.",
+                is_error=True,
+            )
+        cwd = ctx.workspace / a.cwd if a.cwd else ctx.workspace
+        if not cwd.is_dir():
+            return ToolOutput(
+                f"cwd {a.cwd!r} is not a directory (resolved to {cwd}); pass a directory "
+                "relative to the workspace, or omit cwd to run in the workspace itself.",
+                is_error=True,
+            )
+        result = await run_process(a.command, cwd=cwd, timeout_s=a.timeout_s, grace_s=self._grace_s)
+        return _format(result, a.timeout_s, ctx)
+
+
+def _format(result: ProcessResult, timeout_s: int, ctx: ToolContext) -> ToolOutput:
+    output = shape_output(
+        result.output, output_dir=ctx.output_dir, name_hint=f"shell_exec-{ctx.call_id}"
+    )
+    data = {
+        "exit_code": result.exit_code,
+        "duration_s": round(result.duration_s, 3),
+        "killed": result.killed,
+    }
+    if result.killed:
+        header = (
+            f"timed out after {timeout_s} s; the command was stopped (its whole process "
+            "group). It may have partially executed - check its effects before retrying. "
+            "If it needs longer, rerun with a larger timeout_s (max 3600); otherwise narrow "
+            "the command. Output before it was stopped:"
+        )
+        return ToolOutput(f"{header}\n{output}", is_error=True, data=data)
+    header = f"{_status(result.exit_code)} after {result.duration_s:.1f} s"
+    if result.background_stopped:
+        header += " (background processes it left running were stopped)"
+    return ToolOutput(f"{header}\n{output}", data=data)
+
+
+def _status(exit_code: int | None) -> str:
+    if exit_code is not None and exit_code < 0:
+        try:
+            return f"killed by signal {signal.Signals(-exit_code).name}"
+        except ValueError:
+            return f"killed by signal {-exit_code}"
+    return f"exit status {exit_code}"

@@ -1,0 +1,36 @@
+"""reply_to_user: say something to the owner now."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from wakeful.handlers.base import ToolContext, ToolOutput
+
+
+class ReplyToUser:
+    name = "reply_to_user"
+    description = (
+        "Send a message to the user right now, while you keep working: progress updates, "
+        "answers to questions asked in the middle of a task, or the final result. The "
+        "user may not see your other output, so anything they should read goes here. It "
+        "cannot ask and wait for an answer (the user's reply, if any, arrives later as a "
+        "new event). "
+        'Example: {"text": "The build passed; now running the integration tests."}'
+    )
+
+    class Args(BaseModel):
+        model_config = ConfigDict(strict=True, extra="forbid")
+
+        text: str = Field(min_length=1, description="the message, as the user should read it")
+
+    parameters: dict[str, Any] = Args.model_json_schema()
+    # Only talks to the owner, so parallel side sessions may use it.
+    read_only = True
+    timeout_s: float | None = 30.0
+
+    async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
+        a = self.Args.model_validate(args)
+        await ctx.reply(a.text)
+        return ToolOutput("delivered")

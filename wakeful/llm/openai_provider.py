@@ -1,0 +1,232 @@
+"""A provider for any OpenAI-compatible chat-completions endpoint.
+
+Streams through the official SDK. The response is closed in a shielded
+`finally`, so when the caller cancels mid-stream the server sees the
+disconnect at once and stops generating (SPEC §4 rule 4).
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from dataclasses import dataclass, field
+from typing import cast
+from urllib.parse import urlsplit, urlunsplit
+
+import anyio
+import openai
+from openai.types.chat import (
+    ChatCompletionChunk,
+    ChatCompletionMessageParam,
+    ChatCompletionToolUnionParam,
+)
+from openai.types.chat.chat_completion_chunk import ChoiceDelta
+from openai.types.completion_usage import CompletionUsage
+
+from wakeful.llm.base import (
+    DeltaCallback,
+    ModelRequest,
+    ModelResponse,
+    ModelUnavailable,
+    ProviderError,
+    ToolCall,
+    Usage,
+)
+
+# Local servers (llama.cpp, LM Studio, vLLM, Ollama) need no key, but the SDK
+# refuses to start without one.
+_DUMMY_KEY = "not-needed"
+_CLOSE_TIMEOUT_S = 2.0
+_KEY_HINT = "check the key named by [llm] api_key_env or stored in [llm] api_key_file"
+
+
+def redact_url(url: str) -> str:
+    """The URL without any user:password part, safe for logs and messages."""
+    parts = urlsplit(url)
+    if "@" not in parts.netloc:
+        return url
+    return urlunsplit(parts._replace(netloc=parts.netloc.rsplit("@", 1)[1]))
+
+
+@dataclass
+class _PartialCall:
+    id: str = ""
+    name: str = ""
+    arguments: list[str] = field(default_factory=list)
+
+    def build(self) -> ToolCall:
+        # Some local servers omit the id; the trajectory still needs a unique one.
+        call_id = self.id or f"call_{uuid.uuid4().hex[:24]}"
+        return ToolCall(id=call_id, name=self.name, arguments="".join(self.arguments))
+
+
+@dataclass
+class _Accumulator:
+    """Folds stream chunks into one completion."""
+
+    text: list[str] = field(default_factory=list)
+    reasoning: list[str] = field(default_factory=list)
+    calls: dict[int, _PartialCall] = field(default_factory=dict)
+    finish_reason: str | None = None
+    usage: Usage = field(default_factory=Usage)
+    model: str = ""
+
+    def add(self, chunk: ChatCompletionChunk) -> str:
+        """Take one chunk; return the text it adds (may be empty)."""
+        self.model = chunk.model or self.model
+        if chunk.usage is not None:
+            self.usage = _usage(chunk.usage)
+        added = ""
+        for choice in chunk.choices:
+            if choice.index != 0:
+                continue  # we never ask for n > 1
+            if choice.finish_reason is not None:
+                self.finish_reason = choice.finish_reason
+            added += self._add_delta(choice.delta)
+        return added
+
+    def _add_delta(self, delta: ChoiceDelta) -> str:
+        reasoning = _reasoning_text(delta)
+        if reasoning:
+            self.reasoning.append(reasoning)
+        for part in delta.tool_calls or []:
+            call = self.calls.setdefault(part.index, _PartialCall())
+            call.id = part.id or call.id
+            if part.function is not None:
+                call.name = part.function.name or call.name
+                if part.function.arguments:
+                    call.arguments.append(part.function.arguments)
+        if delta.content:
+            self.text.append(delta.content)
+            return delta.content
+        return ""
+
+    def response(self, fallback_model: str, latency_s: float) -> ModelResponse:
+        return ModelResponse(
+            content="".join(self.text),
+            tool_calls=tuple(self.calls[i].build() for i in sorted(self.calls)),
+            finish_reason=self.finish_reason,
+            usage=self.usage,
+            model=self.model or fallback_model,
+            latency_s=latency_s,
+            reasoning="".join(self.reasoning) or None,
+        )
+
+
+def _reasoning_text(delta: ChoiceDelta) -> str:
+    """Reasoning arrives as a non-standard field whose name depends on the server."""
+    extra = delta.model_extra or {}
+    for key in ("reasoning_content", "reasoning"):
+        value = extra.get(key)
+        if isinstance(value, str):
+            return value
+    return ""
+
+
+def _usage(usage: CompletionUsage) -> Usage:
+    details = usage.prompt_tokens_details
+    cached = details.cached_tokens if details is not None else None
+    return Usage(
+        prompt_tokens=usage.prompt_tokens or 0,
+        completion_tokens=usage.completion_tokens or 0,
+        cached_tokens=cached or 0,
+    )
+
+
+async def _hang_up(stream: openai.AsyncStream[ChatCompletionChunk]) -> None:
+    # Shielded: a cancelled caller must still close the connection, or the
+    # server keeps generating for nobody.
+    with anyio.CancelScope(shield=True), anyio.move_on_after(_CLOSE_TIMEOUT_S):
+        await stream.close()
+
+
+class OpenAIProvider:
+    """`ModelProvider` on the `openai` SDK's `AsyncOpenAI`, always streaming."""
+
+    def __init__(
+        self,
+        base_url: str,
+        api_key: str | None,
+        model: str,
+        timeout_s: float = 60.0,
+        max_retries: int = 2,
+        extra_headers: dict[str, str] | None = None,
+    ) -> None:
+        self._base_url = base_url
+        self._safe_url = redact_url(base_url)
+        self._model = model
+        self._max_retries = max_retries
+        self._client = openai.AsyncOpenAI(
+            base_url=base_url,
+            api_key=api_key or _DUMMY_KEY,
+            timeout=timeout_s,
+            max_retries=max_retries,
+            default_headers=extra_headers,
+        )
+
+    @property
+    def configured(self) -> bool:
+        return True
+
+    def describe(self) -> str:
+        return f"openai-compatible model {self._model!r} at {self._safe_url}"
+
+    async def complete(
+        self, request: ModelRequest, on_delta: DeltaCallback | None = None
+    ) -> ModelResponse:
+        started = time.monotonic()
+        accumulator = _Accumulator()
+        try:
+            stream = await self._open(request)
+            try:
+                async for chunk in stream:
+                    added = accumulator.add(chunk)
+                    if added and on_delta is not None:
+                        await on_delta(added)
+            finally:
+                await _hang_up(stream)
+        except openai.APIError as exc:
+            raise self._translate(exc) from exc
+        model = request.model or self._model
+        return accumulator.response(model, time.monotonic() - started)
+
+    async def _open(self, request: ModelRequest) -> openai.AsyncStream[ChatCompletionChunk]:
+        return await self._client.chat.completions.create(
+            model=request.model or self._model,
+            messages=cast("list[ChatCompletionMessageParam]", request.messages),
+            tools=cast("list[ChatCompletionToolUnionParam]", request.tools or openai.omit),
+            max_tokens=request.max_tokens if request.max_tokens is not None else openai.omit,
+            stream=True,
+            stream_options={"include_usage": True},
+        )
+
+    def _translate(self, exc: openai.APIError) -> ProviderError:
+        url = self._safe_url
+        retries = f"after {self._max_retries} retries" if self._max_retries else "(no retries)"
+        if isinstance(exc, openai.APIConnectionError):
+            kind = "timed out" if isinstance(exc, openai.APITimeoutError) else "connection failed"
+            return ModelUnavailable(
+                f"cannot reach the model endpoint {url}: {kind} {retries}. "
+                f"Is the server at {url} running? Check [llm] base_url."
+            )
+        if not isinstance(exc, openai.APIStatusError):
+            return ModelUnavailable(f"the model endpoint {url} failed mid-stream: {exc.message}")
+        status = exc.status_code
+        if status in (401, 403):
+            return ProviderError(
+                f"the model endpoint {url} rejected the API key (HTTP {status}): {_KEY_HINT}"
+            )
+        if status in (408, 409, 429) or status >= 500:
+            return ModelUnavailable(
+                f"the model endpoint {url} answered HTTP {status} {retries}: {exc.message}. "
+                f"The server is overloaded or failing; check it, or [llm] base_url."
+            )
+        hint = " Check [llm] model and [llm] base_url (usually ending in /v1)."
+        return ProviderError(
+            f"the model endpoint {url} refused the request with HTTP {status}: "
+            f"{exc.message}.{hint if status == 404 else ''}"
+        )
+
+    async def aclose(self) -> None:
+        await self._client.close()
+
