@@ -9,12 +9,12 @@ from typing import Any
 import anyio
 import openai
 import pytest
-from openai.types.chat import ChatCompletionChunk
+from openai.types.chat import ChatCompletionChunk, ChatCompletionMessageParam
 
 from tests.fakes.model_replies import tokenize
 from tests.fakes.model_server import FakeModelServer, Reply, ToolCallSpec
 
-HELLO: list[dict[str, Any]] = [{"role": "user", "content": "hi"}]
+HELLO: list[ChatCompletionMessageParam] = [{"role": "user", "content": "hi"}]
 
 
 @pytest.fixture
@@ -25,9 +25,15 @@ async def client(model_server: FakeModelServer) -> AsyncIterator[openai.AsyncOpe
     await sdk.close()
 
 
-async def stream_chunks(client: openai.AsyncOpenAI, **extra: Any) -> list[ChatCompletionChunk]:
+async def stream_chunks(
+    client: openai.AsyncOpenAI, max_tokens: int | None = None
+) -> list[ChatCompletionChunk]:
     stream = await client.chat.completions.create(
-        model="fake", messages=HELLO, stream=True, stream_options={"include_usage": True}, **extra
+        model="fake",
+        messages=HELLO,
+        stream=True,
+        stream_options={"include_usage": True},
+        max_tokens=openai.omit if max_tokens is None else max_tokens,
     )
     return [chunk async for chunk in stream]
 
@@ -39,7 +45,9 @@ async def test_text_streams_token_by_token(
     """Each word arrives in its own chunk, followed by a finish chunk and a usage chunk."""
     model_server.push(Reply(text="The quick brown fox"))
     chunks = await stream_chunks(client)
-    contents = [c.choices[0].delta.content for c in chunks if c.choices and c.choices[0].delta.content]
+    contents = [
+        c.choices[0].delta.content for c in chunks if c.choices and c.choices[0].delta.content
+    ]
     assert contents == ["The", " quick", " brown", " fox"]
     assert chunks[0].choices[0].delta.role == "assistant"
     assert chunks[-2].choices[0].finish_reason == "stop"

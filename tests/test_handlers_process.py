@@ -19,10 +19,14 @@ def anyio_backend() -> str:
 async def wait_for_file(path: Path, within_s: float = 10.0) -> str:
     """The complete first line of ``path`` once the command under test wrote it."""
     # The command reports from inside a shell; there is no event to await.
+    apath = anyio.Path(path)
     with anyio.fail_after(within_s):
-        while not (path.exists() and path.read_text().endswith("\n")):  # noqa: ASYNC110
+        while True:
+            if await apath.exists():
+                text = await apath.read_text()
+                if text.endswith("\n"):
+                    return text.strip()
             await anyio.sleep(0.02)
-    return path.read_text().strip()
 
 
 async def wait_group_gone(pgid: int, within_s: float) -> bool:
@@ -67,7 +71,9 @@ async def test_cancel_kills_the_whole_group_including_grandchildren(tmp_path: Pa
     command = f"sleep 1000 & sleep 1000 & echo ready > {marker}; wait"
     pgids: list[int] = []
     async with anyio.create_task_group() as tg:
-        tg.start_soon(lambda: run_process(command, cwd=tmp_path, grace_s=1.0, on_start=pgids.append))
+        tg.start_soon(
+            lambda: run_process(command, cwd=tmp_path, grace_s=1.0, on_start=pgids.append)
+        )
         await wait_for_file(marker)
         assert group_alive(pgids[0])
         started = time.monotonic()
@@ -91,9 +97,7 @@ async def test_cancellation_propagates_to_the_caller(tmp_path: Path) -> None:
 async def test_sigterm_ignored_escalates_to_sigkill(tmp_path: Path) -> None:
     """A group that ignores SIGTERM is killed with SIGKILL after the grace period."""
     started = time.monotonic()
-    result = await run_process(
-        "trap '' TERM; sleep 1000", cwd=tmp_path, timeout_s=0.2, grace_s=0.3
-    )
+    result = await run_process("trap '' TERM; sleep 1000", cwd=tmp_path, timeout_s=0.2, grace_s=0.3)
     elapsed = time.monotonic() - started
     assert result.killed
     assert result.exit_code == -9

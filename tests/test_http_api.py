@@ -37,6 +37,8 @@ class MemoryDaemon:
         self.unavailable: DaemonUnavailable | None = None
         self.subscribers: dict[str, list[MemoryObjectSendStream[FeedItem]]] = {}
         self.on_submit: Callable[[Event], Awaitable[None]] | None = None
+        self.subscribe_error: DaemonUnavailable | None = None
+        self.unsubscribed = anyio.Event()
 
     async def submit(self, event: Event) -> SubmitResult:
         if self.unavailable is not None:
@@ -54,8 +56,17 @@ class MemoryDaemon:
     async def event_log(
         self, session: str | None, after_seq: int = 0, limit: int = 200
     ) -> list[dict[str, Any]]:
-        entries = [
-            {"seq": seq, "event": json.loads(e.to_json())}
+        entries: list[dict[str, Any]] = [
+            {
+                "seq": seq,
+                "id": e.id,
+                "session": e.session,
+                "kind": e.kind,
+                "channel": e.channel,
+                "text": e.content.text,
+                "occurred_at": e.occurred_at.isoformat(),
+                "status": "accepted",
+            }
             for seq, e in enumerate(self.submitted, start=1)
             if session is None or e.session == session
         ]
@@ -70,6 +81,8 @@ class MemoryDaemon:
 
     @asynccontextmanager
     async def subscribe(self, session: str) -> AsyncIterator[AsyncIterator[FeedItem]]:
+        if self.subscribe_error is not None:
+            raise self.subscribe_error
         send, receive = anyio.create_memory_object_stream[FeedItem](100)
         self.subscribers.setdefault(session, []).append(send)
         try:
@@ -78,6 +91,7 @@ class MemoryDaemon:
         finally:
             self.subscribers[session].remove(send)
             send.close()
+            self.unsubscribed.set()
 
     def publish(self, session: str, item: FeedItem) -> None:
         for stream in self.subscribers.get(session, []):
@@ -99,7 +113,7 @@ async def serve(app: Starlette) -> AsyncIterator[str]:
     async with anyio.create_task_group() as tg:
         tg.start_soon(server.serve, [sock])
         with anyio.fail_after(5):
-            while not server.started:
+            while not server.started:  # noqa: ASYNC110 - uvicorn offers no started event
                 await anyio.sleep(0.01)
         try:
             yield f"http://127.0.0.1:{port}"
@@ -161,7 +175,9 @@ async def test_interrupt_kind_and_idempotency_header() -> None:
 
 
 @pytest.mark.anyio
-@pytest.mark.parametrize("headers", [{}, {"Authorization": "Bearer wrong"}, {"Authorization": TOKEN}])
+@pytest.mark.parametrize(
+    "headers", [{}, {"Authorization": "Bearer wrong"}, {"Authorization": TOKEN}]
+)
 async def test_missing_or_wrong_token_is_401(headers: dict[str, str]) -> None:
     """Without the right bearer token the API answers 401 with a how-to, never the token."""
     daemon = MemoryDaemon()
@@ -275,7 +291,7 @@ async def test_status_events_and_trajectory() -> None:
         trajectory = await client.get("/api/sessions/main/trajectory", headers=AUTH)
         bad = await client.get("/api/events?limit=0", headers=AUTH)
     assert status["queue_depth"] == 4
-    assert [e["event"]["content"]["text"] for e in page.json()["events"]] == ["two"]
+    assert [e["text"] for e in page.json()["events"]] == ["two"]
     assert len(everything.json()["events"]) == 4
     assert [m["content"] for m in trajectory.json()["messages"]] == ["one", "two", "three"]
     assert bad.status_code == 400 and "limit" in bad.json()["error"]
@@ -348,8 +364,8 @@ async def test_stream_ends_when_client_disconnects() -> None:
             assert await anext(response.aiter_lines()) == ": ready"
             assert daemon.subscriber_count("main") == 1
         with anyio.fail_after(5):
-            while daemon.subscriber_count("main"):
-                await anyio.sleep(0.01)
+            await daemon.unsubscribed.wait()
+        assert daemon.subscriber_count("main") == 0
 
 
 @pytest.mark.anyio
@@ -376,12 +392,7 @@ async def test_stream_unavailable_is_503() -> None:
     """When the daemon cannot subscribe, the stream answers 503 + Retry-After."""
     daemon = MemoryDaemon()
 
-    @asynccontextmanager
-    async def refuse(session: str) -> AsyncIterator[AsyncIterator[FeedItem]]:
-        raise DaemonUnavailable("store down", retry_after_s=3)
-        yield  # pragma: no cover
-
-    daemon.subscribe = refuse  # type: ignore[method-assign]
+    daemon.subscribe_error = DaemonUnavailable("store down", retry_after_s=3)
     async with running(daemon) as client:
         response = await client.get("/api/sessions/main/stream", headers=AUTH)
     assert response.status_code == 503

@@ -124,7 +124,10 @@ def test_consecutive_user_messages_merge_for_anthropic() -> None:
     """Two queued events in a row become one Anthropic user turn."""
     _, converted = to_anthropic([user("one"), user("two")])
     assert converted == [
-        {"role": "user", "content": [{"type": "text", "text": "one"}, {"type": "text", "text": "two"}]}
+        {
+            "role": "user",
+            "content": [{"type": "text", "text": "one"}, {"type": "text", "text": "two"}],
+        }
     ]
 
 

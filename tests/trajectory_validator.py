@@ -229,8 +229,9 @@ def validate_anthropic(system: str | None, messages: Sequence[Message]) -> None:
         expected = "user" if index % 2 == 0 else "assistant"
         if message.get("role") != expected:
             raise TrajectoryError(
-                index, f"expected role {expected!r} (alternating, starting with user), "
-                f"got {message.get('role')!r}"
+                index,
+                f"expected role {expected!r} (alternating, starting with user), "
+                f"got {message.get('role')!r}",
             )
         blocks = _anthropic_content(index, message.get("content"))
         if expected == "user":

@@ -42,6 +42,7 @@ class ToolCallSpec:
 @dataclass(frozen=True)
 class Reply:
     text: str = ""
+    reasoning: str = ""  # streamed first as `reasoning_content`, like vLLM and DeepSeek
     tool_calls: Sequence[ToolCallSpec] = ()
     token_delay_s: float = 0.0
     first_token_delay_s: float = 0.0
@@ -106,6 +107,8 @@ class ReplyRenderer:
     def content_chunks(self) -> Iterator[dict[str, Any]]:
         """Role chunk, text tokens and tool-call fragments: everything before the finish."""
         yield self._chunk({"role": "assistant", "content": "", "refusal": None})
+        for token in tokenize(self.reply.reasoning):
+            yield self._chunk({"reasoning_content": token})
         for token in tokenize(self.reply.text):
             yield self._chunk({"content": token})
         for call in self.calls:

@@ -25,9 +25,11 @@ from types import TracebackType
 from typing import Any
 
 import anyio
+import anyio.from_thread
+import anyio.lowlevel
 import anyio.to_thread
 import uvicorn
-from uvicorn._types import ASGIReceiveCallable, ASGISendCallable, Scope
+from uvicorn._types import ASGIReceiveCallable, ASGISendCallable, HTTPScope, Scope
 
 from tests.fakes.model_replies import Reply, ReplyRenderer, ToolCallSpec, text_reply
 from tests.trajectory_validator import TrajectoryError, validate_both
@@ -49,15 +51,46 @@ class RecordedRequest:
 
 
 class _Uvicorn(uvicorn.Server):
-    """uvicorn that tells the starting thread when it is listening."""
+    """uvicorn that says when it is listening and stops when told, not on its next poll."""
 
     def __init__(self, config: uvicorn.Config, started: threading.Event) -> None:
         super().__init__(config)
         self._started = started
+        self._stop: anyio.Event | None = None
+        self._token: anyio.lowlevel.EventLoopToken | None = None
 
     async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+        self._stop = anyio.Event()
+        self._token = anyio.lowlevel.current_token()
         await super().startup(sockets)
         self._started.set()
+
+    async def main_loop(self) -> None:
+        # uvicorn polls should_exit every 0.1 s; waiting on an event makes
+        # teardown of each test's server that much faster.
+        if self._stop is not None and not self.should_exit:
+            await self._stop.wait()
+
+    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+        # uvicorn's own shutdown sleeps 0.1 s for connections to drain; a fake
+        # has nothing worth draining, and cutting hanging streams is the point.
+        for server in self.servers:
+            server.close()
+        for connection in list(self.server_state.connections):
+            connection.shutdown()
+        for task in list(self.server_state.tasks):
+            task.cancel()
+
+    def stop(self) -> None:
+        """Ask for an immediate shutdown; safe from any thread."""
+        self.should_exit = True
+        self.force_exit = True  # don't wait for hanging streams
+        if self._stop is None or self._token is None:
+            return
+        try:
+            anyio.from_thread.run_sync(self._stop.set, token=self._token)
+        except RuntimeError:
+            pass  # the server's loop has already finished
 
 
 class FakeModelServer:
@@ -184,7 +217,7 @@ class FakeModelServer:
             raise
 
     async def _handle(
-        self, scope: Scope, receive: ASGIReceiveCallable, send: ASGISendCallable
+        self, scope: HTTPScope, receive: ASGIReceiveCallable, send: ASGISendCallable
     ) -> None:
         if scope["method"] == "GET" and scope["path"].rstrip("/").endswith("/models"):
             await _send_json(send, 200, {"object": "list", "data": [{"id": "fake-model"}]})
@@ -290,8 +323,7 @@ class FakeModelServer:
     def close(self) -> None:
         """Stop at once; open streams, even hanging ones, are cut off."""
         if self._server is not None:
-            self._server.should_exit = True
-            self._server.force_exit = True  # don't wait for hanging streams
+            self._server.stop()
         if self._thread is not None:
             self._thread.join(timeout=10.0)
             self._thread = None

@@ -82,19 +82,11 @@ async def run_process(
     propagates. ``on_start`` receives the pid, which is also the group id.
     """
     started = time.monotonic()
-    proc = await anyio.open_process(
-        command,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        cwd=cwd,
-        env=env,
-        start_new_session=True,
-    )
-    if on_start is not None:
-        on_start(proc.pid)
+    proc = await _spawn(command, cwd, env)
     capture = _Capture(max_output_bytes)
     try:
+        if on_start is not None:
+            on_start(proc.pid)
         killed, leftovers = await _supervise(proc, capture, timeout_s, grace_s)
     except BaseException:
         with anyio.CancelScope(shield=True), anyio.move_on_after(grace_s + _KILL_SLACK_S):
@@ -109,6 +101,20 @@ async def run_process(
         duration_s=time.monotonic() - started,
         killed=killed,
         background_stopped=leftovers,
+    )
+
+
+async def _spawn(command: str, cwd: Path, env: dict[str, str] | None) -> Process:
+    # A new session makes the pid the group id, and keeps our own group (and
+    # terminal signals such as Ctrl-C) apart from the command's.
+    return await anyio.open_process(
+        command,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        cwd=cwd,
+        env=env,
+        start_new_session=True,
     )
 
 

@@ -6,6 +6,7 @@ import re
 import signal
 from typing import Any
 
+import anyio
 from pydantic import BaseModel, ConfigDict, Field
 
 from wakeful.handlers.base import ToolContext, ToolOutput
@@ -96,7 +97,7 @@ class ShellExec:
                 is_error=True,
             )
         cwd = ctx.workspace / a.cwd if a.cwd else ctx.workspace
-        if not cwd.is_dir():
+        if not await anyio.Path(cwd).is_dir():
             return ToolOutput(
                 f"cwd {a.cwd!r} is not a directory (resolved to {cwd}); pass a directory "
                 "relative to the workspace, or omit cwd to run in the workspace itself.",

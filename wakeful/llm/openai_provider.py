@@ -229,4 +229,3 @@ class OpenAIProvider:
 
     async def aclose(self) -> None:
         await self._client.close()
-

@@ -224,6 +224,8 @@ class SessionLoop:
 
     async def _run_tools(self, run: Run, calls: tuple[ToolCall, ...]) -> None:
         started = [self.tasks.start(call) for call in calls]
+        for task in started:
+            self._publish({"type": "task", **task.describe(), "state": "started"})
         try:
             with self._interruptible():
                 async with anyio.create_task_group() as group:
@@ -236,6 +238,7 @@ class SessionLoop:
 
     async def _record_when_done(self, task: ToolTask) -> None:
         await task.done.wait()
+        self._publish({"type": "task", **task.describe()})
         if task.claim is Claim.NONE and task.output is not None:
             task.claim = Claim.LOOP
             with anyio.CancelScope(shield=True):

@@ -95,7 +95,12 @@ def render_event(stored: StoredEvent, last_agent_at: datetime | None) -> str:
 def render_batch(events: list[StoredEvent], last_agent_at: datetime | None) -> list[Message]:
     """The messages appended for one batch of events (rule 5)."""
     if len(events) == 1:
-        return [{"role": "user", "content": render_event(events[0], last_agent_at)}]
+        only = events[0]
+        if only.event.kind == "user.input" and only.parallel_answer is None:
+            # A lone user message reads as itself; labels only help inside a batch.
+            text = f"{time_note(only.event, last_agent_at)} {only.event.content.text}"
+            return [{"role": "user", "content": text}]
+        return [{"role": "user", "content": render_event(only, last_agent_at)}]
     total = len(events)
     messages: list[Message] = [
         {

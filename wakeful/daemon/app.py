@@ -1,0 +1,172 @@
+"""The daemon's one lifespan: open everything in order, tear down in reverse.
+
+:func:`running_daemon` owns the store, the model provider, the session
+loops and the HTTP server inside one task group; :func:`run_daemon` is the
+``wakeful run`` entry point that adds logging and signal handling.
+"""
+
+from __future__ import annotations
+
+import signal
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import anyio
+import structlog
+
+from wakeful.daemon.config import LlmSection, Settings
+from wakeful.daemon.core import WakefulDaemon
+from wakeful.daemon.dispatcher import Dispatcher
+from wakeful.daemon.feed import Feed
+from wakeful.daemon.http.app import create_app
+from wakeful.daemon.http.serve import QuietServer, bind_socket, serve_http
+from wakeful.daemon.logging import add_secrets, configure_logging
+from wakeful.daemon.loop.limits import LoopLimits
+from wakeful.daemon.loop.session_loop import LoopDeps
+from wakeful.daemon.router import Router
+from wakeful.daemon.router.classifier import ModelClassifier
+from wakeful.daemon.sessions import Sessions
+from wakeful.daemon.store.sqlite import SqliteStore
+from wakeful.events import Event
+from wakeful.handlers.registry import default_registry
+from wakeful.llm.base import ModelProvider
+from wakeful.llm.null_provider import NullProvider
+from wakeful.llm.openai_provider import OpenAIProvider
+
+log = structlog.get_logger(__name__)
+
+
+@dataclass(frozen=True)
+class RunningDaemon:
+    daemon: WakefulDaemon
+    url: str  # e.g. http://127.0.0.1:8787
+    admin_token: str
+    data_dir: Path
+
+
+def make_provider(llm: LlmSection, api_key: str | None) -> ModelProvider:
+    if not llm.model:
+        return NullProvider()
+    return OpenAIProvider(
+        base_url=llm.base_url,
+        api_key=api_key,
+        model=llm.model,
+        timeout_s=llm.timeout_s,
+        max_retries=llm.max_retries,
+    )
+
+
+def loop_limits(settings: Settings) -> LoopLimits:
+    loop = settings.loop
+    return LoopLimits(
+        max_model_calls_per_run=loop.max_model_calls_per_run,
+        max_run_seconds=loop.max_run_seconds,
+        max_consecutive_failures=loop.max_consecutive_failures,
+        parallel_max_model_calls=loop.parallel_max_model_calls,
+        parallel_budget_s=loop.parallel_budget_s,
+    )
+
+
+@asynccontextmanager
+async def running_daemon(settings: Settings) -> AsyncIterator[RunningDaemon]:
+    data_dir = settings.daemon.resolved_data_dir()
+    admin_token = settings.server.resolve_admin_token(data_dir)
+    api_key = settings.llm.resolve_api_key()
+    add_secrets([s for s in (admin_token, api_key) if s])
+    store = await SqliteStore(
+        data_dir / "wakeful.db", synchronous=settings.store.sqlite_synchronous
+    ).open()
+    provider = make_provider(settings.llm, api_key)
+    try:
+        async with anyio.create_task_group() as group:
+            running, server = await _start(settings, store, provider, group, data_dir, admin_token)
+            try:
+                yield running
+            finally:
+                await _stop(running, server, group)
+    finally:
+        with anyio.CancelScope(shield=True):
+            await provider.aclose()
+            await store.aclose()
+
+
+async def _start(
+    settings: Settings,
+    store: SqliteStore,
+    provider: ModelProvider,
+    group: anyio.abc.TaskGroup,
+    data_dir: Path,
+    admin_token: str,
+) -> tuple[RunningDaemon, QuietServer]:
+    feed = Feed()
+    workspace, output_dir = data_dir / "workspace", data_dir / "outputs"
+    workspace.mkdir(exist_ok=True)
+    output_dir.mkdir(exist_ok=True)
+    dispatcher_box: list[Dispatcher] = []
+
+    async def submit(event: Event) -> object:
+        return await dispatcher_box[0].submit(event)
+
+    deps = LoopDeps(
+        store=store,
+        provider=provider,
+        tools=default_registry(
+            default_timeout_s=settings.loop.tool_timeout_s, shell_grace_s=settings.loop.stop_grace_s
+        ),
+        feed=feed,
+        limits=loop_limits(settings),
+        system_prompt=settings.daemon.system_prompt,
+        workspace=workspace,
+        output_dir=output_dir,
+        submit=submit,
+    )
+    sessions = Sessions(deps, group)
+    classifier = None
+    if settings.router.classifier_model and provider.configured:
+        classifier = ModelClassifier(
+            provider, settings.router.classifier_model, settings.router.classifier_budget_ms
+        )
+    dispatcher = Dispatcher(store, Router(classifier), sessions, feed, group)
+    dispatcher_box.append(dispatcher)
+    daemon = WakefulDaemon(store, dispatcher, sessions, feed, provider)
+    await daemon.start()
+    app = create_app(
+        daemon, admin_token=admin_token, max_body_bytes=settings.server.max_body_bytes
+    )
+    host, port = settings.server.host_port()
+    sock = bind_socket(host, port)
+    bound_host, bound_port = sock.getsockname()[:2]
+    servers: list[QuietServer] = []
+    await group.start(serve_http, app, sock, servers)
+    url = f"http://{bound_host}:{bound_port}" if ":" not in bound_host else (
+        f"http://[{bound_host}]:{bound_port}"
+    )
+    log.info("wakeful is listening", url=url, model=provider.describe())
+    return RunningDaemon(daemon, url, admin_token, data_dir), servers[0]
+
+
+async def _stop(running: RunningDaemon, server: QuietServer, group: anyio.abc.TaskGroup) -> None:
+    running.daemon.dispatcher.stopping = True
+    server.request_exit()
+    group.cancel_scope.cancel()
+
+
+def run_daemon(settings: Settings) -> int:
+    """``wakeful run``: serve until SIGTERM or SIGINT, then stop cleanly."""
+    configure_logging(settings.daemon.log_level, secrets=settings.secret_values())
+
+    async def main() -> None:
+        with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+            async with running_daemon(settings):
+                async for signum in signals:
+                    log.info("stopping", signal=signal.Signals(signum).name)
+                    return
+
+    try:
+        anyio.run(main)
+    except OSError as exc:
+        log.error("cannot start", error=str(exc))
+        return 1
+    return 0

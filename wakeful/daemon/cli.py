@@ -1,0 +1,336 @@
+"""The ``wakeful`` command: run the daemon, or talk to a running one over HTTP.
+
+Exit codes: 0 success, 1 runtime failure (daemon unreachable, refused,
+timed out), 2 usage or configuration error. Errors are one line on stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+from wakeful.daemon.cli_client import CliError, DaemonClient
+from wakeful.daemon.config import STARTER_CONFIG, ConfigError, Settings, load_settings
+
+NO_MODEL_HELP = (
+    "No model is configured, so events are stored but not answered yet.\n"
+    "Set one in the config file:\n"
+    '    [llm]\n    model = "gpt-4.1-mini"\n    api_key_env = "OPENAI_API_KEY"\n'
+    "(or WAKEFUL_LLM__MODEL=... in the daemon's environment; any OpenAI-compatible\n"
+    "server works via [llm] base_url), then restart `wakeful run`."
+)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = _parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # argparse exits 2 on usage errors, 0 for --help
+        return exc.code if isinstance(exc.code, int) else 2
+    command: Callable[[argparse.Namespace], int] = args.func
+    try:
+        return command(args)
+    except ConfigError as exc:
+        _error(f"configuration error: {exc}")
+        return 2
+    except CliError as exc:
+        _error(str(exc))
+        return exc.exit_code
+    except KeyboardInterrupt:
+        return 130
+
+
+def _error(message: str) -> None:
+    print(f"wakeful: {message}", file=sys.stderr)
+
+
+def _config_path(given: str | None) -> Path | None:
+    if given:
+        path = Path(given)
+    elif os.environ.get("WAKEFUL_CONFIG"):
+        path = Path(os.environ["WAKEFUL_CONFIG"])
+    else:
+        default = Path("wakeful.toml")
+        return default if default.is_file() else None
+    if not path.is_file():
+        raise ConfigError(f"config file {path} does not exist (create one with `wakeful init`)")
+    return path
+
+
+def _settings(args: argparse.Namespace) -> Settings:
+    return load_settings(_config_path(args.config))
+
+
+def _client(args: argparse.Namespace) -> DaemonClient:
+    return DaemonClient.from_settings(_settings(args))
+
+
+# --- commands ---------------------------------------------------------------
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    settings = _settings(args)
+    # Imported here so the CLI works (init, send, status) without the daemon's deps.
+    from wakeful.daemon.app import run_daemon
+
+    return run_daemon(settings)
+
+
+def cmd_init(args: argparse.Namespace) -> int:
+    path = Path(args.path)
+    if path.exists() and not args.force:
+        raise CliError(f"{path} already exists; use --force to overwrite it", exit_code=1)
+    try:
+        path.write_text(STARTER_CONFIG, encoding="utf-8")
+    except OSError as exc:
+        raise CliError(f"cannot write {path}: {exc.strerror or exc}") from None
+    print(f"wrote {path}; edit [llm] model, then run `wakeful run -c {path}`")
+    return 0
+
+
+def cmd_send(args: argparse.Namespace) -> int:
+    client = _client(args)
+    kind = "user.interrupt" if args.interrupt else "user.input"
+    if not args.wait:
+        result = client.send(args.session, args.text, kind)
+        print(f"accepted {result['event_id']}" + (" (duplicate)" if result["duplicate"] else ""))
+        return 0
+    return _send_and_wait(client, args.session, args.text, kind, args.timeout)
+
+
+def _send_and_wait(client: DaemonClient, session: str, text: str, kind: str, timeout: float) -> int:
+    status = client.get_json("/api/status")
+    if _model_missing(status):
+        result = client.send(session, text, kind)
+        _error(f"stored {result['event_id']}, but no reply will come yet:")
+        print(_how_to(status), file=sys.stderr)
+        return 1
+    deadline = time.monotonic() + timeout
+    # Subscribe first so no reply can slip out between the post and the subscription.
+    with client.stream(session, deadline) as items:
+        client.send(session, text, kind)
+        for item in items:
+            _print_feed_item(item)
+            if item.get("type") == "run" and item.get("state") == "idle":
+                return 0
+    raise CliError("the daemon closed the stream before the run finished")
+
+
+def _print_feed_item(item: dict[str, Any]) -> None:
+    kind = item.get("type")
+    if kind == "reply":
+        print(item.get("text") or item.get("content") or "", flush=True)
+    elif kind in {"alert", "error"}:
+        detail = item.get("text") or item.get("message") or item.get("error") or item
+        print(f"[{kind}] {detail}", file=sys.stderr, flush=True)
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    status = _client(args).get_json("/api/status")
+    model = status.get("model")
+    shown = status
+    if isinstance(model, dict) and "how_to_configure" in model:
+        # Printed once, whole, below rather than squeezed into the summary.
+        shown = {**status, "model": {k: v for k, v in model.items() if k != "how_to_configure"}}
+    for line in _pretty(shown):
+        print(line)
+    if _model_missing(status):
+        print()
+        print(_how_to(status))
+    return 0
+
+
+def _how_to(status: dict[str, Any]) -> str:
+    model = status.get("model")
+    if isinstance(model, dict) and isinstance(model.get("how_to_configure"), str):
+        return str(model["how_to_configure"])
+    return NO_MODEL_HELP
+
+
+def _pretty(value: Any, indent: int = 0) -> Iterator[str]:
+    pad = "  " * indent
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if isinstance(item, dict | list) and item:
+                yield f"{pad}{key}:"
+                yield from _pretty(item, indent + 1)
+            else:
+                yield f"{pad}{key}: {_scalar(item)}"
+    elif isinstance(value, list):
+        for item in value:
+            if isinstance(item, dict | list):
+                yield f"{pad}-"
+                yield from _pretty(item, indent + 1)
+            else:
+                yield f"{pad}- {_scalar(item)}"
+    else:
+        yield f"{pad}{_scalar(value)}"
+
+
+def _scalar(value: Any) -> str:
+    if value is None or value == {} or value == []:
+        return "-"
+    return str(value)
+
+
+def _model_missing(status: dict[str, Any]) -> bool:
+    llm = status.get("llm") or status.get("model")
+    if isinstance(llm, dict):
+        return llm.get("configured") is False or llm.get("model") == ""
+    return status.get("model_configured") is False or llm == ""
+
+
+def cmd_events(args: argparse.Namespace) -> int:
+    client = _client(args)
+    path = f"/api/sessions/{args.session}/events" if args.session else "/api/events"
+    after = 0
+    while True:
+        entries = client.get_json(path, {"after": after, "limit": args.limit})["events"]
+        for entry in entries:
+            print(_event_line(entry), flush=True)
+            after = max(after, int(entry.get("seq", after)))
+        if not args.follow:
+            return 0
+        # The log is small and local; a one-second poll keeps --follow simple.
+        time.sleep(1.0)
+
+
+def _event_line(entry: dict[str, Any]) -> str:
+    # Entries are flat (seq, kind, text, ...); a nested "event" is accepted too.
+    inner = entry.get("event")
+    event: dict[str, Any] = inner if isinstance(inner, dict) else entry
+    raw_content = event.get("content")
+    content: dict[str, Any] = raw_content if isinstance(raw_content, dict) else {}
+    text = str(event.get("text") or content.get("subject") or content.get("text") or "")
+    text = text.replace("\n", " ")
+    if len(text) > 100:
+        text = text[:99] + "…"
+    when = event.get("occurred_at") or event.get("received_at") or ""
+    fields = [str(entry.get("seq", "")), str(when)[:19], str(event.get("session", ""))]
+    fields += [str(event.get("kind", "")), str(event.get("channel", ""))]
+    if entry.get("status"):
+        fields.append(
+            f"[{entry['status']}{'/' + entry['strategy'] if entry.get('strategy') else ''}]"
+        )
+    return "  ".join(fields) + (f"  {text}" if text else "")
+
+
+def cmd_trajectory(args: argparse.Namespace) -> int:
+    messages = _client(args).get_json(f"/api/sessions/{args.session}/trajectory")["messages"]
+    if args.json:
+        print(json.dumps(messages, indent=2, ensure_ascii=False))
+        return 0
+    for message in messages:
+        print(_message_text(message))
+        print()
+    return 0
+
+
+def _message_text(message: dict[str, Any]) -> str:
+    role = message.get("role", "?")
+    header = f"── {role}"
+    if role == "tool":
+        header += f" (result of {message.get('tool_call_id', '?')})"
+    lines = [header]
+    content = message.get("content")
+    if isinstance(content, list):  # content parts
+        content = "\n".join(str(p.get("text", p)) for p in content if isinstance(p, dict))
+    if content:
+        lines.append(str(content))
+    for call in message.get("tool_calls") or []:
+        function = call.get("function", {})
+        name, arguments = function.get("name"), function.get("arguments")
+        lines.append(f"→ {name}({arguments})  [{call.get('id')}]")
+    return "\n".join(lines)
+
+
+def cmd_chat(args: argparse.Namespace) -> int:
+    client = _client(args)
+    print(f"chatting in session {args.session!r}; Ctrl-D to quit, !stop to interrupt")
+    while True:
+        try:
+            line = input("you> ").strip()
+        except EOFError:
+            print()
+            return 0
+        if not line:
+            continue
+        kind = "user.interrupt" if line.startswith("!stop") else "user.input"
+        try:
+            _send_and_wait(client, args.session, line, kind, args.timeout)
+        except CliError as exc:
+            _error(str(exc))
+
+
+# --- argument parsing ---------------------------------------------------------
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="wakeful",
+        description="wakeful: an event-driven agent daemon, and a client for it.",
+    )
+    parser.add_argument(
+        "-c",
+        "--config",
+        help="config file (default: $WAKEFUL_CONFIG, else ./wakeful.toml if present, "
+        "else built-in defaults)",
+    )
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    _add(sub, "run", cmd_run, "run the daemon in the foreground (logs to stdout)")
+    init = _add(sub, "init", cmd_init, "write a commented starter config file")
+    init.add_argument("--path", default="wakeful.toml", help="where to write it")
+    init.add_argument("--force", action="store_true", help="overwrite an existing file")
+    send = _add(sub, "send", cmd_send, "send a message to the running daemon")
+    _session_arg(send)
+    send.add_argument("--interrupt", action="store_true", help="send as user.interrupt")
+    send.add_argument("--wait", action="store_true", help="print replies until the run ends")
+    _timeout_arg(send)
+    send.add_argument("text", help="the message")
+    _add(sub, "status", cmd_status, "sessions, queue, tasks, timers and health")
+    events = _add(sub, "events", cmd_events, "show the event log")
+    events.add_argument("--session", "-s", help="only this session (default: all)")
+    events.add_argument("--follow", "-f", action="store_true", help="keep printing new events")
+    events.add_argument("--limit", "-n", type=_positive_int, default=50, help="page size")
+    trajectory = _add(sub, "trajectory", cmd_trajectory, "the trajectory as the model sees it")
+    trajectory.add_argument("session", help="session name, e.g. main")
+    trajectory.add_argument("--json", action="store_true", help="raw JSON messages")
+    chat = _add(sub, "chat", cmd_chat, "interactive chat in the terminal")
+    _session_arg(chat)
+    _timeout_arg(chat)
+    return parser
+
+
+def _add(
+    sub: Any, name: str, func: Callable[[argparse.Namespace], int], help_text: str
+) -> argparse.ArgumentParser:
+    parser: argparse.ArgumentParser = sub.add_parser(name, help=help_text, description=help_text)
+    parser.set_defaults(func=func)
+    return parser
+
+
+def _session_arg(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--session", "-s", default="main", help="session (default: main)")
+
+
+def _timeout_arg(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--timeout", type=float, default=300.0, help="seconds to wait for the run to end"
+    )
+
+
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError("must be a positive integer")
+    return value
+
+
+if __name__ == "__main__":
+    sys.exit(main())

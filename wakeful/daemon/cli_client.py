@@ -1,0 +1,130 @@
+"""A small synchronous client for the daemon's HTTP API, used by the CLI."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from wakeful.daemon.config import Settings
+
+
+class CliError(Exception):
+    """A failure to report on one line; ``exit_code`` 1 (runtime) or 2 (usage)."""
+
+    def __init__(self, message: str, exit_code: int = 1) -> None:
+        super().__init__(message)
+        self.exit_code = exit_code
+
+
+def base_url(bind: tuple[str, int]) -> str:
+    host, port = bind
+    # A wildcard bind listens everywhere; the local client reaches it on loopback.
+    host = {"0.0.0.0": "127.0.0.1", "::": "::1", "": "127.0.0.1"}.get(host, host)
+    if ":" in host:
+        host = f"[{host}]"
+    return f"http://{host}:{port}"
+
+
+class DaemonClient:
+    def __init__(self, url: str, token: str, token_origin: str) -> None:
+        self.url = url
+        self._token = token
+        self._token_origin = token_origin
+        self._http = httpx.Client(
+            base_url=url, headers={"Authorization": f"Bearer {token}"}, timeout=30
+        )
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> DaemonClient:
+        server = settings.server
+        data_dir = settings.daemon.resolved_data_dir()
+        # Resolved exactly as the server does, so both sides agree on the token.
+        token = server.resolve_admin_token(data_dir)
+        if server.admin_token is not None:
+            origin = "[server] admin_token"
+        elif server.admin_token_file is not None:
+            origin = str(server.admin_token_file)
+        else:
+            origin = str(Path(data_dir) / "admin-token")
+        return cls(base_url(server.host_port()), token, origin)
+
+    def send(self, session: str, text: str, kind: str) -> dict[str, Any]:
+        body = {"session": session, "text": text, "kind": kind}
+        return self._json(self._request("POST", "/api/messages", json=body))
+
+    def get_json(self, path: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
+        return self._json(self._request("GET", path, params=params))
+
+    @contextmanager
+    def stream(self, session: str, deadline: float) -> Iterator[Iterator[dict[str, Any]]]:
+        """Subscribe to a session's feed; returns once the server says it is live."""
+        timeout = httpx.Timeout(10, read=max(0.1, deadline - time.monotonic()))
+        path = f"/api/sessions/{session}/stream"
+        try:
+            with self._http.stream("GET", path, timeout=timeout) as response:
+                if response.status_code != 200:
+                    response.read()
+                    self._check(response)
+                lines = response.iter_lines()
+                next(lines, None)  # the ": ready" comment: subscribed
+                yield _sse_items(lines, deadline)
+        except httpx.TimeoutException:
+            raise CliError("timed out waiting for the agent's run to finish") from None
+        except httpx.TransportError as exc:
+            raise self._unreachable(exc) from None
+
+    def _request(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
+        try:
+            response = self._http.request(method, path, **kwargs)
+        except httpx.TransportError as exc:
+            raise self._unreachable(exc) from None
+        self._check(response)
+        return response
+
+    def _unreachable(self, exc: Exception) -> CliError:
+        return CliError(
+            f"cannot reach the daemon at {self.url} — is `wakeful run` running? "
+            f"({type(exc).__name__})"
+        )
+
+    def _check(self, response: httpx.Response) -> None:
+        if response.status_code < 400:
+            return
+        if response.status_code == 401:
+            raise CliError(
+                f"the daemon at {self.url} refused the admin token from {self._token_origin}; "
+                "point -c at the daemon's config (same data_dir / admin_token_file)"
+            )
+        try:
+            reason = response.json().get("error", response.text)
+        except ValueError:
+            reason = response.text
+        raise CliError(f"the daemon answered {response.status_code}: {reason}")
+
+    @staticmethod
+    def _json(response: httpx.Response) -> dict[str, Any]:
+        data = response.json()
+        if not isinstance(data, dict):
+            raise CliError(f"unexpected answer from the daemon: {data!r}")
+        return data
+
+
+def _sse_items(lines: Iterator[str], deadline: float) -> Iterator[dict[str, Any]]:
+    """Decoded ``data:`` payloads; comments (heartbeats) only advance the clock."""
+    data: list[str] = []
+    for line in lines:
+        if time.monotonic() > deadline:
+            raise CliError("timed out waiting for the agent's run to finish")
+        if line.startswith("data:"):
+            data.append(line[5:].removeprefix(" "))
+        elif line == "" and data:
+            item = json.loads("\n".join(data))
+            data = []
+            if isinstance(item, dict):
+                yield item
