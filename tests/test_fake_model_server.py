@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 import time
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -177,3 +181,23 @@ def test_tokenize_keeps_leading_whitespace() -> None:
     """Tokens rejoin to the original text."""
     assert tokenize("a  b\nc") == ["a", "  b", "\nc"]
     assert "".join(tokenize(" spaced out ")) == " spaced out "
+
+
+def test_standalone_process_serves_a_script(tmp_path: Path) -> None:
+    """`python -m tests.fakes.model_server --script FILE` serves the scripted replies."""
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps([{"text": "from a file", "tool_calls": [{"name": "f"}]}]))
+    root = Path(__file__).resolve().parent.parent
+    command = [sys.executable, "-m", "tests.fakes.model_server", "--script", str(script)]
+    with subprocess.Popen(command, cwd=root, stdout=subprocess.PIPE, text=True) as process:
+        try:
+            assert process.stdout is not None
+            base_url = process.stdout.readline().strip()
+            with openai.OpenAI(base_url=base_url, api_key="k", max_retries=0) as sdk:
+                completion = sdk.chat.completions.create(model="fake", messages=HELLO)
+        finally:
+            process.terminate()
+    message = completion.choices[0].message
+    assert message.content == "from a file"
+    assert message.tool_calls is not None
+    assert message.tool_calls[0].model_dump()["function"]["name"] == "f"

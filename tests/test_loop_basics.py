@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.daemon_harness import harness, daemon_settings, watch_feed
+from tests.daemon_harness import daemon_settings, harness, watch_feed
 from tests.fakes.model_server import FakeModelServer, Reply, ToolCallSpec
 
 pytestmark = pytest.mark.anyio

@@ -117,15 +117,15 @@ async def test_batch_applies_both_notes(tmp_path: Path, model_server: FakeModelS
         Reply(tool_calls=[ToolCallSpec("shell_exec", {"command": command})]),
         Reply(text="<html lang='ja'><body>レポート</body></html>"),
     )
-    async with harness(daemon_settings(tmp_path, model_server.base_url)) as h:
-        async with watch_feed(h) as feed:
-            await h.send("write the report")
-            await feed.wait_for(lambda i: i["type"] == "task" and i["state"] == "started")
-            await h.send("remember to answer in Japanese")
-            await h.send("format it as a web page")
-            await feed.wait_for(lambda i: i.get("text") == "format it as a web page")
-            gate.touch()
-            await feed.wait_for(lambda i: i["type"] == "reply")
+    settings = daemon_settings(tmp_path, model_server.base_url)
+    async with harness(settings) as h, watch_feed(h) as feed:
+        await h.send("write the report")
+        await feed.wait_for(lambda i: i["type"] == "task" and i["state"] == "started")
+        await h.send("remember to answer in Japanese")
+        await h.send("format it as a web page")
+        await feed.wait_for(lambda i: i.get("text") == "format it as a web page")
+        gate.touch()
+        await feed.wait_for(lambda i: i["type"] == "reply")
     assert len(model_server.requests) == 2
     second = model_server.requests[1].body["messages"]
     tail = [m for m in second if m["role"] != "system"][-4:-1]
@@ -172,6 +172,7 @@ async def test_quick_question_answered_in_parallel(
     assert "what time is it?" in noted[0]["content"] and "It is 10:00 UTC." in noted[0]["content"]
     side_requests = [r for r in model_server.requests if SIDE_QUESTION_NOTE in str(r.body)]
     assert side_requests and all(
-        {t["function"]["name"] for t in r.body["tools"]} <= {"get_time", "read_file",
-         "task_status", "reply_to_user"} for r in side_requests
+        {t["function"]["name"] for t in r.body["tools"]}
+        <= {"get_time", "read_file", "task_status", "reply_to_user"}
+        for r in side_requests
     )

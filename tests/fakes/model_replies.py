@@ -60,6 +60,17 @@ def text_reply(text: str = "ok") -> Reply:
     return Reply(text=text)
 
 
+def load_script(path: str) -> list[Reply]:
+    """A JSON list of Reply fields; tool_calls are lists of ToolCallSpec fields."""
+    with open(path, encoding="utf-8") as handle:
+        items = json.load(handle)
+    replies = []
+    for item in items:
+        calls = tuple(ToolCallSpec(**call) for call in item.pop("tool_calls", []))
+        replies.append(Reply(**item, tool_calls=calls))
+    return replies
+
+
 @dataclass(frozen=True)
 class ResolvedCall:
     index: int

@@ -14,8 +14,10 @@ trajectory with the strict validator.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import socket
+import sys
 import threading
 import time
 from collections import deque
@@ -31,7 +33,7 @@ import anyio.to_thread
 import uvicorn
 from uvicorn._types import ASGIReceiveCallable, ASGISendCallable, HTTPScope, Scope
 
-from tests.fakes.model_replies import Reply, ReplyRenderer, ToolCallSpec, text_reply
+from tests.fakes.model_replies import Reply, ReplyRenderer, ToolCallSpec, load_script, text_reply
 from tests.trajectory_validator import TrajectoryError, validate_both
 
 __all__ = ["FakeModelServer", "RecordedRequest", "Reply", "ToolCallSpec"]
@@ -87,10 +89,8 @@ class _Uvicorn(uvicorn.Server):
         self.force_exit = True  # don't wait for hanging streams
         if self._stop is None or self._token is None:
             return
-        try:
+        with contextlib.suppress(RuntimeError):  # the server's loop already finished
             anyio.from_thread.run_sync(self._stop.set, token=self._token)
-        except RuntimeError:
-            pass  # the server's loop has already finished
 
 
 class FakeModelServer:
@@ -371,17 +371,6 @@ async def _send_json(
     await send({"type": "http.response.body", "body": payload, "more_body": False})
 
 
-def _load_script(path: str) -> list[Reply]:
-    """A JSON list of Reply fields; tool_calls are lists of ToolCallSpec fields."""
-    with open(path, encoding="utf-8") as handle:
-        items = json.load(handle)
-    replies = []
-    for item in items:
-        calls = tuple(ToolCallSpec(**call) for call in item.pop("tool_calls", []))
-        replies.append(Reply(**item, tool_calls=calls))
-    return replies
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description="Run the fake OpenAI-compatible server.")
     parser.add_argument("--port", type=int, default=0)
@@ -389,10 +378,13 @@ def main() -> None:
     args = parser.parse_args()
     server = FakeModelServer(args.port)
     if args.script:
-        server.push(*_load_script(args.script))
+        server.push(*load_script(args.script))
     with server:
         print(server.base_url, flush=True)
-        threading.Event().wait()  # until interrupted
+        with contextlib.suppress(KeyboardInterrupt):
+            threading.Event().wait()  # until interrupted
+    for violation in server.violations:
+        print(violation, file=sys.stderr)
 
 
 if __name__ == "__main__":

@@ -22,6 +22,7 @@ from wakeful.daemon.dispatcher import Dispatcher
 from wakeful.daemon.feed import Feed
 from wakeful.daemon.http.app import create_app
 from wakeful.daemon.http.serve import QuietServer, bind_socket, serve_http
+from wakeful.daemon.http.sse import StreamRegistry
 from wakeful.daemon.logging import add_secrets, configure_logging
 from wakeful.daemon.loop.limits import LoopLimits
 from wakeful.daemon.loop.session_loop import LoopDeps
@@ -44,6 +45,7 @@ class RunningDaemon:
     url: str  # e.g. http://127.0.0.1:8787
     admin_token: str
     data_dir: Path
+    streams: StreamRegistry
 
 
 def make_provider(llm: LlmSection, api_key: str | None) -> ModelProvider:
@@ -132,23 +134,25 @@ async def _start(
     dispatcher_box.append(dispatcher)
     daemon = WakefulDaemon(store, dispatcher, sessions, feed, provider)
     await daemon.start()
-    app = create_app(
-        daemon, admin_token=admin_token, max_body_bytes=settings.server.max_body_bytes
-    )
+    app = create_app(daemon, admin_token=admin_token, max_body_bytes=settings.server.max_body_bytes)
     host, port = settings.server.host_port()
     sock = bind_socket(host, port)
     bound_host, bound_port = sock.getsockname()[:2]
     servers: list[QuietServer] = []
     await group.start(serve_http, app, sock, servers)
-    url = f"http://{bound_host}:{bound_port}" if ":" not in bound_host else (
-        f"http://[{bound_host}]:{bound_port}"
+    url = (
+        f"http://{bound_host}:{bound_port}"
+        if ":" not in bound_host
+        else (f"http://[{bound_host}]:{bound_port}")
     )
     log.info("wakeful is listening", url=url, model=provider.describe())
-    return RunningDaemon(daemon, url, admin_token, data_dir), servers[0]
+    running = RunningDaemon(daemon, url, admin_token, data_dir, app.state.streams)
+    return running, servers[0]
 
 
 async def _stop(running: RunningDaemon, server: QuietServer, group: anyio.abc.TaskGroup) -> None:
     running.daemon.dispatcher.stopping = True
+    running.streams.close_all()  # open SSE responses would hold uvicorn's shutdown
     server.request_exit()
     group.cancel_scope.cancel()
 

@@ -72,7 +72,7 @@ def is_stop_request(text: str) -> bool:
 
 
 def is_hold_request(text: str) -> bool:
-    """"Wait, …" / "hold on!" / "I was wrong": the phrase must open the message and
+    """ "Wait, …" / "hold on!" / "I was wrong": the phrase must open the message and
     stand alone or be followed by punctuation ("wait for the build" is not one)."""
     normalized = _normalized(text)
     if normalized.startswith(("等一下", "待って")):

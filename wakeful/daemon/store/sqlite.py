@@ -91,9 +91,7 @@ def _row_to_event(row: tuple[Any, ...]) -> StoredEvent:
 class SqliteStore:
     """The Store protocol on one SQLite database file."""
 
-    def __init__(
-        self, path: Path, *, synchronous: Literal["full", "normal"] = "full"
-    ) -> None:
+    def __init__(self, path: Path, *, synchronous: Literal["full", "normal"] = "full") -> None:
         self.path = path
         self._synchronous = synchronous
         self._conn: sqlite3.Connection | None = None
@@ -232,9 +230,7 @@ class SqliteStore:
         self, session: str, messages: list[Message], meta: dict[str, Any] | None = None
     ) -> None:
         now = time.time()
-        await self._transaction(
-            lambda conn: _insert_messages(conn, session, messages, meta, now)
-        )
+        await self._transaction(lambda conn: _insert_messages(conn, session, messages, meta, now))
 
     async def trajectory(self, session: str) -> list[Message]:
         rows = await self._run(
