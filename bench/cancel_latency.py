@@ -42,6 +42,7 @@ from bench.common import (
     ms_row,
     percentile,
     print_table,
+    quiet_daemon_logs,
     settle,
     wait_for_shell_pgid,
     wait_until_gone,
@@ -89,7 +90,11 @@ async def stream_iteration(h: Harness, server: FakeModelServer, i: int) -> dict[
     await server.await_requests(start + 2)
     again = server.requests[first_request_with(server, start + 1, STOP)]
     assert aborted.aborted_at is not None
-    return {"202": accepted - sent, "abort": aborted.aborted_at - sent, "again": again.received_at - sent}
+    return {
+        "202": accepted - sent,
+        "abort": aborted.aborted_at - sent,
+        "again": again.received_at - sent,
+    }
 
 
 async def tool_iteration(h: Harness, server: FakeModelServer, i: int) -> dict[str, float]:
@@ -126,11 +131,13 @@ async def httpx_abort_baseline(server: FakeModelServer, i: int) -> float:
         "messages": [{"role": "user", "content": f"write an essay (baseline {i})"}],
     }
     start = len(server.requests)
-    async with httpx.AsyncClient(base_url=server.base_url) as client:
-        async with client.stream("POST", "/chat/completions", json=body) as response:
-            async for _chunk in response.aiter_bytes():
-                break
-            closed = time.monotonic()
+    async with (
+        httpx.AsyncClient(base_url=server.base_url) as client,
+        client.stream("POST", "/chat/completions", json=body) as response,
+    ):
+        async for _chunk in response.aiter_bytes():
+            break
+        closed = time.monotonic()
     record = await server.await_abort(start)
     assert record.aborted_at is not None
     return record.aborted_at - closed
@@ -148,6 +155,7 @@ def killpg_baseline() -> float:
 
 
 async def main(n: int) -> None:
+    quiet_daemon_logs()
     samples: dict[str, list[float]] = {}
 
     def add(prefix: str, values: dict[str, float]) -> None:

@@ -16,7 +16,7 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 if str(REPO_ROOT) not in sys.path:  # so `tests.*` imports work however we are started
     sys.path.insert(0, str(REPO_ROOT))
 
-from tests.fakes.model_server import FakeModelServer  # noqa: E402
+from tests.fakes.model_server import FakeModelServer as FakeModelServer  # noqa: E402
 
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 
@@ -34,9 +34,8 @@ def percentile(values: Sequence[float], q: float) -> float:
 def ms_row(name: str, seconds: Sequence[float]) -> list[str]:
     """A table row: name, n, p50, p99, max (milliseconds)."""
     ms = [s * 1000 for s in seconds]
-    return [name, str(len(ms)), *(f"{v:.2f}" for v in (percentile(ms, 50), percentile(ms, 99)))] + [
-        f"{max(ms):.2f}" if ms else "nan"
-    ]
+    cells = [percentile(ms, 50), percentile(ms, 99), max(ms, default=math.nan)]
+    return [name, str(len(ms)), *(f"{v:.2f}" for v in cells)]
 
 
 LATENCY_HEADER = ["measure", "n", "p50 ms", "p99 ms", "max ms"]
@@ -142,9 +141,11 @@ def find_shell_pgid(marker: str) -> int | None:
 
 async def wait_for_shell_pgid(marker: str, timeout_s: float = 10.0) -> int:
     with anyio.fail_after(timeout_s):
-        while (pgid := find_shell_pgid(marker)) is None:
+        while True:
+            pgid = find_shell_pgid(marker)
+            if pgid is not None:
+                return pgid
             await anyio.sleep(0.02)  # polling the process table: there is no event to await
-    return pgid
 
 
 def wait_until_gone(pgid: int, candidates: Sequence[int], timeout_s: float = 30.0) -> float:
@@ -155,3 +156,10 @@ def wait_until_gone(pgid: int, candidates: Sequence[int], timeout_s: float = 30.
             raise TimeoutError(f"process group {pgid} still alive after {timeout_s} s")
         time.sleep(0.0005)
     return time.monotonic()
+
+
+def quiet_daemon_logs() -> None:
+    """Log as the harness's settings say (warnings only), to stderr, off the measured path."""
+    from wakeful.daemon.logging import configure_logging
+
+    configure_logging("warning", stream=sys.stderr)

@@ -88,6 +88,12 @@ class FeedWatcher:
                 seen = len(self.items)
                 await self._changed.wait()
 
+    async def wait_for_more_than(self, count: int, timeout_s: float = 10.0) -> None:
+        """Until more than `count` items have arrived."""
+        with anyio.fail_after(timeout_s):
+            while len(self.items) <= count:
+                await self._changed.wait()
+
 
 @asynccontextmanager
 async def watch_feed(h: Harness, session: str = "main") -> AsyncIterator[FeedWatcher]:

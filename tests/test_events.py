@@ -44,7 +44,7 @@ def test_full_event_parses_with_every_field() -> None:
 
 
 def test_minimal_event_gets_defaults() -> None:
-    """An event with only id, kind, source and channel defaults to session main, normal priority and aware times."""
+    """A minimal event defaults to session main, normal priority and aware times."""
     event = Event.parse(
         {"id": "t:1", "kind": "timer.trigger", "source": {"type": "system"}, "channel": "timer"}
     )
@@ -140,11 +140,13 @@ def test_json_round_trip_is_lossless() -> None:
     again = Event.from_json(event.to_json())
     assert again == event
     assert again.context.model_extra == {"thread": "t-1"}
-    assert again.occurred_at == datetime(2026, 3, 4, 5, 6, 7, 123456, tzinfo=timezone(timedelta(hours=-5)))
+    assert again.occurred_at == datetime(
+        2026, 3, 4, 5, 6, 7, 123456, tzinfo=timezone(timedelta(hours=-5))
+    )
 
 
 def test_events_are_immutable() -> None:
     """An event cannot be changed after it is made."""
     event = user_message("hi")
     with pytest.raises(ValueError):
-        event.id = "other"  # type: ignore[misc]
+        event.id = "other"

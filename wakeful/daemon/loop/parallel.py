@@ -65,16 +65,20 @@ async def answer_in_parallel(loop: SessionLoop, stored: StoredEvent) -> None:
 
 async def _side_session(loop: SessionLoop, question: str) -> str:
     deps = loop.deps
+    # The request carries the session's full tool list so the prompt prefix is
+    # byte-identical to the main loop's (cache hits) and past calls stay valid;
+    # only the read-only tools are actually run.
+    tools = deps.tools.definitions()
+    allowed = {tool["function"]["name"] for tool in deps.tools.definitions(read_only=True)}
     snapshot, running_note = snapshot_for_side_session(await loop.writer.messages())
-    ask = f"{SIDE_QUESTION_NOTE}\n{running_note}\n{question}".replace("\n\n", "\n")
+    allowed_note = "Tools you may use here: " + ", ".join(sorted(allowed))
+    ask = "\n".join(filter(None, [SIDE_QUESTION_NOTE, allowed_note, running_note, question]))
     messages: list[Message] = [
         {"role": "system", "content": deps.system_prompt},
         *snapshot,
         {"role": "user", "content": ask},
     ]
     replies: list[str] = []
-    tools = deps.tools.definitions(read_only=True)
-    allowed = {tool["function"]["name"] for tool in tools}
     for _ in range(deps.limits.parallel_max_model_calls):
         response = await deps.provider.complete(ModelRequest(messages=messages, tools=tools))
         if not response.tool_calls:

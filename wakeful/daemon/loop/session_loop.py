@@ -245,6 +245,9 @@ class SessionLoop:
                 await self.writer.record_tool_result(task.call.id, task.output.text)
 
     async def _close_unfinished(self, started: list[ToolTask]) -> None:
+        # No interrupt recorded means the session's own task group is being
+        # cancelled: the daemon is stopping and no late result can follow.
+        shutdown = self._interrupt is None
         interrupt = self._interrupt or Interrupt("the daemon is stopping", stop_tools=True)
         placeholders: list[InterruptedCall] = []
         for task in started:
@@ -259,7 +262,7 @@ class SessionLoop:
                 task.scope.cancel()
             placeholders.append(
                 InterruptedCall(
-                    task.call.id, task.call.name, task.elapsed_s(), interrupt.stop_tools
+                    task.call.id, task.call.name, task.elapsed_s(), interrupt.stop_tools, shutdown
                 )
             )
         await self.writer.close_interrupted_calls(placeholders, interrupt.cause)

@@ -17,10 +17,19 @@ STOP_PHRASES = (
     "stop", "cancel", "abort", "halt", "never mind", "nevermind", "kill it", "forget it",
     # German, French, Spanish, Italian, Portuguese, Dutch
     "stopp", "abbrechen", "aufhören", "arrête", "arrete", "annule", "annuler",
-    "para", "detente", "detén", "cancela", "cancelar", "ferma", "fermati", "annulla",
-    "pare", "cancele", "stoppen", "annuleer",
+    "detente", "detén", "cancela", "cancelar", "ferma", "fermati", "annulla",
+    "cancele", "stoppen", "annuleer",
     # Russian, Polish
     "стоп", "остановись", "отмена", "отмени", "przestań", "anuluj",
+)  # fmt: skip
+
+# Words that are also everyday words ("es para mañana"): only the whole message.
+STOP_WORDS_ALONE = ("para", "pare", "halt", "basta", "enough")
+
+# A stop word right after one of these is not a request to stop ("don't stop").
+NEGATIONS = (
+    "don't", "dont", "do not", "never", "not", "no need to", "nicht", "ne", "no", "não",
+    "non", "niet", "не",
 )  # fmt: skip
 
 # "Wait, I was wrong": interrupt the model so it hears the correction, but let
@@ -60,15 +69,23 @@ def _normalized(text: str) -> str:
 def is_stop_request(text: str) -> bool:
     normalized = _normalized(text)
     words = _WORD.findall(normalized)
-    if not words:
-        return False
-    if len(words) > MAX_STOP_WORDS:
+    if not words or len(words) > MAX_STOP_WORDS:
         return False
     joined = " ".join(words)
-    for phrase in STOP_PHRASES:
-        if re.search(rf"(?:^| ){re.escape(phrase)}(?: |$)", joined):
-            return True
+    if joined in STOP_WORDS_ALONE:
+        return True
+    if any(_says(joined, phrase) for phrase in STOP_PHRASES):
+        return True
     return len(normalized) <= 20 and any(p in normalized for p in STOP_PHRASES_UNSPACED)
+
+
+def _says(joined: str, phrase: str) -> bool:
+    """The phrase occurs as whole words and not right after a negation."""
+    for match in re.finditer(rf"(?:^| ){re.escape(phrase)}(?= |$)", joined):
+        before = joined[: match.start()].strip()
+        if not any(before == n or before.endswith(" " + n) for n in NEGATIONS):
+            return True
+    return False
 
 
 def is_hold_request(text: str) -> bool:

@@ -36,6 +36,15 @@ def interrupted_placeholder(
     )
 
 
+def stopped_by_shutdown_placeholder(*, tool: str, call_id: str, elapsed_s: float) -> str:
+    """For a call cut off because the daemon itself was stopping: no later event comes."""
+    return (
+        f"{PLACEHOLDER_MARK} {tool} (call {call_id}) was interrupted after {elapsed_s:.1f} s "
+        f"because the daemon was stopping. It was cancelled and may have partially "
+        f"executed — verify its effects before retrying."
+    )
+
+
 def missing_result_placeholder(*, tool: str, call_id: str) -> str:
     """For a call whose result was never recorded (the daemon stopped while it ran)."""
     return (

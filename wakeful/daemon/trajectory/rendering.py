@@ -66,10 +66,11 @@ def describe(stored: StoredEvent) -> str:
             f"{stored.parallel_answer}"
         )
     kind = event.kind
-    if kind == "user.input":
-        return f"The user says: {text}"
-    if kind == "user.interrupt":
-        return f"The user interrupts: {text}"
+    if kind in ("user.input", "user.interrupt"):
+        verb = "says" if kind == "user.input" else "interrupts"
+        if not event.trusted:  # an unauthenticated sender never reads like the owner
+            return f"A sender who is not the owner {verb}: {wrap_untrusted(event, text)}"
+        return f"The user {verb}: {text}"
     if kind == "tool.result":
         return _late_tool_result(event)
     body = _with_subject(event)
@@ -96,7 +97,7 @@ def render_batch(events: list[StoredEvent], last_agent_at: datetime | None) -> l
     """The messages appended for one batch of events (rule 5)."""
     if len(events) == 1:
         only = events[0]
-        if only.event.kind == "user.input" and only.parallel_answer is None:
+        if only.event.kind == "user.input" and only.event.trusted and only.parallel_answer is None:
             # A lone user message reads as itself; labels only help inside a batch.
             text = f"{time_note(only.event, last_agent_at)} {only.event.content.text}"
             return [{"role": "user", "content": text}]

@@ -23,7 +23,11 @@ import structlog
 
 from wakeful.daemon.store.base import Store, StoredEvent
 from wakeful.daemon.trajectory.normalizer import Normalized, normalize
-from wakeful.daemon.trajectory.placeholders import interrupted_placeholder, tool_message
+from wakeful.daemon.trajectory.placeholders import (
+    interrupted_placeholder,
+    stopped_by_shutdown_placeholder,
+    tool_message,
+)
 from wakeful.daemon.trajectory.rendering import render_batch
 from wakeful.llm.base import ModelResponse
 
@@ -37,6 +41,7 @@ class InterruptedCall:
     tool: str
     elapsed_s: float
     cancelled: bool  # True: the call was told to stop; False: it goes on in the background
+    shutdown: bool = False  # the daemon itself is stopping: no late result will follow
 
 
 class TrajectoryWriter:
@@ -91,19 +96,7 @@ class TrajectoryWriter:
     ) -> list[Message]:
         """Rule 3: each unfinished call gets one honest placeholder, so the
         assistant message stays paired with results before anything else is added."""
-        messages = [
-            tool_message(
-                call.call_id,
-                interrupted_placeholder(
-                    tool=call.tool,
-                    call_id=call.call_id,
-                    elapsed_s=call.elapsed_s,
-                    cause=cause,
-                    cancelled=call.cancelled,
-                ),
-            )
-            for call in calls
-        ]
+        messages = [tool_message(call.call_id, _placeholder_text(call, cause)) for call in calls]
         if messages:
             await self._append(messages, meta={"placeholder": True})
         return messages
@@ -127,6 +120,20 @@ class TrajectoryWriter:
     async def request_messages(self) -> list[Message]:
         """The trajectory as the next model request carries it: always normalized."""
         return normalize(await self.messages()).messages
+
+
+def _placeholder_text(call: InterruptedCall, cause: str) -> str:
+    if call.shutdown:
+        return stopped_by_shutdown_placeholder(
+            tool=call.tool, call_id=call.call_id, elapsed_s=call.elapsed_s
+        )
+    return interrupted_placeholder(
+        tool=call.tool,
+        call_id=call.call_id,
+        elapsed_s=call.elapsed_s,
+        cause=cause,
+        cancelled=call.cancelled,
+    )
 
 
 def needs_model_response(messages: list[Message]) -> bool:
