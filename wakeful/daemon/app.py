@@ -9,16 +9,18 @@ from __future__ import annotations
 
 import signal
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 import anyio
 import structlog
 
+from wakeful.daemon.components import default_components
 from wakeful.daemon.config import LlmSection, Settings
 from wakeful.daemon.core import WakefulDaemon
 from wakeful.daemon.dispatcher import Dispatcher
+from wakeful.daemon.facade import SubmitResult
 from wakeful.daemon.feed import Feed
 from wakeful.daemon.http.app import create_app
 from wakeful.daemon.http.serve import QuietServer, bind_socket, serve_http
@@ -28,6 +30,7 @@ from wakeful.daemon.loop.limits import LoopLimits
 from wakeful.daemon.loop.session_loop import LoopDeps
 from wakeful.daemon.router import Router
 from wakeful.daemon.router.classifier import ModelClassifier
+from wakeful.daemon.services import Services
 from wakeful.daemon.sessions import Sessions
 from wakeful.daemon.store.sqlite import SqliteStore
 from wakeful.events import Event
@@ -46,6 +49,7 @@ class RunningDaemon:
     admin_token: str
     data_dir: Path
     streams: StreamRegistry
+    services: Services
 
 
 def make_provider(llm: LlmSection, api_key: str | None) -> ModelProvider:
@@ -82,8 +86,10 @@ async def running_daemon(settings: Settings) -> AsyncIterator[RunningDaemon]:
     ).open()
     provider = make_provider(settings.llm, api_key)
     try:
-        async with anyio.create_task_group() as group:
-            running, server = await _start(settings, store, provider, group, data_dir, admin_token)
+        async with anyio.create_task_group() as group, AsyncExitStack() as stack:
+            running, server = await _start(
+                settings, store, provider, group, data_dir, admin_token, stack
+            )
             try:
                 yield running
             finally:
@@ -101,6 +107,7 @@ async def _start(
     group: anyio.abc.TaskGroup,
     data_dir: Path,
     admin_token: str,
+    stack: AsyncExitStack,
 ) -> tuple[RunningDaemon, QuietServer]:
     feed = Feed()
     workspace, output_dir = data_dir / "workspace", data_dir / "outputs"
@@ -108,15 +115,17 @@ async def _start(
     output_dir.mkdir(exist_ok=True)
     dispatcher_box: list[Dispatcher] = []
 
-    async def submit(event: Event) -> object:
+    async def submit(event: Event) -> SubmitResult:
         return await dispatcher_box[0].submit(event)
 
+    tools = default_registry(
+        default_timeout_s=settings.loop.tool_timeout_s, shell_grace_s=settings.loop.stop_grace_s
+    )
+    services = Services(settings, data_dir, store, feed, tools, group, submit)
     deps = LoopDeps(
         store=store,
         provider=provider,
-        tools=default_registry(
-            default_timeout_s=settings.loop.tool_timeout_s, shell_grace_s=settings.loop.stop_grace_s
-        ),
+        tools=tools,
         feed=feed,
         limits=loop_limits(settings),
         system_prompt=settings.daemon.system_prompt,
@@ -125,29 +134,38 @@ async def _start(
         submit=submit,
     )
     sessions = Sessions(deps, group)
-    classifier = None
-    if settings.router.classifier_model and provider.configured:
-        classifier = ModelClassifier(
-            provider, settings.router.classifier_model, settings.router.classifier_budget_ms
-        )
-    dispatcher = Dispatcher(store, Router(classifier), sessions, feed, group)
+    dispatcher = Dispatcher(store, Router(_classifier(settings, provider)), sessions, feed, group)
     dispatcher_box.append(dispatcher)
-    daemon = WakefulDaemon(store, dispatcher, sessions, feed, provider)
+    daemon = WakefulDaemon(store, dispatcher, sessions, feed, provider, services)
+    for component in default_components():
+        await stack.enter_async_context(component(services))
     await daemon.start()
-    app = create_app(daemon, admin_token=admin_token, max_body_bytes=settings.server.max_body_bytes)
+    app = create_app(
+        daemon,
+        admin_token=admin_token,
+        max_body_bytes=settings.server.max_body_bytes,
+        extra_routes=services.routes,
+    )
     host, port = settings.server.host_port()
     sock = bind_socket(host, port)
     bound_host, bound_port = sock.getsockname()[:2]
     servers: list[QuietServer] = []
     await group.start(serve_http, app, sock, servers)
     url = (
-        f"http://{bound_host}:{bound_port}"
-        if ":" not in bound_host
-        else (f"http://[{bound_host}]:{bound_port}")
+        f"http://[{bound_host}]:{bound_port}"
+        if ":" in bound_host
+        else (f"http://{bound_host}:{bound_port}")
     )
     log.info("wakeful is listening", url=url, model=provider.describe())
-    running = RunningDaemon(daemon, url, admin_token, data_dir, app.state.streams)
+    running = RunningDaemon(daemon, url, admin_token, data_dir, app.state.streams, services)
     return running, servers[0]
+
+
+def _classifier(settings: Settings, provider: ModelProvider) -> ModelClassifier | None:
+    router = settings.router
+    if not (router.classifier_model and provider.configured):
+        return None
+    return ModelClassifier(provider, router.classifier_model, router.classifier_budget_ms)
 
 
 async def _stop(running: RunningDaemon, server: QuietServer, group: anyio.abc.TaskGroup) -> None:

@@ -9,6 +9,7 @@ from typing import Any
 from wakeful.daemon.dispatcher import Dispatcher
 from wakeful.daemon.facade import SubmitResult
 from wakeful.daemon.feed import Feed, FeedItem
+from wakeful.daemon.services import Services
 from wakeful.daemon.sessions import Sessions
 from wakeful.daemon.store.base import Store, StoredEvent
 from wakeful.events import Event
@@ -43,12 +44,14 @@ class WakefulDaemon:
         sessions: Sessions,
         feed: Feed,
         provider: ModelProvider,
+        services: Services,
     ) -> None:
         self.store = store
         self.dispatcher = dispatcher
         self.sessions = sessions
         self.feed = feed
         self.provider = provider
+        self.services = services
 
     async def start(self) -> None:
         """Recover after a restart: requeue held events, resume every session."""
@@ -76,7 +79,14 @@ class WakefulDaemon:
         }
         if not self.provider.configured:
             model["how_to_configure"] = HOW_TO_CONFIGURE
+        components = {
+            name: {"ok": h.ok, "detail": h.detail, "required": h.required}
+            for name, h in self.services.health.items()
+        }
+        extra = {name: provide() for name, provide in self.services.status_providers.items()}
         return {
+            **extra,
+            "components": components,
             "model": model,
             "stopping": self.dispatcher.stopping,
             "events_accepted": self.dispatcher.accepted,

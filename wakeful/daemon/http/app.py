@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
-from starlette.routing import Route
+from starlette.routing import BaseRoute, Route
 
 from wakeful.daemon.facade import Daemon, DaemonUnavailable
 from wakeful.daemon.http.auth import TokenCheck
@@ -97,11 +98,17 @@ class Api:
 
 
 def create_app(
-    daemon: Daemon, *, admin_token: str, max_body_bytes: int, heartbeat_s: float = 15.0
+    daemon: Daemon,
+    *,
+    admin_token: str,
+    max_body_bytes: int,
+    heartbeat_s: float = 15.0,
+    extra_routes: Sequence[BaseRoute] = (),
 ) -> Starlette:
     """The ASGI app; ``app.state.streams.close_all()`` ends open event streams at shutdown."""
     api = Api(daemon, TokenCheck(admin_token), max_body_bytes, heartbeat_s)
-    routes = [
+    routes: list[BaseRoute] = [
+        *extra_routes,
         Route("/healthz", api.healthz, methods=["GET"]),
         # /readyz and /metrics join here once the store reports readiness and counters.
         Route("/api/messages", api.post_message, methods=["POST"]),

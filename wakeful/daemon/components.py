@@ -1,0 +1,13 @@
+"""The components the daemon runs besides its core, in start order.
+
+Each is a :data:`wakeful.daemon.services.Component`; add a channel or
+service by appending its factory here.
+"""
+
+from __future__ import annotations
+
+from wakeful.daemon.services import Component
+
+
+def default_components() -> list[Component]:
+    return []

@@ -1,0 +1,53 @@
+"""What a daemon component (a channel, the scheduler, systemd integration) gets.
+
+Components are async context managers entered by the lifespan in order,
+after the core exists and before sessions resume and HTTP is served, and
+exited in reverse. A component may register tools (before any session
+makes a model request, so the tool list is byte-stable for the session),
+add HTTP routes, start background tasks in ``group`` (which owns them), and
+report its health. It sends events only through ``submit`` — the
+dispatcher — so there is one path for events.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from anyio.abc import TaskGroup
+from starlette.routing import BaseRoute
+
+from wakeful.daemon.config import Settings
+from wakeful.daemon.facade import SubmitResult
+from wakeful.daemon.feed import Feed
+from wakeful.daemon.store.base import Store
+from wakeful.events import Event
+from wakeful.handlers.registry import ToolRegistry
+
+
+@dataclass
+class ComponentHealth:
+    ok: bool
+    detail: str
+    required: bool = False  # /readyz fails while a required component is not ok
+
+
+@dataclass
+class Services:
+    settings: Settings
+    data_dir: Path
+    store: Store
+    feed: Feed
+    tools: ToolRegistry
+    group: TaskGroup
+    submit: Callable[[Event], Awaitable[SubmitResult]]
+    routes: list[BaseRoute] = field(default_factory=list)
+    health: dict[str, ComponentHealth] = field(default_factory=dict)
+    # name → callable returning extra figures for /api/status (and /metrics)
+    status_providers: dict[str, Callable[[], dict[str, Any]]] = field(default_factory=dict)
+
+
+Component = Callable[[Services], AbstractAsyncContextManager[object]]
