@@ -132,6 +132,7 @@ async def _start(
         workspace=workspace,
         output_dir=output_dir,
         submit=submit,
+        task_views=services.task_views,  # the same list: components append to it
     )
     sessions = Sessions(deps, group)
     dispatcher = Dispatcher(store, Router(_classifier(settings, provider)), sessions, feed, group)

@@ -71,7 +71,7 @@ class WakefulDaemon:
                 "busy": loop.busy,
                 "pending": depth.pending if depth else 0,
                 "oldest_pending_at": depth.oldest_accepted_at if depth else None,
-                "tasks": loop.tasks.list_tasks(),
+                "tasks": loop.all_tasks.list_tasks(),
             }
         model: dict[str, Any] = {
             "configured": self.provider.configured,

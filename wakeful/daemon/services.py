@@ -23,6 +23,7 @@ from starlette.routing import BaseRoute
 from wakeful.daemon.config import Settings
 from wakeful.daemon.facade import SubmitResult
 from wakeful.daemon.feed import Feed
+from wakeful.daemon.loop.task_views import SessionTaskViews
 from wakeful.daemon.store.base import Store
 from wakeful.events import Event
 from wakeful.handlers.registry import ToolRegistry
@@ -46,6 +47,8 @@ class Services:
     submit: Callable[[Event], Awaitable[SubmitResult]]
     routes: list[BaseRoute] = field(default_factory=list)
     health: dict[str, ComponentHealth] = field(default_factory=dict)
+    # Views of components' background tasks per session (task_status, status bar).
+    task_views: list[SessionTaskViews] = field(default_factory=list)
     # name → callable returning extra figures for /api/status (and /metrics)
     status_providers: dict[str, Callable[[], dict[str, Any]]] = field(default_factory=dict)
 

@@ -108,6 +108,6 @@ def _side_context(loop: SessionLoop, call_id: str, replies: list[str]) -> ToolCo
         call_id=call_id,
         workspace=deps.workspace,
         output_dir=deps.output_dir,
-        tasks=loop.tasks,
+        tasks=loop.all_tasks,
         reply=reply,
     )

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -25,6 +25,7 @@ from structlog.contextvars import bound_contextvars
 from wakeful.daemon.feed import Feed
 from wakeful.daemon.loop.limits import LoopLimits, Run
 from wakeful.daemon.loop.status_bar import render_status_bar
+from wakeful.daemon.loop.task_views import CombinedTaskView, SessionTaskViews
 from wakeful.daemon.loop.tool_tasks import Claim, ToolExecutor, ToolTask, ToolTaskManager
 from wakeful.daemon.store.base import ConsumeConflict, ModelCallRecord, Store
 from wakeful.daemon.trajectory.rules import (
@@ -54,6 +55,8 @@ class LoopDeps:
     workspace: Path
     output_dir: Path
     submit: Callable[[Event], Awaitable[object]]  # how late tool results re-enter
+    # Components' task views (background shell tasks, …), added at start-up.
+    task_views: list[SessionTaskViews] = field(default_factory=list)
 
 
 @dataclass
@@ -69,6 +72,9 @@ class SessionLoop:
         self.writer = TrajectoryWriter(deps.store, session)
         self.tasks = ToolTaskManager(
             session, deps.tools, self._tool_context, self._report_late_result
+        )
+        self.all_tasks = CombinedTaskView(
+            [self.tasks, *(view(session) for view in deps.task_views)]
         )
         self.busy = False
         self.waiting_for_model_config = False
@@ -178,7 +184,7 @@ class SessionLoop:
         pending = len(await self.deps.store.pending(self.session))
         status = render_status_bar(
             run,
-            running_tasks=[t.describe() for t in self.tasks.running()],
+            running_tasks=self.all_tasks.running(),
             pending_events=pending,
         )
         system = {"role": "system", "content": self.deps.system_prompt}
@@ -276,7 +282,7 @@ class SessionLoop:
             call_id=call.id,
             workspace=self.deps.workspace,
             output_dir=self.deps.output_dir,
-            tasks=self.tasks,
+            tasks=self.all_tasks,
             reply=reply,
         )
 

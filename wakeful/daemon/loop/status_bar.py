@@ -31,10 +31,15 @@ def render_status_bar(
     ]
     if running_tasks:
         lines.append("Background tasks running:")
-        lines += [
-            f"- {t['task_id']}: {t['tool']} for {t['runtime_s']:.0f} s ({t['state']})"
-            for t in running_tasks
-        ]
+        lines += [_task_line(t) for t in running_tasks]
     else:
         lines.append("Background tasks running: none")
     return {"role": "user", "content": "\n".join(lines)}
+
+
+def _task_line(task: dict[str, Any]) -> str:
+    what = task.get("tool") or task.get("kind") or "task"
+    line = f"- {task.get('task_id', '?')}: {what} for {float(task.get('runtime_s', 0)):.0f} s"
+    if task.get("progress") is not None:
+        line += f", progress {task['progress']}"
+    return line + f" ({task.get('state', 'running')})"
