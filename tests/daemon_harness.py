@@ -18,8 +18,14 @@ from wakeful.daemon.feed import FeedItem
 ADMIN_TOKEN = "test-admin-token-0123456789"
 
 
-def daemon_settings(data_dir: Path, model_url: str, **overrides: dict[str, Any]) -> Settings:
-    sections: dict[str, dict[str, Any]] = {
+def daemon_settings(
+    data_dir: Path,
+    model_url: str,
+    *,
+    hooks: list[dict[str, Any]] | None = None,
+    **overrides: dict[str, Any],
+) -> Settings:
+    sections: dict[str, Any] = {
         "daemon": {"data_dir": str(data_dir), "log_level": "warning"},
         "server": {"bind": "127.0.0.1:0", "admin_token": ADMIN_TOKEN},
         "llm": {"base_url": model_url, "model": "fake-model", "max_retries": 0},
@@ -27,7 +33,9 @@ def daemon_settings(data_dir: Path, model_url: str, **overrides: dict[str, Any])
     }
     for section, values in overrides.items():
         sections.setdefault(section, {}).update(values)
-    return Settings(**sections)  # type: ignore[arg-type]
+    if hooks is not None:
+        sections["hooks"] = hooks
+    return Settings(**sections)
 
 
 @dataclass

@@ -75,11 +75,12 @@ def _client(args: argparse.Namespace) -> DaemonClient:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    settings = _settings(args)
+    path = _config_path(args.config)
+    settings = load_settings(path)
     # Imported here so the CLI works (init, send, status) without the daemon's deps.
     from wakeful.daemon.app import run_daemon
 
-    return run_daemon(settings)
+    return run_daemon(settings, config_path=path)  # the path: SIGHUP re-reads it
 
 
 def cmd_init(args: argparse.Namespace) -> int:

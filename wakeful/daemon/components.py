@@ -6,8 +6,9 @@ service by appending its factory here.
 
 from __future__ import annotations
 
+from wakeful.channels.webhook import webhook_component
 from wakeful.daemon.services import Component
 
 
 def default_components() -> list[Component]:
-    return []
+    return [webhook_component]

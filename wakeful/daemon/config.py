@@ -9,6 +9,7 @@ Secrets are :class:`pydantic.SecretStr` so they never print.
 from __future__ import annotations
 
 import os
+import re
 import secrets
 import tomllib
 from pathlib import Path
@@ -21,10 +22,12 @@ from pydantic import (
     SecretStr,
     ValidationError,
     field_validator,
+    model_validator,
 )
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from wakeful.daemon.config_starter import STARTER_CONFIG
+from wakeful.events import SESSION_PATTERN
 
 __all__ = ["STARTER_CONFIG", "ConfigError", "Settings", "load_settings"]
 
@@ -54,6 +57,9 @@ def _read_secret_file(path: Path, key: str) -> str:
 class DaemonSection(_Section):
     data_dir: Path | None = Field(default=None, examples=["/var/lib/wakeful"])
     log_level: str = Field(default="info", examples=["info"])
+    # On SIGTERM: how long busy sessions get to reach a safe point before a
+    # running stream or tool is interrupted (keep well inside TimeoutStopSec).
+    stop_timeout_s: float = Field(default=5.0, ge=0, le=600, examples=[5.0])
     system_prompt: str = Field(
         default=(
             "You are wakeful, a capable assistant running as a background daemon. "
@@ -195,22 +201,98 @@ class LoopSection(_Section):
     stop_grace_s: float = Field(default=2.0, ge=0, examples=[2.0])
 
 
+HOOK_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+# A hook template's placeholders: {dotted.path} into the JSON; {{ and }} are literal braces.
+TEMPLATE_FIELD = re.compile(r"\{([A-Za-z0-9_.-]+)\}")
+FilterValue = str | int | float | bool
+
+
+class HookFilter(BaseModel):
+    """One condition on a delivery's JSON: the value at ``field`` equals / is one of / matches."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    field: str = Field(min_length=1, examples=["action"])
+    equals: FilterValue | None = Field(default=None, examples=["opened"])
+    one_of: list[FilterValue] | None = Field(default=None, examples=[["opened", "closed"]])
+    pattern: str | None = Field(default=None, examples=["^refs/heads/main$"])
+
+    @model_validator(mode="after")
+    def _exactly_one_test(self) -> HookFilter:
+        tests = [n for n in ("equals", "one_of", "pattern") if getattr(self, n) is not None]
+        if len(tests) != 1:
+            raise ValueError(
+                "a filter needs `field` and exactly one of `equals`, `one_of` or `pattern`, "
+                'e.g. {field = "action", equals = "opened"}'
+            )
+        if self.pattern is not None:
+            try:
+                re.compile(self.pattern)
+            except re.error as exc:
+                raise ValueError(f"`pattern` is not a valid regular expression: {exc}") from None
+        return self
+
+
 class HookConfig(BaseModel):
-    # Extra keys allowed until the webhook channel defines its mapping options.
-    model_config = ConfigDict(extra="allow")
+    """One ``[[hooks]]`` entry: ``POST /hooks/<name>``, its auth, secrets and mapping."""
+
+    model_config = ConfigDict(extra="forbid")
 
     name: str = Field(min_length=1, examples=["github"])
     auth: Literal["standard", "github", "bearer"] = Field(default="standard", examples=["github"])
+    # Every configured secret is accepted at once, so a sender's secret can rotate.
     secret: SecretStr | None = None
+    secrets: list[SecretStr] = Field(default_factory=list)
+    secret_env: list[str] = Field(default_factory=list, examples=[["GITHUB_WEBHOOK_SECRET"]])
     secret_file: Path | None = Field(default=None, examples=["/etc/wakeful/github-secret"])
     session: str = Field(default="main", examples=["main"])
+    max_body_bytes: int = Field(default=1024 * 1024, ge=1, examples=[1048576])
+    template: str | None = Field(default=None, examples=["{action} on {repository.full_name}"])
+    preset: Literal["github"] | None = Field(default=None, examples=["github"])
+    priority: Literal["low", "normal", "high", "urgent"] = Field(
+        default="normal", examples=["normal"]
+    )
+    events: list[str] = Field(default_factory=list, examples=[["push", "pull_request"]])
+    filters: list[HookFilter] = Field(default_factory=list)
+
+    @field_validator("name")
+    @classmethod
+    def _url_safe_name(cls, value: str) -> str:
+        if not HOOK_NAME.match(value):
+            raise ValueError("must be 1-64 letters, digits and _.- (it is the URL /hooks/<name>)")
+        return value
+
+    @field_validator("session")
+    @classmethod
+    def _session_name(cls, value: str) -> str:
+        if not SESSION_PATTERN.match(value):
+            raise ValueError("must be 1-128 letters, digits and _.:@- (e.g. 'main')")
+        return value
+
+    @field_validator("secret_env", mode="before")
+    @classmethod
+    def _one_or_many(cls, value: Any) -> Any:
+        return [value] if isinstance(value, str) else value
+
+    @field_validator("template")
+    @classmethod
+    def _balanced_template(cls, value: str | None) -> str | None:
+        if value is None:
+            return value
+        rest = TEMPLATE_FIELD.sub("", value.replace("{{", "").replace("}}", ""))
+        if "{" in rest or "}" in rest:
+            raise ValueError(
+                "placeholders are {dotted.path} of letters, digits and _.-; "
+                "write {{ or }} for a literal brace"
+            )
+        return value
 
 
 Security = Literal["tls", "starttls", "none"]
 
 
 class EmailAccountConfig(BaseModel):
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="forbid")
 
     name: str = Field(min_length=1, examples=["work"])
     imap_host: str = Field(examples=["imap.example.com"])
@@ -227,10 +309,58 @@ class EmailAccountConfig(BaseModel):
     archive_mailbox: str = Field(default="Archive", examples=["Archive"])
     session: str = Field(default="main", examples=["main"])
     owner_senders: list[str] = Field(default_factory=list, examples=[["me@example.com"]])
+    # Everything below has a default; see wakeful/channels/email/ for how each is used.
+    sent_mailbox: str = Field(default="Sent", examples=["Sent"])
+    initial_sync: Literal["new", "all"] = Field(default="new", examples=["new"])
+    idle_reissue_s: float = Field(default=29 * 60, gt=0, le=29 * 60, examples=[1740])
+    poll_interval_s: float = Field(default=60.0, gt=0, examples=[60])
+    timeout_s: float = Field(default=30.0, gt=0, examples=[30])
+    reconnect_min_s: float = Field(default=1.0, gt=0, examples=[1])
+    reconnect_max_s: float = Field(default=300.0, gt=0, examples=[300])
+    alert_after_s: float = Field(default=300.0, gt=0, examples=[300])
+    body_max_chars: int = Field(default=20_000, ge=200, examples=[20000])
+    only_senders: list[str] = Field(default_factory=list, examples=[["*@example.com"]])
+    ignore_senders: list[str] = Field(default_factory=list, examples=[["*@ads.example.com"]])
+    ignore_subjects: list[str] = Field(default_factory=list, examples=[["(?i)newsletter"]])
+
+    @field_validator("ignore_subjects")
+    @classmethod
+    def _regexes(cls, value: list[str]) -> list[str]:
+        for pattern in value:
+            try:
+                re.compile(pattern)
+            except re.error as exc:
+                raise ValueError(f"{pattern!r} is not a valid regular expression: {exc}") from None
+        return value
+
+    @field_validator("session")
+    @classmethod
+    def _session_name(cls, value: str) -> str:
+        if not SESSION_PATTERN.match(value):
+            raise ValueError("must be a session name such as 'main'")
+        return value
+
+    @field_validator("mailboxes")
+    @classmethod
+    def _some_mailbox(cls, value: list[str]) -> list[str]:
+        if not value:
+            raise ValueError("list at least one mailbox to watch")
+        return value
+
+    def resolve_password(self) -> str:
+        """password, else password_file's first line."""
+        if self.password is not None and self.password.get_secret_value():
+            return self.password.get_secret_value()
+        if self.password_file is not None:
+            return _read_secret_file(self.password_file, f"email.accounts[{self.name}].password_file")
+        raise ConfigError(
+            f"email.accounts[{self.name}]: set password_file (or password) for {self.username}"
+        )
 
 
 class EmailSection(_Section):
     accounts: list[EmailAccountConfig] = Field(default_factory=list)
+    calendar_path: Path | None = Field(default=None, examples=["~/calendar.ics"])
 
 
 class Settings(BaseSettings):
@@ -253,6 +383,15 @@ class Settings(BaseSettings):
     hooks: list[HookConfig] = Field(default_factory=list)
     email: EmailSection = Field(default_factory=EmailSection)
 
+    @field_validator("hooks")
+    @classmethod
+    def _unique_hook_names(cls, hooks: list[HookConfig]) -> list[HookConfig]:
+        names = [hook.name for hook in hooks]
+        repeated = sorted({name for name in names if names.count(name) > 1})
+        if repeated:
+            raise ValueError(f"hook names must be unique; {', '.join(repeated)} repeats")
+        return hooks
+
     @classmethod
     def settings_customise_sources(
         cls,
@@ -269,6 +408,7 @@ class Settings(BaseSettings):
         """Every inline secret, for the log redactor (files are read by their users)."""
         found = [self.server.admin_token, self.llm.api_key]
         found += [hook.secret for hook in self.hooks]
+        found += [secret for hook in self.hooks for secret in hook.secrets]
         found += [account.password for account in self.email.accounts]
         return [s.get_secret_value() for s in found if s is not None and s.get_secret_value()]
 

@@ -13,6 +13,7 @@ import structlog
 from anyio.abc import TaskGroup
 from structlog.contextvars import bound_contextvars
 
+from wakeful.daemon import metrics
 from wakeful.daemon.facade import DaemonUnavailable, SubmitResult
 from wakeful.daemon.feed import Feed
 from wakeful.daemon.loop.parallel import answer_in_parallel
@@ -45,6 +46,12 @@ class Dispatcher:
         self.duplicates = 0
 
     async def submit(self, event: Event) -> SubmitResult:
+        # Every line logged while this event is handled (here, in the classifier
+        # task it starts) names it.
+        with bound_contextvars(event_id=event.id, session=event.session):
+            return await self._submit(event)
+
+    async def _submit(self, event: Event) -> SubmitResult:
         if self.stopping:
             raise DaemonUnavailable("the daemon is stopping; retry shortly", retry_after_s=5)
         loop = self._sessions.get(event.session)
@@ -61,9 +68,11 @@ class Dispatcher:
             raise DaemonUnavailable(str(exc), retry_after_s=5) from exc
         if not result.created:
             self.duplicates += 1
+            metrics.DUPLICATES.inc(kind=event.kind)
             log.info("duplicate event dropped", event_id=event.id, kind=event.kind)
             return SubmitResult(event.id, duplicate=True)
         self.accepted += 1
+        metrics.EVENTS_ACCEPTED.inc(kind=event.kind, source=event.source.type)
         if decision is None:
             self._group.start_soon(self._classify_then_act, result.stored, loop)
         else:
@@ -79,6 +88,7 @@ class Dispatcher:
 
     def _act(self, stored: StoredEvent, decision: Decision, loop: SessionLoop) -> None:
         event = stored.event
+        metrics.DECISIONS.inc(strategy=decision.strategy.value, kind=event.kind)
         with bound_contextvars(event_id=event.id, session=event.session):
             log.info(
                 "event routed",

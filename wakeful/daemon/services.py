@@ -15,7 +15,7 @@ from collections.abc import Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 from anyio.abc import TaskGroup
 from starlette.routing import BaseRoute
@@ -54,3 +54,16 @@ class Services:
 
 
 Component = Callable[[Services], AbstractAsyncContextManager[object]]
+
+
+@runtime_checkable
+class Reloadable(Protocol):
+    """Optional: the object a component's context manager yields may implement this.
+
+    On SIGHUP the daemon re-reads its configuration and calls ``reload`` on
+    each such object with the new settings (hooks, timers in config, …). It
+    should apply what can change live and raise :class:`ValueError` saying
+    what it could not apply; the daemon logs that and keeps running.
+    """
+
+    async def reload(self, settings: Settings) -> None: ...

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import anyio
 from anyio.abc import TaskGroup
 
 from wakeful.daemon.loop.session_loop import LoopDeps, SessionLoop
@@ -26,3 +27,24 @@ class Sessions:
 
     def all(self) -> list[SessionLoop]:
         return list(self._loops.values())
+
+    async def drain(self, bound_s: float, cleanup_s: float) -> list[str]:
+        """Let every loop reach a safe point within ``bound_s``; then force the rest.
+
+        Forced loops drop their model stream and write placeholders for their
+        running tools (within ``cleanup_s``). Returns the sessions that were forced.
+        """
+        loops = self.all()
+        async with anyio.create_task_group() as group:
+            for loop in loops:
+                group.start_soon(_drain_one, loop, bound_s, cleanup_s)
+        return [loop.session for loop in loops if loop.forced_stop]
+
+
+async def _drain_one(loop: SessionLoop, bound_s: float, cleanup_s: float) -> None:
+    with anyio.move_on_after(bound_s):
+        await loop.drain()
+        return
+    loop.stop_now()
+    with anyio.move_on_after(cleanup_s):
+        await loop.drain()

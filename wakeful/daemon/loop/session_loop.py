@@ -22,6 +22,7 @@ import structlog
 from anyio.abc import TaskGroup
 from structlog.contextvars import bound_contextvars
 
+from wakeful.daemon import metrics
 from wakeful.daemon.feed import Feed
 from wakeful.daemon.loop.limits import LoopLimits, Run
 from wakeful.daemon.loop.status_bar import render_status_bar
@@ -63,6 +64,7 @@ class LoopDeps:
 class Interrupt:
     cause: str
     stop_tools: bool
+    shutdown: bool = False  # the daemon is stopping: no late result will follow
 
 
 class SessionLoop:
@@ -81,6 +83,10 @@ class SessionLoop:
         self._wakeup = anyio.Event()
         self._interrupt: Interrupt | None = None
         self._step_scope: anyio.CancelScope | None = None
+        self.draining = False  # the daemon is stopping: start nothing new
+        self.forced_stop = False  # the stop could not wait for a safe point
+        self._idle = anyio.Event()
+        self._idle.set()
 
     # -- signals from the dispatcher --------------------------------------------
 
@@ -88,27 +94,43 @@ class SessionLoop:
         """New events are pending: handle them at the next safe point."""
         self._wakeup.set()
 
-    def interrupt(self, cause: str, *, stop_tools: bool) -> None:
-        """Force a safe point now (the cancel strategy)."""
-        if self._interrupt is None:
-            self._interrupt = Interrupt(cause, stop_tools)
+    def interrupt(self, cause: str, *, stop_tools: bool, shutdown: bool = False) -> None:
+        """Force a safe point now (the cancel strategy, or the daemon stopping)."""
+        if self._interrupt is None or shutdown:
+            self._interrupt = Interrupt(cause, stop_tools, shutdown)
         else:
             self._interrupt.stop_tools |= stop_tools
         if self._step_scope is not None:
             self._step_scope.cancel()
         self._wakeup.set()
+        metrics.INTERRUPTS.inc(session=self.session)
+
+    # -- stopping the daemon --------------------------------------------------------
+
+    async def drain(self) -> None:
+        """Stop at the next safe point and start no new run; returns once idle."""
+        self.draining = True
+        await self._idle.wait()
+
+    def stop_now(self) -> None:
+        """Force the safe point: drop a stream, placeholders for running tools."""
+        if self.busy:
+            self.forced_stop = True
+            self.interrupt("the daemon is stopping", stop_tools=True, shutdown=True)
 
     # -- the loop ---------------------------------------------------------------
 
     async def run_forever(self, group: TaskGroup) -> None:
         self.tasks.attach(group)
         with bound_contextvars(session=self.session):
-            await self.writer.repair_after_restart()
+            repaired = await self.writer.repair_after_restart()
+            metrics.PLACEHOLDERS.inc(len(repaired.placeholders), session=self.session)
             self._wakeup.set()  # events or a reply may be owed from before a restart
             while True:
                 await self._wakeup.wait()
                 self._wakeup = anyio.Event()
-                await self._run_until_idle()
+                if not self.draining:
+                    await self._run_until_idle()
 
     async def _run_until_idle(self) -> None:
         if not self.deps.provider.configured:
@@ -116,6 +138,7 @@ class SessionLoop:
             return
         run = Run(self.deps.limits)
         self.busy = True
+        self._idle = anyio.Event()
         self._publish({"type": "run", "state": "busy", "run_id": run.run_id})
         try:
             with bound_contextvars(run_id=run.run_id):
@@ -123,10 +146,13 @@ class SessionLoop:
                     pass
         finally:
             self.busy = False
+            self._idle.set()
             self._publish({"type": "run", "state": "idle", "run_id": run.run_id})
 
     async def _cycle(self, run: Run) -> bool:
         """One safe point and what follows it; False when the run is over."""
+        if self.draining:
+            return False  # a safe point: what is recorded is whole; the rest waits
         self._interrupt = None  # anything asked before this point is in the batch below
         batch = await self.deps.store.pending(self.session)
         if batch:
@@ -135,8 +161,15 @@ class SessionLoop:
             except ConsumeConflict as exc:
                 log.warning("batch changed under us; taking it again", detail=str(exc))
                 return True
+            # The rest of this cycle handles these events: its log lines name them
+            # (event_id: the newest, which woke the loop last).
+            with bound_contextvars(event_id=batch[-1].event.id, batch_size=len(batch)):
+                return await self._respond(run)
         elif not needs_model_response(await self.writer.messages()):
             return False
+        return await self._respond(run)
+
+    async def _respond(self, run: Run) -> bool:
         reason = run.exceeded()
         if reason is not None:
             self._stop_run(reason)
@@ -216,6 +249,7 @@ class SessionLoop:
             finish_reason=response.finish_reason if response else None,
             outcome=outcome[:500],
         )
+        metrics.record_model_call(record)
         log.info(
             "model call",
             outcome=record.outcome,
@@ -253,8 +287,10 @@ class SessionLoop:
     async def _close_unfinished(self, started: list[ToolTask]) -> None:
         # No interrupt recorded means the session's own task group is being
         # cancelled: the daemon is stopping and no late result can follow.
-        shutdown = self._interrupt is None
-        interrupt = self._interrupt or Interrupt("the daemon is stopping", stop_tools=True)
+        interrupt = self._interrupt or Interrupt(
+            "the daemon is stopping", stop_tools=True, shutdown=True
+        )
+        shutdown = interrupt.shutdown
         placeholders: list[InterruptedCall] = []
         for task in started:
             if task.claim is not Claim.NONE:
@@ -263,7 +299,8 @@ class SessionLoop:
                 task.claim = Claim.LOOP
                 await self.writer.record_tool_result(task.call.id, task.output.text)
                 continue
-            task.claim = Claim.LATE
+            # At shutdown the placeholder is the call's final word: no late event.
+            task.claim = Claim.LOOP if shutdown else Claim.LATE
             if interrupt.stop_tools:
                 task.scope.cancel()
             placeholders.append(
@@ -272,6 +309,7 @@ class SessionLoop:
                 )
             )
         await self.writer.close_interrupted_calls(placeholders, interrupt.cause)
+        metrics.PLACEHOLDERS.inc(len(placeholders), session=self.session)
 
     def _tool_context(self, call: ToolCall) -> ToolContext:
         async def reply(text: str) -> None:

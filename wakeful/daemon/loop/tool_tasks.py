@@ -23,6 +23,7 @@ import anyio
 import structlog
 from anyio.abc import TaskGroup
 
+from wakeful.daemon import metrics
 from wakeful.daemon.trajectory.placeholders import task_id_for_call
 from wakeful.handlers.base import ToolContext, ToolOutput
 from wakeful.llm.base import ToolCall
@@ -134,6 +135,9 @@ class ToolTaskManager:
             )
         task.finished_at = time.monotonic()
         task.done.set()
+        failed = task.output is not None and task.output.is_error
+        outcome = task.state.value if task.state is TaskState.CANCELLED or not failed else "error"
+        metrics.TOOL_CALLS.inc(tool=task.call.name, outcome=outcome)
         if task.claim is Claim.LATE:
             with anyio.CancelScope(shield=True):
                 await self._late_results(task)

@@ -1,0 +1,127 @@
+"""The events a background shell task raises, with deterministic ids.
+
+``shell:<task>:exit`` is the one end-of-task report (an exit, a stop at
+shutdown, or a loss across a restart share it, so a task is never reported
+twice); ``shell:<task>:out:<line>`` a matching output line;
+``shell:<task>:suppressed:<line>`` the count of matches the rate limit held
+back, ending at that line.
+"""
+
+from __future__ import annotations
+
+import signal
+from datetime import UTC, datetime
+from typing import Any
+
+from wakeful.channels.shell.records import TaskRecord
+from wakeful.channels.shell.task import short_command
+from wakeful.events import Event
+
+
+def exit_status(exit_code: int | None) -> str:
+    if exit_code is None:
+        return "an unknown exit status"
+    if exit_code < 0:
+        try:
+            return f"killed by signal {signal.Signals(-exit_code).name}"
+        except ValueError:
+            return f"killed by signal {-exit_code}"
+    return f"exit status {exit_code}"
+
+
+def _event(
+    record: TaskRecord, event_id: str, kind: str, text: str, data: dict[str, Any]
+) -> Event:
+    return Event.parse(
+        {
+            "id": event_id,
+            "kind": kind,
+            "source": {"type": "system", "principal": "wakeful", "trusted": True},
+            "channel": f"shell:{record.task_id}",
+            "content": {"text": text, "data": {"task_id": record.task_id, **data}},
+            "context": {"related_task_id": record.task_id},
+            "session": record.session,
+        }
+    )
+
+
+def _header(record: TaskRecord) -> str:
+    return f"{record.task_id} (`{short_command(record.command)}`)"
+
+
+def _end_data(record: TaskRecord) -> dict[str, Any]:
+    return {
+        "command": record.command,
+        "state": record.state,
+        "exit_code": record.exit_code,
+        "duration_s": record.duration_s,
+        "output_file": record.output_file,
+    }
+
+
+def exited_event(record: TaskRecord, output: str, suppressed: int) -> Event:
+    """The task ended by itself (done or failed)."""
+    text = (
+        f"{_header(record)} finished with {exit_status(record.exit_code)} after "
+        f"{record.duration_s or 0:.1f} s (state {record.state}). Output "
+        f"(full output in {record.output_file}):\n{output}"
+    )
+    if record.reason:
+        text += f"\nNote: {record.reason}"
+    if suppressed:
+        text += (
+            f"\n{suppressed} lines matching its monitored patterns were not sent as "
+            "events (rate limit); they are in the output file."
+        )
+    return _event(record, f"shell:{record.task_id}:exit", "shell.exited", text, _end_data(record))
+
+
+def stopped_at_shutdown_event(record: TaskRecord) -> Event:
+    """Reported after a restart: the daemon stopped the task when it shut down."""
+    text = (
+        f"{_header(record)} was stopped after {record.duration_s or 0:.1f} s because the "
+        f"daemon shut down (state {record.state}; its whole process group was stopped). "
+        "It may have partially executed - check its effects before running it again. "
+        f"Its last output lines (full output in {record.output_file}):\n"
+        + _lines(record.last_lines)
+    )
+    return _event(record, f"shell:{record.task_id}:exit", "shell.exited", text, _end_data(record))
+
+
+def lost_event(record: TaskRecord) -> Event:
+    """Reported after a restart: the daemon died while the task ran."""
+    started = datetime.fromtimestamp(record.started_at, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+    text = (
+        f"{_header(record)}, started {started}, was lost: the daemon restarted while it ran, "
+        f"so its exit status is unknown (state lost). {record.reason} It may have partially "
+        f"executed - check its effects before running it again. Its last output lines "
+        f"(full output in {record.output_file}):\n" + _lines(record.last_lines)
+    )
+    return _event(record, f"shell:{record.task_id}:exit", "shell.exited", text, _end_data(record))
+
+
+def output_event(record: TaskRecord, line_no: int, line: str, pattern: str, held: int) -> Event:
+    text = f"Line {line_no} of {_header(record)} matched {pattern}:\n{line}"
+    if held:
+        text += (
+            f"\n({held} earlier matching lines were held back by the rate limit; they are "
+            f"in {record.output_file})"
+        )
+    data = {"line_no": line_no, "line": line, "pattern": pattern, "suppressed_before": held}
+    event_id = f"shell:{record.task_id}:out:{line_no}"
+    return _event(record, event_id, "shell.output", text, data)
+
+
+def suppressed_event(record: TaskRecord, held: int, last_no: int, last_line: str) -> Event:
+    text = (
+        f"{held} more lines of {_header(record)} matched its monitored patterns but were "
+        f"held back by the rate limit. The last was line {last_no}:\n{last_line}\n"
+        f"All of them are in {record.output_file}."
+    )
+    data = {"suppressed": held, "last_line_no": last_no, "line": last_line}
+    event_id = f"shell:{record.task_id}:suppressed:{last_no}"
+    return _event(record, event_id, "shell.output", text, data)
+
+
+def _lines(lines: list[str]) -> str:
+    return "\n".join(lines) if lines else "(no output)"

@@ -1,0 +1,93 @@
+"""One background shell task as the daemon tracks it while it runs."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from wakeful.channels.shell.lines import OutputTail, format_progress
+from wakeful.channels.shell.monitor import Patterns, RateLimiter
+from wakeful.channels.shell.records import RUNNING, TaskRecord
+
+STATUS_LINES = 10  # last lines shown by task_status and cancel_task
+
+
+@dataclass
+class ShellTask:
+    record: TaskRecord
+    tail: OutputTail
+    patterns: Patterns
+    limiter: RateLimiter
+    started_mono: float = field(default_factory=time.monotonic)
+    finished_mono: float | None = None
+    stop_reason: str | None = None  # set when we stop it (cancel_task, shutdown)
+    done: anyio.Event = field(default_factory=anyio.Event)
+    suppressed: anyio.Event = field(default_factory=anyio.Event)  # wakes the summariser
+
+    @property
+    def task_id(self) -> str:
+        return self.record.task_id
+
+    @property
+    def session(self) -> str:
+        return self.record.session
+
+    @property
+    def running(self) -> bool:
+        return self.record.state == RUNNING
+
+    @property
+    def output_file(self) -> Path:
+        return Path(self.record.output_file)
+
+    def runtime_s(self) -> float:
+        if self.record.duration_s is not None:
+            return self.record.duration_s
+        return (self.finished_mono or time.monotonic()) - self.started_mono
+
+    def progress(self) -> str | None:
+        percent = self.tail.progress if self.running else self.record.progress
+        return None if percent is None else format_progress(percent)
+
+    def last_lines(self, n: int = STATUS_LINES) -> list[str]:
+        if self.tail.lines == 0:  # a task known only from its record (before a restart)
+            return self.record.last_lines[-n:]
+        return self.tail.last(n)
+
+    def describe(self) -> dict[str, Any]:
+        runtime = round(self.runtime_s(), 1)
+        info: dict[str, Any] = {
+            "task_id": self.task_id,
+            "kind": "shell",
+            "command": self.record.command,
+            "state": self.record.state,
+            "runtime_s": runtime,
+            "progress": self.progress(),
+            "last_lines": self.last_lines(),
+            "output_lines": self.tail.lines,
+            "output_file": self.record.output_file,
+            "summary": self._summary(runtime),
+        }
+        if not self.running:
+            info["exit_code"] = self.record.exit_code
+            if self.record.reason:
+                info["reason"] = self.record.reason
+        if self.patterns:
+            info["monitored_patterns"] = self.patterns.describe()
+        if self.limiter.suppressed_total:
+            info["matches_suppressed_by_rate_limit"] = self.limiter.suppressed_total
+        return info
+
+    def _summary(self, runtime: float) -> str:
+        text = f"shell `{short_command(self.record.command)}` {self.record.state} for {runtime:.0f} s"
+        progress = self.progress()
+        return f"{text}, progress {progress}" if progress else text
+
+
+def short_command(command: str, limit: int = 80) -> str:
+    one_line = " ".join(command.split())
+    return one_line if len(one_line) <= limit else one_line[: limit - 1] + "…"

@@ -1,0 +1,121 @@
+"""``/metrics`` (Prometheus text format) and ``/readyz``, unauthenticated like /healthz.
+
+Neither exposes event contents: only counts, session names and component
+names. Gauges describing the present are read from the store and the
+session loops at scrape time; counters come from :mod:`wakeful.daemon.metrics`.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import TYPE_CHECKING
+
+import anyio
+from starlette.requests import Request
+from starlette.responses import JSONResponse, PlainTextResponse, Response
+from starlette.routing import BaseRoute, Route
+
+from wakeful.daemon import metrics
+from wakeful.daemon.store.base import QueueDepth
+
+if TYPE_CHECKING:
+    from wakeful.daemon.core import WakefulDaemon
+
+CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+STORE_PROBE_S = 2.0
+# Test-only: lets a test block the event loop on purpose to prove the watchdog
+# ping stops with it. Never set in production.
+BLOCK_LOOP_ENV = "WAKEFUL_TEST_BLOCK_LOOP_ROUTE"
+
+
+class Observability:
+    def __init__(self, daemon: WakefulDaemon) -> None:
+        self.daemon = daemon
+
+    async def _queue_depths(self) -> list[QueueDepth] | None:
+        """The store's answer within a short bound, or None: it is down or stuck."""
+        with anyio.move_on_after(STORE_PROBE_S):
+            try:
+                return await self.daemon.store.queue_depths()
+            except Exception:
+                return None
+        return None
+
+    async def readyz(self, request: Request) -> Response:
+        problems = []
+        if self.daemon.dispatcher.stopping:
+            problems.append("the daemon is stopping")
+        if await self._queue_depths() is None:
+            problems.append("the event store does not answer")
+        for name, health in self.daemon.services.health.items():
+            if health.required and not health.ok:
+                problems.append(f"{name}: {health.detail}")
+        if problems:
+            return JSONResponse({"status": "unready", "problems": problems}, status_code=503)
+        return JSONResponse({"status": "ready"})
+
+    async def metrics(self, request: Request) -> Response:
+        gauges = self._present(await self._queue_depths())
+        text = metrics.render([*metrics.COUNTERS, *gauges])
+        return PlainTextResponse(text, media_type=CONTENT_TYPE)
+
+    def _present(self, depths: list[QueueDepth] | None) -> list[metrics.Gauge]:
+        now = time.time()
+        depth = metrics.Gauge("wakeful_queue_depth", "Events not yet in a trajectory.")
+        age = metrics.Gauge(
+            "wakeful_queue_oldest_age_seconds", "Age of the oldest event not yet consumed."
+        )
+        store_up = metrics.Gauge("wakeful_store_up", "1 when the event store answers.")
+        store_up.set(0 if depths is None else 1)
+        for d in depths or []:
+            depth.set(d.pending, session=d.session)
+            age.set(now - d.oldest_accepted_at if d.oldest_accepted_at else 0, session=d.session)
+        busy = metrics.Gauge("wakeful_session_busy", "1 while a session's loop is in a run.")
+        tasks = metrics.Gauge("wakeful_tasks_running", "Background tasks running, by session.")
+        for loop in self.daemon.sessions.all():
+            busy.set(int(loop.busy), session=loop.session)
+            tasks.set(len(loop.all_tasks.running()), session=loop.session)
+        return [store_up, depth, age, busy, tasks, *self._components()]
+
+    def _components(self) -> list[metrics.Gauge]:
+        up = metrics.Gauge("wakeful_component_up", "1 when a component reports itself healthy.")
+        for name, health in self.daemon.services.health.items():
+            up.set(int(health.ok), component=name, required=str(health.required).lower())
+        figures = metrics.Gauge(
+            "wakeful_component_value", "Numeric figures components report (timers, tasks, …)."
+        )
+        for name, provide in self.daemon.services.status_providers.items():
+            for key, value in _numbers(provide()):
+                figures.set(value, component=name, key=key)
+        return [up, figures]
+
+    async def block_loop(self, request: Request) -> Response:
+        seconds = float(request.query_params.get("seconds", "5"))
+        time.sleep(seconds)  # blocking on purpose: the event loop stalls
+        return JSONResponse({"blocked_s": seconds})
+
+
+def _numbers(data: object, prefix: str = "") -> list[tuple[str, float]]:
+    """Flatten nested dicts to (dotted key, number) pairs; other values are skipped."""
+    if isinstance(data, bool):
+        return [(prefix, float(data))]
+    if isinstance(data, int | float):
+        return [(prefix, float(data))]
+    if isinstance(data, dict):
+        found: list[tuple[str, float]] = []
+        for key, value in data.items():
+            found += _numbers(value, f"{prefix}.{key}" if prefix else str(key))
+        return found
+    return []
+
+
+def observability_routes(daemon: WakefulDaemon) -> list[BaseRoute]:
+    views = Observability(daemon)
+    routes: list[BaseRoute] = [
+        Route("/readyz", views.readyz, methods=["GET"]),
+        Route("/metrics", views.metrics, methods=["GET"]),
+    ]
+    if os.environ.get(BLOCK_LOOP_ENV) == "1":
+        routes.append(Route("/debug/block-loop", views.block_loop, methods=["POST"]))
+    return routes

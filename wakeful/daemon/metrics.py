@@ -1,0 +1,162 @@
+"""Counters and histograms in the Prometheus text format, in-house.
+
+Tiny on purpose: label sets are dicts, values are floats, rendering is one
+pass. (``prometheus_client`` would do the same for ~1 MB of RSS and a
+process-wide registry we would have to reset between in-process daemons.)
+Counters live at module level, like a default registry, so the code that
+counts needs no plumbing; gauges that describe the present (queue depth,
+running tasks) are computed when ``/metrics`` is read — see
+:mod:`wakeful.daemon.http.observability`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from wakeful.daemon.store.base import ModelCallRecord
+
+Labels = tuple[tuple[str, str], ...]
+
+
+def _key(labels: Mapping[str, str]) -> Labels:
+    return tuple(sorted((k, str(v)) for k, v in labels.items()))
+
+
+def _escape(value: str) -> str:
+    return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+
+
+def format_labels(labels: Labels) -> str:
+    if not labels:
+        return ""
+    return "{" + ",".join(f'{k}="{_escape(v)}"' for k, v in labels) + "}"
+
+
+def format_value(value: float) -> str:
+    if math.isinf(value):
+        return "+Inf" if value > 0 else "-Inf"
+    return repr(float(value)) if not float(value).is_integer() else str(int(value))
+
+
+class Family(Protocol):
+    name: str
+
+    def render(self) -> Iterable[str]: ...
+
+
+@dataclass
+class Counter:
+    name: str
+    help: str
+    values: dict[Labels, float] = field(default_factory=dict)
+
+    def inc(self, amount: float = 1.0, **labels: str) -> None:
+        if amount:
+            key = _key(labels)
+            self.values[key] = self.values.get(key, 0.0) + amount
+
+    def value(self, **labels: str) -> float:
+        return self.values.get(_key(labels), 0.0)
+
+    def render(self) -> Iterable[str]:
+        yield f"# HELP {self.name} {self.help}"
+        yield f"# TYPE {self.name} counter"
+        for labels, value in sorted(self.values.items()):
+            yield f"{self.name}{format_labels(labels)} {format_value(value)}"
+
+
+@dataclass
+class Gauge:
+    """A value of the present, filled in just before rendering."""
+
+    name: str
+    help: str
+    values: dict[Labels, float] = field(default_factory=dict)
+
+    def set(self, value: float, **labels: str) -> None:
+        self.values[_key(labels)] = value
+
+    def render(self) -> Iterable[str]:
+        yield f"# HELP {self.name} {self.help}"
+        yield f"# TYPE {self.name} gauge"
+        for labels, value in sorted(self.values.items()):
+            yield f"{self.name}{format_labels(labels)} {format_value(value)}"
+
+
+@dataclass
+class Histogram:
+    name: str
+    help: str
+    buckets: tuple[float, ...]
+    counts: list[int] = field(default_factory=list)
+    total: float = 0.0
+    count: int = 0
+
+    def observe(self, value: float) -> None:
+        if not self.counts:
+            self.counts = [0] * len(self.buckets)
+        for i, bound in enumerate(self.buckets):
+            if value <= bound:
+                self.counts[i] += 1
+        self.total += value
+        self.count += 1
+
+    def render(self) -> Iterable[str]:
+        yield f"# HELP {self.name} {self.help}"
+        yield f"# TYPE {self.name} histogram"
+        counts = self.counts or [0] * len(self.buckets)
+        for bound, count in zip(self.buckets, counts, strict=True):
+            yield f'{self.name}_bucket{{le="{format_value(bound)}"}} {count}'
+        yield f'{self.name}_bucket{{le="+Inf"}} {self.count}'
+        yield f"{self.name}_sum {format_value(self.total)}"
+        yield f"{self.name}_count {self.count}"
+
+
+def render(families: Iterable[Family]) -> str:
+    return "\n".join(line for family in families for line in family.render()) + "\n"
+
+
+EVENTS_ACCEPTED = Counter(
+    "wakeful_events_accepted_total", "Events stored for the first time, by kind and source."
+)
+DUPLICATES = Counter(
+    "wakeful_events_duplicate_total", "Events dropped because their id was seen before."
+)
+DECISIONS = Counter("wakeful_route_decisions_total", "Routing decisions, by strategy and kind.")
+MODEL_CALLS = Counter("wakeful_model_calls_total", "Model calls, by outcome.")
+MODEL_TOKENS = Counter("wakeful_model_tokens_total", "Model tokens, by type.")
+MODEL_LATENCY = Histogram(
+    "wakeful_model_call_seconds",
+    "Model call latency (request to last token).",
+    (0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120),
+)
+INTERRUPTS = Counter("wakeful_interrupts_total", "Forced safe points (cancel, stop), by session.")
+PLACEHOLDERS = Counter(
+    "wakeful_placeholders_total", "Placeholder tool results written, by session."
+)
+TOOL_CALLS = Counter("wakeful_tool_calls_total", "Tool calls finished, by tool and outcome.")
+
+COUNTERS: tuple[Family, ...] = (
+    EVENTS_ACCEPTED,
+    DUPLICATES,
+    DECISIONS,
+    MODEL_CALLS,
+    MODEL_TOKENS,
+    MODEL_LATENCY,
+    INTERRUPTS,
+    PLACEHOLDERS,
+    TOOL_CALLS,
+)
+
+
+def record_model_call(record: ModelCallRecord) -> None:
+    outcome = record.outcome.split(":", 1)[0]  # "error: <detail>" → "error"
+    MODEL_CALLS.inc(outcome=outcome)
+    if outcome == "ok":
+        MODEL_LATENCY.observe(record.latency_s)
+    MODEL_TOKENS.inc(record.prompt_tokens, type="prompt")
+    MODEL_TOKENS.inc(record.completion_tokens, type="completion")
+    MODEL_TOKENS.inc(record.cached_tokens, type="cached")
