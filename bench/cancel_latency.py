@@ -1,9 +1,11 @@
 """Cancel latency: how fast an urgent "stop!" takes effect (SPEC §5, the cancel strategy).
 
 The daemon runs in-process (tests/daemon_harness.py) against the fake model
-server (a thread of this process, so monotonic stamps compare). Every
-iteration uses a fresh session, and the next starts only once the fake
-server has gone quiet. All times start just before the POST of "stop!":
+server in a process of its own (bench/model_servers.py; `--in-process` runs it
+in a thread of this one instead, sharing our GIL). Monotonic stamps compare
+either way (CLOCK_MONOTONIC is system-wide). Every iteration uses a fresh
+session, and the next starts only once the fake server has gone quiet. All
+times start just before the POST of "stop!":
 
 * streaming: the model streams a reply with `hang=True`; measured until the
   server sees the stream closed (`aborted_at`) and until the model is called
@@ -25,51 +27,29 @@ import asyncio
 import os
 import signal
 import subprocess
+import sys
 import tempfile
 import time
 import uuid
 from pathlib import Path
-from typing import Any
 
 import anyio
 import httpx
 
 from bench.common import (
     LATENCY_HEADER,
-    FakeModelServer,
     group_members,
     iterations_parser,
     ms_row,
     percentile,
     print_table,
     quiet_daemon_logs,
-    settle,
     wait_for_shell_pgid,
     wait_until_gone,
 )
-from tests.daemon_harness import Harness, daemon_settings, harness, last_user_text
-from tests.fakes.model_server import Reply, ToolCallSpec
-
-STOP = "stop!"
-
-
-def responder(body: dict[str, Any]) -> Reply:
-    """`essay` hangs mid-stream, `longjob <marker>` runs a long shell command, else text."""
-    text = last_user_text(body)
-    if STOP not in str(body["messages"]):
-        if "essay" in text:
-            return Reply(text="PARTIAL " * 5, hang=True)
-        if "longjob" in text:
-            command = f"sleep 600; echo {text.split()[-1]}"
-            return Reply(tool_calls=[ToolCallSpec("shell_exec", {"command": command})])
-    return Reply(text="ok")
-
-
-def first_request_with(server: FakeModelServer, start: int, needle: str) -> int:
-    for record in server.requests[start:]:
-        if needle in str(record.body["messages"]):
-            return record.index
-    raise LookupError(needle)
+from bench.model_servers import ModelServer, add_server_flag, model_server
+from bench.responders import STOP
+from tests.daemon_harness import Harness, daemon_settings, harness
 
 
 async def timed_send(h: Harness, session: str) -> tuple[float, float]:
@@ -79,16 +59,15 @@ async def timed_send(h: Harness, session: str) -> tuple[float, float]:
     return sent, time.monotonic()
 
 
-async def stream_iteration(h: Harness, server: FakeModelServer, i: int) -> dict[str, float]:
+async def stream_iteration(h: Harness, server: ModelServer, i: int) -> dict[str, float]:
     session = f"bench-stream-{i}"
-    start = len(server.requests)
+    start = await server.count()
     await h.send(f"write an essay #{i}", session=session)
     await server.await_requests(start + 1)
     await anyio.sleep(0.05)  # let the first chunks stream
     sent, accepted = await timed_send(h, session)
     aborted = await server.await_abort(start)
-    await server.await_requests(start + 2)
-    again = server.requests[first_request_with(server, start + 1, STOP)]
+    again = await server.await_containing(STOP, after=start + 1)
     assert aborted.aborted_at is not None
     return {
         "202": accepted - sent,
@@ -97,10 +76,10 @@ async def stream_iteration(h: Harness, server: FakeModelServer, i: int) -> dict[
     }
 
 
-async def tool_iteration(h: Harness, server: FakeModelServer, i: int) -> dict[str, float]:
+async def tool_iteration(h: Harness, server: ModelServer, i: int) -> dict[str, float]:
     session = f"bench-tool-{i}"
     marker = f"wakeful-bench-{uuid.uuid4().hex}"
-    start = len(server.requests)
+    start = await server.count()
     await h.send(f"longjob {marker}", session=session)
     pgid = await wait_for_shell_pgid(marker)
     members = group_members(pgid)
@@ -113,24 +92,17 @@ async def tool_iteration(h: Harness, server: FakeModelServer, i: int) -> dict[st
         group.start_soon(watch)
         await anyio.sleep(0.01)  # the watcher thread is polling before we send
         sent, accepted = await timed_send(h, session)
-        with anyio.fail_after(10):
-            while True:
-                try:
-                    index = first_request_with(server, start + 1, STOP)
-                    break
-                except LookupError:
-                    await server.await_requests(len(server.requests) + 1)
-    again = server.requests[index].received_at
+        again = (await server.await_containing(STOP, after=start + 1, timeout_s=10)).received_at
     return {"202": accepted - sent, "again": again - sent, "gone": gone_at[0] - sent}
 
 
-async def httpx_abort_baseline(server: FakeModelServer, i: int) -> float:
+async def httpx_abort_baseline(server: ModelServer, i: int) -> float:
     body = {
         "model": "fake-model",
         "stream": True,
         "messages": [{"role": "user", "content": f"write an essay (baseline {i})"}],
     }
-    start = len(server.requests)
+    start = await server.count()
     async with (
         httpx.AsyncClient(base_url=server.base_url) as client,
         client.stream("POST", "/chat/completions", json=body) as response,
@@ -154,7 +126,7 @@ def killpg_baseline() -> float:
     return gone - sent
 
 
-async def main(n: int) -> None:
+async def main(n: int, in_process: bool) -> None:
     quiet_daemon_logs()
     samples: dict[str, list[float]] = {}
 
@@ -162,17 +134,25 @@ async def main(n: int) -> None:
         for key, value in values.items():
             samples.setdefault(f"{prefix}{key}", []).append(value)
 
-    with FakeModelServer() as server, tempfile.TemporaryDirectory() as tmp:
-        server.responder = responder
-        async with harness(daemon_settings(Path(tmp), server.base_url)) as h:
+    with tempfile.TemporaryDirectory() as tmp:
+        async with (
+            model_server("bench.responders:cancel", in_process=in_process) as server,
+            harness(daemon_settings(Path(tmp), server.base_url)) as h,
+        ):
             for i in range(n):
                 add("stream: ", await stream_iteration(h, server, i))
-                await settle(server)
+                await server.await_quiet()
                 add("tool: ", await tool_iteration(h, server, i))
-                await settle(server)
+                await server.await_quiet()
                 add("baseline: ", {"httpx close": await httpx_abort_baseline(server, i)})
                 add("baseline: ", {"killpg": await anyio.to_thread.run_sync(killpg_baseline)})
-        violations = list(server.violations)
+            # Report before the daemon shuts down, so a teardown error cannot hide figures.
+            report(n, in_process, samples, await server.violations())
+
+
+def report(
+    n: int, in_process: bool, samples: dict[str, list[float]], violations: list[str]
+) -> None:
     names = {
         "stream: 202": "stream: stop POST -> 202",
         "stream: abort": "(a) stop -> model stream closed",
@@ -183,7 +163,9 @@ async def main(n: int) -> None:
         "baseline: httpx close": "baseline: httpx close -> stream closed",
         "baseline: killpg": "baseline: killpg -> group gone",
     }
+    where = "in this process" if in_process else "its own process"
     print(f"cancel latency, {n} iterations each (times from just before sending)")
+    print(f"fake model server: {where}")
     print_table(LATENCY_HEADER, [ms_row(label, samples[key]) for key, label in names.items()])
     ratio = percentile(samples["stream: abort"], 50) / percentile(
         samples["baseline: httpx close"], 50
@@ -192,8 +174,10 @@ async def main(n: int) -> None:
     print(f"trajectory violations seen by the fake server: {len(violations)}")
     for violation in violations[:5]:
         print("  ", violation)
+    sys.stdout.flush()
 
 
 if __name__ == "__main__":
-    args = iterations_parser((__doc__ or "").splitlines()[0], 30).parse_args()
-    asyncio.run(main(args.n))
+    parser = add_server_flag(iterations_parser((__doc__ or "").splitlines()[0], 30))
+    args = parser.parse_args()
+    asyncio.run(main(args.n, args.in_process))

@@ -3,6 +3,8 @@
 # This is the README's test command and what CI runs (.ci/run).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# Debian packages tests need: systemd-analyze checks deploy/*.service.
+command -v systemd-analyze >/dev/null || (apt-get update -qq && apt-get install -y -qq systemd)
 python3 -m venv .venv
 .venv/bin/python -m pip install --quiet --upgrade pip
 .venv/bin/python -m pip install --quiet -e '.[dev]'

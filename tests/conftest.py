@@ -8,6 +8,8 @@ import pytest
 
 from tests.fakes.model_server import FakeModelServer
 
+pytest_plugins = ["tests.mail_servers"]
+
 
 @pytest.fixture
 def anyio_backend() -> str:

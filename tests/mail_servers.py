@@ -16,9 +16,9 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from email.message import EmailMessage
 from email.utils import format_datetime, make_msgid
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 

@@ -8,6 +8,7 @@ finish chunk, an optional usage chunk with no choices, then `[DONE]`.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import json
 import re
@@ -63,12 +64,24 @@ def text_reply(text: str = "ok") -> Reply:
 def load_script(path: str) -> list[Reply]:
     """A JSON list of Reply fields; tool_calls are lists of ToolCallSpec fields."""
     with open(path, encoding="utf-8") as handle:
-        items = json.load(handle)
+        return replies_from_json(json.load(handle))
+
+
+def replies_from_json(items: list[dict[str, Any]]) -> list[Reply]:
+    """Replies from decoded JSON in the `--script` format (also the control API's)."""
     replies = []
     for item in items:
-        calls = tuple(ToolCallSpec(**call) for call in item.pop("tool_calls", []))
-        replies.append(Reply(**item, tool_calls=calls))
+        fields = dict(item)
+        calls = tuple(ToolCallSpec(**call) for call in fields.pop("tool_calls", []))
+        replies.append(Reply(**fields, tool_calls=calls))
     return replies
+
+
+def reply_to_json(reply: Reply) -> dict[str, Any]:
+    """The `--script` form of one reply, so it can be sent to another process."""
+    fields = dataclasses.asdict(reply)
+    fields["tool_calls"] = [dataclasses.asdict(call) for call in reply.tool_calls]
+    return fields
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,6 @@ loops and the HTTP server inside one task group; :func:`run_daemon` is the
 
 from __future__ import annotations
 
-import signal
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
@@ -23,20 +22,22 @@ from wakeful.daemon.dispatcher import Dispatcher
 from wakeful.daemon.facade import SubmitResult
 from wakeful.daemon.feed import Feed
 from wakeful.daemon.http.app import create_app
+from wakeful.daemon.http.observability import observability_routes
 from wakeful.daemon.http.serve import QuietServer, bind_socket, serve_http
 from wakeful.daemon.http.sse import StreamRegistry
+from wakeful.daemon.lifecycle import serve_until_signalled
 from wakeful.daemon.logging import add_secrets, configure_logging
 from wakeful.daemon.loop.limits import LoopLimits
 from wakeful.daemon.loop.session_loop import LoopDeps
 from wakeful.daemon.router import Router
 from wakeful.daemon.router.classifier import ModelClassifier
-from wakeful.daemon.services import Services
+from wakeful.daemon.services import Reloadable, Services
 from wakeful.daemon.sessions import Sessions
 from wakeful.daemon.store.sqlite import SqliteStore
 from wakeful.events import Event
 from wakeful.handlers.registry import default_registry
 from wakeful.llm.base import ModelProvider
-from wakeful.llm.null_provider import NullProvider
+from wakeful.llm.null_provider import HOW_TO_CONFIGURE, NullProvider
 from wakeful.llm.openai_provider import OpenAIProvider
 
 log = structlog.get_logger(__name__)
@@ -50,6 +51,7 @@ class RunningDaemon:
     data_dir: Path
     streams: StreamRegistry
     services: Services
+    reloadables: list[Reloadable]  # what components offer for SIGHUP
 
 
 def make_provider(llm: LlmSection, api_key: str | None) -> ModelProvider:
@@ -138,9 +140,13 @@ async def _start(
     dispatcher = Dispatcher(store, Router(_classifier(settings, provider)), sessions, feed, group)
     dispatcher_box.append(dispatcher)
     daemon = WakefulDaemon(store, dispatcher, sessions, feed, provider, services)
+    reloadables: list[Reloadable] = []
     for component in default_components():
-        await stack.enter_async_context(component(services))
+        entered = await stack.enter_async_context(component(services))
+        if isinstance(entered, Reloadable):
+            reloadables.append(entered)
     await daemon.start()
+    services.routes.extend(observability_routes(daemon))
     app = create_app(
         daemon,
         admin_token=admin_token,
@@ -158,7 +164,11 @@ async def _start(
         else (f"http://{bound_host}:{bound_port}")
     )
     log.info("wakeful is listening", url=url, model=provider.describe())
-    running = RunningDaemon(daemon, url, admin_token, data_dir, app.state.streams, services)
+    if not provider.configured:
+        log.warning("events will be stored until a model is configured", how=HOW_TO_CONFIGURE)
+    running = RunningDaemon(
+        daemon, url, admin_token, data_dir, app.state.streams, services, reloadables
+    )
     return running, servers[0]
 
 
@@ -176,19 +186,15 @@ async def _stop(running: RunningDaemon, server: QuietServer, group: anyio.abc.Ta
     group.cancel_scope.cancel()
 
 
-def run_daemon(settings: Settings) -> int:
-    """``wakeful run``: serve until SIGTERM or SIGINT, then stop cleanly."""
+def run_daemon(settings: Settings, config_path: Path | None = None) -> int:
+    """``wakeful run``: serve until SIGTERM or SIGINT, then stop cleanly.
+
+    The systemd side (READY, watchdog, draining, SIGHUP) is in
+    :mod:`wakeful.daemon.lifecycle`; ``config_path`` is what SIGHUP re-reads.
+    """
     configure_logging(settings.daemon.log_level, secrets=settings.secret_values())
-
-    async def main() -> None:
-        with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
-            async with running_daemon(settings):
-                async for signum in signals:
-                    log.info("stopping", signal=signal.Signals(signum).name)
-                    return
-
     try:
-        anyio.run(main)
+        anyio.run(serve_until_signalled, settings, config_path)
     except OSError as exc:
         log.error("cannot start", error=str(exc))
         return 1

@@ -26,6 +26,7 @@ from pydantic import (
 )
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
+from wakeful.daemon import schedules
 from wakeful.daemon.config_starter import STARTER_CONFIG
 from wakeful.events import SESSION_PATTERN
 
@@ -44,9 +45,18 @@ class _Section(BaseModel):
     model_config = ConfigDict(extra="forbid", validate_default=True)
 
 
+def credential_path(path: Path) -> Path:
+    """A relative ``*_file`` names a systemd credential (``LoadCredential=``) when
+    ``$CREDENTIALS_DIRECTORY`` is set; otherwise paths are used as written."""
+    credentials = os.environ.get("CREDENTIALS_DIRECTORY")
+    path = path.expanduser()
+    return Path(credentials) / path if credentials and not path.is_absolute() else path
+
+
 def _read_secret_file(path: Path, key: str) -> str:
+    path = credential_path(path)
     try:
-        value = path.expanduser().read_text(encoding="utf-8").strip()
+        value = path.read_text(encoding="utf-8").strip()
     except OSError as exc:
         raise ConfigError(f"{key}: cannot read {path}: {exc.strerror or exc}") from None
     if not value:
@@ -201,6 +211,16 @@ class LoopSection(_Section):
     stop_grace_s: float = Field(default=2.0, ge=0, examples=[2.0])
 
 
+class ShellSection(_Section):
+    """Background shell tasks (start_shell / monitor_shell)."""
+
+    output_events_per_window: int = Field(default=5, ge=1, examples=[5])
+    output_window_s: float = Field(default=10.0, gt=0, examples=[10])
+    memory_lines: int = Field(default=200, ge=10, examples=[200])
+    # Records and output files of finished, reported tasks are deleted after this.
+    retain_days: float = Field(default=7.0, gt=0, examples=[7])
+
+
 HOOK_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 # A hook template's placeholders: {dotted.path} into the JSON; {{ and }} are literal braces.
 TEMPLATE_FIELD = re.compile(r"\{([A-Za-z0-9_.-]+)\}")
@@ -352,7 +372,8 @@ class EmailAccountConfig(BaseModel):
         if self.password is not None and self.password.get_secret_value():
             return self.password.get_secret_value()
         if self.password_file is not None:
-            return _read_secret_file(self.password_file, f"email.accounts[{self.name}].password_file")
+            key = f"email.accounts[{self.name}].password_file"
+            return _read_secret_file(self.password_file, key)
         raise ConfigError(
             f"email.accounts[{self.name}]: set password_file (or password) for {self.username}"
         )
@@ -361,6 +382,78 @@ class EmailAccountConfig(BaseModel):
 class EmailSection(_Section):
     accounts: list[EmailAccountConfig] = Field(default_factory=list)
     calendar_path: Path | None = Field(default=None, examples=["~/calendar.ics"])
+
+
+class SchedulerSection(_Section):
+    # A run missed while the daemon was down still fires if at most this late.
+    misfire_grace_s: float = Field(default=600.0, ge=0, examples=[600])
+
+
+class TimerConfig(BaseModel):
+    """One ``[[timers]]`` entry; kept in the job store under the id ``config:<name>``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$", examples=["daily-summary"])
+    cron: str | None = Field(default=None, examples=["0 9 * * 1-5"])
+    interval: str | None = Field(default=None, examples=["1h"])
+    at: str | None = Field(default=None, examples=["2026-05-01T09:30:00+02:00"])
+    timezone: str = Field(default="UTC", examples=["Europe/Berlin"])
+    message: str = Field(min_length=1, examples=["Write the daily summary."])
+    session: str = Field(default="main", examples=["main"])
+
+    @field_validator("timezone")
+    @classmethod
+    def _known_zone(cls, value: str) -> str:
+        schedules.parse_zone(value)
+        return value
+
+    @field_validator("cron")
+    @classmethod
+    def _valid_cron(cls, value: str | None) -> str | None:
+        if value is not None:
+            schedules.cron_trigger(value, schedules.parse_zone("UTC"))
+        return value
+
+    @field_validator("interval")
+    @classmethod
+    def _valid_interval(cls, value: str | None) -> str | None:
+        if value is not None:
+            schedules.parse_duration(value)
+        return value
+
+    @field_validator("at")
+    @classmethod
+    def _valid_at(cls, value: str | None) -> str | None:
+        if value is not None:
+            schedules.parse_time(value, schedules.parse_zone("UTC"))
+        return value
+
+    @field_validator("session")
+    @classmethod
+    def _session_name(cls, value: str) -> str:
+        if not SESSION_PATTERN.match(value):
+            raise ValueError("must be a session name such as 'main' or 'user:alice'")
+        return value
+
+    @model_validator(mode="after")
+    def _one_schedule(self) -> TimerConfig:
+        given = [k for k in ("cron", "interval", "at") if getattr(self, k) is not None]
+        if len(given) != 1:
+            raise ValueError(
+                f"timer {self.name!r} needs exactly one of cron, interval or at "
+                f"(got {', '.join(given) or 'none'}); e.g. cron = \"0 9 * * 1-5\""
+            )
+        return self
+
+    def schedule(self, *, allow_past: bool = True) -> schedules.Schedule:
+        return schedules.make_schedule(
+            at=self.at,
+            cron=self.cron,
+            interval=self.interval,
+            timezone=self.timezone,
+            allow_past=allow_past,
+        )
 
 
 class Settings(BaseSettings):
@@ -380,8 +473,11 @@ class Settings(BaseSettings):
     llm: LlmSection = Field(default_factory=LlmSection)
     router: RouterSection = Field(default_factory=RouterSection)
     loop: LoopSection = Field(default_factory=LoopSection)
+    shell: ShellSection = Field(default_factory=ShellSection)
     hooks: list[HookConfig] = Field(default_factory=list)
     email: EmailSection = Field(default_factory=EmailSection)
+    scheduler: SchedulerSection = Field(default_factory=SchedulerSection)
+    timers: list[TimerConfig] = Field(default_factory=list)
 
     @field_validator("hooks")
     @classmethod
@@ -391,6 +487,15 @@ class Settings(BaseSettings):
         if repeated:
             raise ValueError(f"hook names must be unique; {', '.join(repeated)} repeats")
         return hooks
+
+    @field_validator("timers")
+    @classmethod
+    def _unique_timer_names(cls, timers: list[TimerConfig]) -> list[TimerConfig]:
+        names = [timer.name for timer in timers]
+        repeated = sorted({name for name in names if names.count(name) > 1})
+        if repeated:
+            raise ValueError(f"timer names must be unique; {', '.join(repeated)} repeats")
+        return timers
 
     @classmethod
     def settings_customise_sources(

@@ -54,6 +54,12 @@ parallel_max_model_calls = 3            # budget of a side session ("parallel")
 parallel_budget_s = 20
 stop_grace_s = 2.0                      # how long tools get to stop on cancel
 
+[shell]                                 # background tasks: start_shell / monitor_shell
+output_events_per_window = 5            # shell.output events per task per window; the rest
+output_window_s = 10                    # are counted and reported, not dropped silently
+memory_lines = 200                      # output lines kept in memory (the file keeps all)
+retain_days = 7                         # then records and output files of ended tasks go
+
 # Webhooks: POST /hooks/<name>, verified per hook.
 # [[hooks]]
 # name = "github"

@@ -37,7 +37,6 @@ CLEANUP_S = 2.0
 TEARDOWN_S = 5.0
 # Keys applied live by the daemon itself; the rest need components or a restart.
 LIVE_KEYS = frozenset({"daemon.log_level"})
-COMPONENT_SECTIONS = ("hooks", "timers")
 
 
 async def serve_until_signalled(settings: Settings, config_path: Path | None) -> None:
@@ -111,13 +110,14 @@ async def reload_settings(
     applied = [key for key in changed if key in LIVE_KEYS]
     if "daemon.log_level" in applied:
         configure_logging(new.daemon.log_level, secrets=new.secret_values())
-    handed = [key for key in changed if key.split(".")[0] in COMPONENT_SECTIONS and reloadables]
+    sections: set[str] = set()
     failures = []
     for reloadable in reloadables:
         try:
-            await reloadable.reload(new)
+            sections.update(await reloadable.reload(new))
         except ValueError as exc:
             failures.append(f"{type(reloadable).__name__}: {exc}")
+    handed = [key for key in changed if key.split(".")[0] in sections]
     restart = [key for key in changed if key not in applied and key not in handed]
     log.info(
         "configuration reloaded",

@@ -66,6 +66,31 @@ def parse_time(text: str, zone: tzinfo) -> datetime:
     return value if value.tzinfo else value.replace(tzinfo=zone)
 
 
+class WallClockCronTrigger(CronTrigger):  # type: ignore[misc]
+    """A cron trigger that runs a fixed-time job once when the clocks go back.
+
+    APScheduler 3 fires ``30 2 * * *`` twice on the night a zone leaves
+    summer time (02:30 happens twice). Like Vixie cron, a job with fixed
+    hours skips a run whose wall-clock time is not after its previous run;
+    jobs with a wildcard hour (``*/30 * * * *``) keep every real interval.
+    """
+
+    def get_next_fire_time(
+        self, previous_fire_time: datetime | None, now: datetime
+    ) -> datetime | None:
+        candidate: datetime | None = super().get_next_fire_time(previous_fire_time, now)
+        if previous_fire_time is None or self._hour_is_wildcard():
+            return candidate
+        last_wall = previous_fire_time.astimezone(self.timezone).replace(tzinfo=None)
+        while candidate is not None and candidate.replace(tzinfo=None) <= last_wall:
+            candidate = super().get_next_fire_time(candidate, candidate)
+        return candidate
+
+    def _hour_is_wildcard(self) -> bool:
+        hour = next(f for f in self.fields if f.name == "hour")
+        return str(hour).startswith("*")
+
+
 def cron_trigger(expression: str, zone: tzinfo) -> CronTrigger:
     """A trigger for a five-field crontab line, weekdays numbered as crontab does."""
     fields = expression.split()
@@ -77,7 +102,7 @@ def cron_trigger(expression: str, zone: tzinfo) -> CronTrigger:
         )
     minute, hour, day, month, weekday = fields
     try:
-        return CronTrigger(
+        return WallClockCronTrigger(
             minute=minute,
             hour=hour,
             day=day,

@@ -62,8 +62,10 @@ class Reloadable(Protocol):
 
     On SIGHUP the daemon re-reads its configuration and calls ``reload`` on
     each such object with the new settings (hooks, timers in config, …). It
-    should apply what can change live and raise :class:`ValueError` saying
-    what it could not apply; the daemon logs that and keeps running.
+    applies what can change live and returns the names of the top-level
+    config sections it took over (e.g. ``["hooks"]``), or raises
+    :class:`ValueError` saying what it could not apply; the daemon logs
+    either and keeps running.
     """
 
-    async def reload(self, settings: Settings) -> None: ...
+    async def reload(self, settings: Settings) -> list[str]: ...

@@ -29,9 +29,7 @@ def exit_status(exit_code: int | None) -> str:
     return f"exit status {exit_code}"
 
 
-def _event(
-    record: TaskRecord, event_id: str, kind: str, text: str, data: dict[str, Any]
-) -> Event:
+def _event(record: TaskRecord, event_id: str, kind: str, text: str, data: dict[str, Any]) -> Event:
     return Event.parse(
         {
             "id": event_id,

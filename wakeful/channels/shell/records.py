@@ -73,6 +73,15 @@ class RecordStore:
             os.fsync(handle.fileno())
         os.replace(temporary, path)
 
+    async def remove(self, record: TaskRecord) -> None:
+        """Delete a record and its output file."""
+
+        def unlink() -> None:
+            Path(record.output_file).unlink(missing_ok=True)
+            self.path_for(record.task_id, ".json").unlink(missing_ok=True)
+
+        await anyio.to_thread.run_sync(unlink)
+
     async def load_all(self) -> tuple[list[TaskRecord], list[str]]:
         """Every readable record, and a note for each file that could not be read."""
         return await anyio.to_thread.run_sync(self._read_all)

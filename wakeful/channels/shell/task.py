@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,14 @@ from wakeful.channels.shell.records import RUNNING, TaskRecord
 STATUS_LINES = 10  # last lines shown by task_status and cancel_task
 
 
+class Stop(StrEnum):
+    """Why wakeful stopped a task (it was not left to end by itself)."""
+
+    CANCEL = "cancelled with cancel_task"
+    SHUTDOWN = "the daemon stopped"
+    ERROR = "wakeful stopped it after an internal error"
+
+
 @dataclass
 class ShellTask:
     record: TaskRecord
@@ -24,7 +33,8 @@ class ShellTask:
     limiter: RateLimiter
     started_mono: float = field(default_factory=time.monotonic)
     finished_mono: float | None = None
-    stop_reason: str | None = None  # set when we stop it (cancel_task, shutdown)
+    stop: Stop | None = None  # set when we stop it
+    stop_detail: str = ""
     done: anyio.Event = field(default_factory=anyio.Event)
     suppressed: anyio.Event = field(default_factory=anyio.Event)  # wakes the summariser
 
@@ -83,7 +93,9 @@ class ShellTask:
         return info
 
     def _summary(self, runtime: float) -> str:
-        text = f"shell `{short_command(self.record.command)}` {self.record.state} for {runtime:.0f} s"
+        text = (
+            f"shell `{short_command(self.record.command)}` {self.record.state} for {runtime:.0f} s"
+        )
         progress = self.progress()
         return f"{text}, progress {progress}" if progress else text
 

@@ -36,7 +36,7 @@ def _first_line(text: Any) -> str:
 
 
 def push(p: Any) -> tuple[str, Fields]:
-    ref = _ref_name(str(_get(p, "ref") or ""))
+    ref = _ref_name(_text(p, "ref"))
     repo, who = _text(p, "repository.full_name"), _text(p, "pusher.name")
     commits = _get(p, "commits") or []
     head = _first_line(_get(p, "head_commit.message"))

@@ -55,7 +55,7 @@ class Observability:
             return JSONResponse({"status": "unready", "problems": problems}, status_code=503)
         return JSONResponse({"status": "ready"})
 
-    async def metrics(self, request: Request) -> Response:
+    async def scrape(self, request: Request) -> Response:
         gauges = self._present(await self._queue_depths())
         text = metrics.render([*metrics.COUNTERS, *gauges])
         return PlainTextResponse(text, media_type=CONTENT_TYPE)
@@ -92,7 +92,7 @@ class Observability:
 
     async def block_loop(self, request: Request) -> Response:
         seconds = float(request.query_params.get("seconds", "5"))
-        time.sleep(seconds)  # blocking on purpose: the event loop stalls
+        time.sleep(seconds)  # noqa: ASYNC251 — blocking on purpose: the event loop stalls
         return JSONResponse({"blocked_s": seconds})
 
 
@@ -114,7 +114,7 @@ def observability_routes(daemon: WakefulDaemon) -> list[BaseRoute]:
     views = Observability(daemon)
     routes: list[BaseRoute] = [
         Route("/readyz", views.readyz, methods=["GET"]),
-        Route("/metrics", views.metrics, methods=["GET"]),
+        Route("/metrics", views.scrape, methods=["GET"]),
     ]
     if os.environ.get(BLOCK_LOOP_ENV) == "1":
         routes.append(Route("/debug/block-loop", views.block_loop, methods=["POST"]))

@@ -20,7 +20,7 @@ from typing import Any, Protocol
 import anyio
 import structlog
 from anyio.abc import TaskGroup
-from structlog.contextvars import bound_contextvars
+from structlog.contextvars import bind_contextvars, bound_contextvars, unbind_contextvars
 
 from wakeful.daemon import metrics
 from wakeful.daemon.feed import Feed
@@ -37,6 +37,7 @@ from wakeful.daemon.trajectory.rules import (
 from wakeful.events import Event
 from wakeful.handlers.base import ToolContext
 from wakeful.llm.base import ModelProvider, ModelRequest, ModelResponse, ProviderError, ToolCall
+from wakeful.llm.null_provider import HOW_TO_CONFIGURE
 
 log = structlog.get_logger(__name__)
 
@@ -145,6 +146,7 @@ class SessionLoop:
                 while await self._cycle(run):
                     pass
         finally:
+            unbind_contextvars("event_id", "batch_size")
             self.busy = False
             self._idle.set()
             self._publish({"type": "run", "state": "idle", "run_id": run.run_id})
@@ -161,15 +163,11 @@ class SessionLoop:
             except ConsumeConflict as exc:
                 log.warning("batch changed under us; taking it again", detail=str(exc))
                 return True
-            # The rest of this cycle handles these events: its log lines name them
-            # (event_id: the newest, which woke the loop last).
-            with bound_contextvars(event_id=batch[-1].event.id, batch_size=len(batch)):
-                return await self._respond(run)
+            # The rest of the run handles these events: its log lines name them
+            # (event_id: the newest, which woke the loop last). Unbound in _run_until_idle.
+            bind_contextvars(event_id=batch[-1].event.id, batch_size=len(batch))
         elif not needs_model_response(await self.writer.messages()):
             return False
-        return await self._respond(run)
-
-    async def _respond(self, run: Run) -> bool:
         reason = run.exceeded()
         if reason is not None:
             self._stop_run(reason)
@@ -363,7 +361,7 @@ class SessionLoop:
     def _note_waiting_for_model(self) -> None:
         if not self.waiting_for_model_config:
             self.waiting_for_model_config = True
-            log.warning("events are waiting: " + self.deps.provider.describe())
+            log.warning("events are stored and waiting", reason=HOW_TO_CONFIGURE)
 
     def _publish(self, item: dict[str, Any]) -> None:
         self.deps.feed.publish(self.session, item)

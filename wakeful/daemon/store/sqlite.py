@@ -12,6 +12,7 @@ import json
 import sqlite3
 import time
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
@@ -88,6 +89,37 @@ def _row_to_event(row: tuple[Any, ...]) -> StoredEvent:
     )
 
 
+@dataclass
+class _Append:
+    """One queued ``append``, committed with whatever else is queued at the time."""
+
+    event: Event
+    body: str
+    status: EventStatus
+    strategy: str | None
+    reason: str | None
+    accepted_at: float
+    done: anyio.Event = field(default_factory=anyio.Event)
+    result: AppendResult | None = None
+    error: Exception | None = None
+
+
+def _insert(conn: sqlite3.Connection, r: _Append) -> AppendResult:
+    event, status = r.event, r.status
+    cursor = conn.execute(
+        "INSERT INTO events (id, session, kind, body, status, strategy, reason,"
+        " accepted_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(id) DO NOTHING",
+        (event.id, event.session, event.kind, r.body, status.value, r.strategy, r.reason,
+         r.accepted_at),
+    )  # fmt: skip
+    if cursor.rowcount == 1:
+        seq = cursor.lastrowid or 0
+        stored = StoredEvent(seq, event, status, r.strategy, r.reason, accepted_at=r.accepted_at)
+        return AppendResult(stored, True)
+    row = conn.execute(f"SELECT {EVENT_COLUMNS} FROM events WHERE id = ?", (event.id,)).fetchone()
+    return AppendResult(_row_to_event(row), False)
+
+
 class SqliteStore:
     """The Store protocol on one SQLite database file."""
 
@@ -96,6 +128,8 @@ class SqliteStore:
         self._synchronous = synchronous
         self._conn: sqlite3.Connection | None = None
         self._limiter = anyio.CapacityLimiter(1)
+        self._appends: list[_Append] = []
+        self._appending = False
 
     async def open(self) -> SqliteStore:
         await anyio.to_thread.run_sync(self._open_sync, limiter=self._limiter)
@@ -151,25 +185,37 @@ class SqliteStore:
         strategy: str | None = None,
         reason: str | None = None,
     ) -> AppendResult:
-        body = event.to_json()
-        now = time.time()
+        request = _Append(event, event.to_json(), status, strategy, reason, time.time())
+        self._appends.append(request)
+        # Group commit: concurrent appends share one transaction (one fsync). A queued
+        # append is owed to its batch, so it is seen through even if its caller is cancelled.
+        with anyio.CancelScope(shield=True):
+            if self._appending:
+                await request.done.wait()
+            if request.result is None and request.error is None:
+                await self._commit_appends()  # first in, or handed the next batch
+        if request.result is None:
+            raise request.error or StoreUnavailable("the event store did not commit the event")
+        return request.result
 
-        def insert(conn: sqlite3.Connection) -> AppendResult:
-            cursor = conn.execute(
-                "INSERT INTO events (id, session, kind, body, status, strategy, reason,"
-                " accepted_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(id) DO NOTHING",
-                (event.id, event.session, event.kind, body, status.value, strategy, reason, now),
-            )
-            if cursor.rowcount == 1:
-                seq = cursor.lastrowid or 0
-                stored = StoredEvent(seq, event, status, strategy, reason, accepted_at=now)
-                return AppendResult(stored, True)
-            row = conn.execute(
-                f"SELECT {EVENT_COLUMNS} FROM events WHERE id = ?", (event.id,)
-            ).fetchone()
-            return AppendResult(_row_to_event(row), False)
-
-        return await self._transaction(insert)
+    async def _commit_appends(self) -> None:
+        self._appending = True
+        batch, self._appends = self._appends, []
+        try:
+            results = await self._transaction(lambda conn: [_insert(conn, r) for r in batch])
+        except Exception as exc:
+            for request in batch:
+                request.error = exc
+        else:
+            for request, result in zip(batch, results, strict=True):
+                request.result = result
+        finally:
+            for request in batch:
+                request.done.set()
+            if self._appends:
+                self._appends[0].done.set()  # the oldest waiter commits the next batch
+            else:
+                self._appending = False
 
     async def set_route(
         self, event_id: str, status: EventStatus, strategy: str, reason: str

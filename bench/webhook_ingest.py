@@ -1,0 +1,121 @@
+"""Webhook ingest: signed (Standard Webhooks) and committed before the 202.
+
+Runs the daemon in this process (one hook, no model, so nothing but ingest
+uses the CPU) and the load in a separate process, sequentially (1 client)
+and with 16 concurrent keep-alive clients. The baseline, measured in the
+same run on the same disk: raw SQLite inserts with the daemon's durability
+setting (WAL, synchronous=FULL), one commit per row and 16 rows per commit.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import multiprocessing
+import sqlite3
+import tempfile
+import time
+from concurrent.futures import ProcessPoolExecutor
+from datetime import UTC, datetime
+from pathlib import Path
+
+import anyio
+import anyio.to_thread
+from standardwebhooks.webhooks import Webhook
+
+from bench.common import LATENCY_HEADER, iterations_parser, ms_row, print_table, quiet_daemon_logs
+from bench.webhook_load import build_request, run_load
+from tests.daemon_harness import daemon_settings, harness
+
+SECRET = "whsec_" + base64.b64encode(b"bench-secret-32-bytes-long-abcde").decode()
+CLIENTS = 16
+
+
+def signed_requests(host: str, port: int, prefix: str, n: int) -> list[bytes]:
+    signer, now = Webhook(SECRET), datetime.now(tz=UTC)
+    out = []
+    for i in range(n):
+        body = json.dumps({"type": "build.finished", "data": {"name": f"job-{i}", "ok": True}})
+        msg_id = f"{prefix}-{i}"
+        headers = {
+            "content-type": "application/json",
+            "webhook-id": msg_id,
+            "webhook-timestamp": str(int(now.timestamp())),
+            "webhook-signature": signer.sign(msg_id, now, body),
+        }
+        out.append(build_request(host, port, "/hooks/bench", headers, body.encode()))
+    return out
+
+
+def sqlite_rate(directory: Path, n: int, batch: int) -> float:
+    conn = sqlite3.connect(directory / f"raw-{batch}.db", isolation_level=None)
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute("PRAGMA synchronous=FULL")
+    conn.execute("CREATE TABLE events (seq INTEGER PRIMARY KEY, id TEXT UNIQUE, body TEXT)")
+    body = "x" * 600  # about the size of one stored webhook event
+    started = time.perf_counter()
+    for first in range(0, n, batch):
+        conn.execute("BEGIN IMMEDIATE")
+        for i in range(first, min(first + batch, n)):
+            conn.execute("INSERT INTO events (id, body) VALUES (?, ?)", (f"e{i}", body))
+        conn.execute("COMMIT")
+    elapsed = time.perf_counter() - started
+    conn.close()
+    return n / elapsed
+
+
+async def measure(pool: ProcessPoolExecutor, url: str, n: int, clients: int, tag: str) -> list[str]:
+    host, port = url.removeprefix("http://").rsplit(":", 1)
+    requests = signed_requests(host, int(port), tag, n)
+    per_client = [requests[i::clients] for i in range(clients)]
+
+    def call() -> tuple[float, list[float], list[int]]:
+        return pool.submit(run_load, host, int(port), per_client).result()
+
+    elapsed, latencies, statuses = await anyio.to_thread.run_sync(call)
+    bad = sum(1 for s in statuses if s != 202)
+    row = ms_row(f"{clients} client(s), {n} requests", latencies)
+    return [*row, f"{n / elapsed:.0f}", str(bad)]
+
+
+async def main(n: int, sync: str) -> None:
+    quiet_daemon_logs()
+    with tempfile.TemporaryDirectory() as tmp:
+        directory = Path(tmp)
+        raw = [sqlite_rate(directory, 2000, 1), sqlite_rate(directory, 8000, CLIENTS)]
+        hooks = [{"name": "bench", "secret": SECRET, "template": "{type}: {data.name}"}]
+        settings = daemon_settings(
+            directory / "daemon",
+            "http://127.0.0.1:9",
+            hooks=hooks,
+            llm={"model": ""},
+            store={"sqlite_synchronous": sync},
+        )
+        context = multiprocessing.get_context("spawn")
+        with ProcessPoolExecutor(1, mp_context=context) as pool:
+            async with harness(settings) as h:
+                await measure(pool, h.running.url, 200, CLIENTS, "warmup")
+                rows = [
+                    await measure(pool, h.running.url, n // 4, 1, "seq"),
+                    await measure(pool, h.running.url, n, CLIENTS, "conc"),
+                ]
+                stored = len(await h.daemon.event_log(None, limit=1_000_000))
+                report(rows, raw, stored, 200 + n // 4 + n, sync)
+
+
+def report(rows: list[list[str]], raw: list[float], stored: int, sent: int, sync: str) -> None:
+    print(f"webhook ingest: signed (Standard Webhooks), synchronous={sync.upper()}, 202 after commit")
+    print_table([*LATENCY_HEADER, "req/s", "non-202"], rows)
+    print(f"events stored: {stored} of {sent} sent")
+    print(
+        f"baseline, raw SQLite (WAL, synchronous=FULL) in this run: {raw[0]:.0f} rows/s "
+        f"at 1 row per commit, {raw[1]:.0f} rows/s at {CLIENTS} rows per commit"
+    )
+    print("target: >= 1800 req/s and p99 <= 30 ms with 16 concurrent keep-alive clients")
+
+
+if __name__ == "__main__":
+    parser = iterations_parser(__doc__ or "", default_n=8000)
+    parser.add_argument("--synchronous", default="full", choices=["full", "normal"])
+    args = parser.parse_args()
+    anyio.run(main, args.n, args.synchronous)

@@ -1,0 +1,222 @@
+"""The IMAP channel against a real pymap server: IDLE, exactly once, resync, outages."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from tests.daemon_harness import Harness, daemon_settings, harness
+from tests.fakes.model_server import FakeModelServer
+from tests.mail_servers import ImapServer, make_message
+from wakeful.daemon.config import Settings
+
+pytestmark = pytest.mark.anyio
+
+
+def settings_for(tmp_path: Path, model_url: str, account: dict[str, Any]) -> Settings:
+    # No model: these tests are about the channel; the events are stored and routed.
+    return daemon_settings(
+        tmp_path / "data", model_url, llm={"model": ""}, email={"accounts": [account]}
+    )
+
+
+async def mailbox_state(h: Harness, mailbox: str = "INBOX") -> dict[str, Any]:
+    status = await h.daemon.status()
+    for item in status["email"]["mailboxes"]:
+        if item["mailbox"] == mailbox:
+            found: dict[str, Any] = item
+            return found
+    raise LookupError(mailbox)
+
+
+async def wait_until(check: Callable[[], Any], timeout_s: float = 10.0) -> None:
+    """Poll a condition that has no event to await (the daemon's state), bounded."""
+    with anyio.fail_after(timeout_s):
+        while not await check():
+            await anyio.sleep(0.02)
+
+
+async def wait_for_state(h: Harness, *states: str, mailbox: str = "INBOX") -> None:
+    async def reached() -> bool:
+        return (await mailbox_state(h, mailbox))["state"] in states
+
+    await wait_until(reached)
+
+
+async def email_events(h: Harness, kind: str = "email.received") -> list[dict[str, Any]]:
+    events = await h.daemon.event_log(None, 0, 100_000)
+    return [e for e in events if e["kind"] == kind]
+
+
+async def wait_for_events(h: Harness, count: int, timeout_s: float = 10.0) -> list[dict[str, Any]]:
+    async def enough() -> bool:
+        return len(await email_events(h)) >= count
+
+    await wait_until(enough, timeout_s)
+    return await email_events(h)
+
+
+async def test_new_mail_seen_through_idle(
+    tmp_path: Path, imap_server: ImapServer, model_server: FakeModelServer
+) -> None:
+    """A message appended while the daemon IDLEs becomes one untrusted email event in seconds."""
+    account = imap_server.account(owner_senders=["boss@example.test"])
+    async with harness(settings_for(tmp_path, model_server.base_url, account)) as h:
+        await wait_for_state(h, "idle")
+        raw = make_message(
+            "Client <client@example.test>",
+            "Order 1234 is late",
+            "Where is my order?",
+            message_id="<late-1@example.test>",
+            attachment=("invoice.pdf", b"%PDF-1.4 fake"),
+        )
+        uid = imap_server.append(raw)
+        started = anyio.current_time()
+        events = await wait_for_events(h, 1, timeout_s=5)
+        assert anyio.current_time() - started < 5
+        imap_server.append(make_message("boss@example.test", "FYI", "from the owner"))
+        events = await wait_for_events(h, 2, timeout_s=5)
+        status = await h.client.get("/api/status")
+    first, second = events
+    assert first["id"].startswith("imap:work:INBOX:") and first["id"].endswith(f":{uid}")
+    assert first["source"] == {
+        "type": "email",
+        "principal": "client@example.test",
+        "trusted": False,
+    }
+    assert first["channel"] == "imap"
+    assert "Where is my order?" in first["text"] and "invoice.pdf" in first["text"]
+    assert second["source"]["trusted"] is True
+    health = status.json()["components"]["email:work:INBOX"]
+    assert health["ok"] is True
+
+
+def append_many(server: ImapServer, count: int, done: threading.Event) -> list[int]:
+    uids = []
+    for i in range(count):
+        uids.append(server.append(make_message("x@example.test", f"n{i}", f"body {i}")))
+    done.set()
+    return uids
+
+
+async def restart_many(tmp_path: Path, server: ImapServer, restarts: int, messages: int) -> None:
+    settings = settings_for(tmp_path, "http://127.0.0.1:9/v1", server.account())
+    async with harness(settings) as h:  # first start: the cursor begins at "now"
+        await wait_for_state(h, "idle")
+    done = threading.Event()
+    result: list[list[int]] = []
+
+    def producer() -> None:
+        result.append(append_many(server, messages, done))
+
+    thread = threading.Thread(target=producer)
+    thread.start()
+    try:
+        for _ in range(restarts):
+            async with harness(settings) as h:
+                await wait_for_state(h, "syncing", "idle")  # stop it, perhaps mid-delivery
+        while not done.is_set():
+            await anyio.sleep(0.05)
+    finally:
+        await anyio.to_thread.run_sync(thread.join)
+    uids = result[0]
+    async with harness(settings) as h:
+        events = await wait_for_events(h, len(uids), timeout_s=60)
+    delivered = sorted(int(e["id"].rsplit(":", 1)[1]) for e in events)
+    assert delivered == sorted(uids)  # every UID exactly once
+
+
+async def test_restarts_deliver_every_uid_once(
+    tmp_path: Path, fast_imap_server: ImapServer
+) -> None:
+    """5 restarts while 50 messages are appended: every UID becomes exactly one event."""
+    await restart_many(tmp_path, fast_imap_server, restarts=5, messages=50)
+
+
+@pytest.mark.slow
+async def test_restarts_soak(tmp_path: Path, fast_imap_server: ImapServer) -> None:
+    """50 restarts while 500 messages are appended: every UID becomes exactly one event."""
+    await restart_many(tmp_path, fast_imap_server, restarts=50, messages=500)
+
+
+async def test_uidvalidity_change_resyncs_without_duplicates(
+    tmp_path: Path, imap_server: ImapServer
+) -> None:
+    """A recreated mailbox (new UIDVALIDITY) delivers only the messages not seen before."""
+    with imap_server.client() as client:
+        client.create_folder("Work")
+    old = [
+        make_message("a@example.test", f"old {i}", "x", message_id=f"<old{i}@t>") for i in (1, 2)
+    ]
+    settings = settings_for(
+        tmp_path, "http://127.0.0.1:9/v1", imap_server.account(mailboxes=["Work"])
+    )
+    async with harness(settings) as h:
+        await wait_for_state(h, "idle", mailbox="Work")
+        for raw in old:
+            imap_server.append(raw, "Work")
+        await wait_for_events(h, 2)
+    with imap_server.client() as client:
+        client.delete_folder("Work")
+        client.create_folder("Work")
+    for raw in [*old, make_message("a@example.test", "new 3", "x", message_id="<new3@t>")]:
+        imap_server.append(raw, "Work")
+    async with harness(settings) as h:
+        events = await wait_for_events(h, 3)
+        imap_server.append(make_message("a@example.test", "new 4", "x"), "Work")
+        events = await wait_for_events(h, 4)
+        assert (await mailbox_state(h, "Work"))["skipped"] == 2
+    assert len(events) == 4 and len({e["id"] for e in events}) == 4
+    assert len({e["id"].split(":")[3] for e in events}) == 2  # two UIDVALIDITY values
+
+
+async def test_server_outage_is_survived_and_alerted(
+    tmp_path: Path, imap_server: ImapServer
+) -> None:
+    """The IMAP server going away raises an alert and shows in status; mail flows when it returns."""
+    account = imap_server.account(alert_after_s=0.3)
+    async with harness(settings_for(tmp_path, "http://127.0.0.1:9/v1", account)) as h:
+        await wait_for_state(h, "idle")
+        imap_server.stop()
+        await wait_for_state(h, "failing")
+        down = (await h.client.get("/api/status")).json()["components"]["email:work:INBOX"]
+        alerts: list[dict[str, Any]] = []
+
+        async def alerted() -> bool:
+            alerts[:] = await email_events(h, "system.alert")
+            return bool(alerts)
+
+        await wait_until(alerted)
+        imap_server.start()
+        await wait_for_state(h, "idle")
+        imap_server.append(make_message("b@example.test", "back", "hello after the outage"))
+        events = await wait_for_events(h, 1)
+    assert down["ok"] is False and "failing" in down["detail"]
+    assert len(alerts) == 1 and "unreachable" in alerts[0]["text"]
+    assert "hello after the outage" in events[0]["text"]
+
+
+async def test_filters_keep_mail_from_waking_the_agent(
+    tmp_path: Path, imap_server: ImapServer
+) -> None:
+    """Mail matching ignore_senders or ignore_subjects is skipped; the next message still arrives."""
+    account = imap_server.account(
+        ignore_senders=["*@ads.example.test"], ignore_subjects=["(?i)newsletter"]
+    )
+    async with harness(settings_for(tmp_path, "http://127.0.0.1:9/v1", account)) as h:
+        await wait_for_state(h, "idle")
+        imap_server.append(make_message("promo@ads.example.test", "Sale!", "buy"))
+        imap_server.append(make_message("a@example.test", "Weekly Newsletter", "news"))
+        imap_server.append(make_message("a@example.test", "Real question", "real body"))
+        events = await wait_for_events(h, 1)
+        await wait_until(lambda: _skipped(h, 2))
+    assert len(events) == 1 and "real body" in events[0]["text"]
+
+
+async def _skipped(h: Harness, count: int) -> bool:
+    return bool((await mailbox_state(h))["skipped"] >= count)

@@ -1,0 +1,74 @@
+"""Group commit: concurrent appends share transactions but keep append's contract."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import anyio
+import pytest
+
+from wakeful.daemon.store.base import AppendResult, StoreUnavailable
+from wakeful.daemon.store.sqlite import SqliteStore
+from wakeful.events import user_message
+
+
+def committed_ids(path: Path) -> list[str]:
+    """Event ids as another connection sees them: only what was committed."""
+    with sqlite3.connect(path) as conn:
+        return [row[0] for row in conn.execute("SELECT id FROM events ORDER BY seq")]
+
+
+@pytest.mark.anyio
+async def test_concurrent_appends_are_committed_deduplicated_and_batched(tmp_path: Path) -> None:
+    """200 concurrent appends (each id twice) store 100 events, each committed on return."""
+    path = tmp_path / "events.sqlite"
+    store = await SqliteStore(path).open()
+    results: dict[str, list[AppendResult]] = {}
+    transactions = 0
+    original = store._transaction
+
+    async def counting(fn):  # type: ignore[no-untyped-def]
+        nonlocal transactions
+        transactions += 1
+        return await original(fn)
+
+    store._transaction = counting  # type: ignore[method-assign]
+
+    async def append(i: int) -> None:
+        event = user_message(f"m{i}", event_id=f"e{i % 100}")
+        result = await store.append(event)
+        # Returned only after commit: a separate connection already sees it.
+        assert event.id in committed_ids(path)
+        results.setdefault(event.id, []).append(result)
+
+    try:
+        async with anyio.create_task_group() as group:
+            for i in range(200):
+                group.start_soon(append, i)
+    finally:
+        await store.aclose()
+    assert len(committed_ids(path)) == 100
+    assert all(sorted(r.created for r in pair) == [False, True] for pair in results.values())
+    assert all(len({r.stored.seq for r in pair}) == 1 for pair in results.values())
+    assert transactions < 100  # appends that arrived together shared a commit
+
+
+@pytest.mark.anyio
+async def test_appends_to_a_closed_store_fail_as_unavailable(tmp_path: Path) -> None:
+    """Every queued append gets StoreUnavailable when the store is closed, none hangs."""
+    store = await SqliteStore(tmp_path / "events.sqlite").open()
+    await store.aclose()
+    failures: list[Exception] = []
+
+    async def append(i: int) -> None:
+        try:
+            await store.append(user_message("x", event_id=f"c{i}"))
+        except StoreUnavailable as exc:
+            failures.append(exc)
+
+    with anyio.fail_after(5):
+        async with anyio.create_task_group() as group:
+            for i in range(20):
+                group.start_soon(append, i)
+    assert len(failures) == 20

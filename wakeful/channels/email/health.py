@@ -1,0 +1,102 @@
+"""Per-mailbox health: what /api/status shows, and when an outage becomes an alert."""
+
+from __future__ import annotations
+
+import random
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from wakeful.events import Event
+
+
+def backoff_s(attempt: int, low: float, high: float) -> float:
+    """Exponential backoff with "equal jitter": half fixed, half random."""
+    ceiling = min(high, low * 2 ** max(0, attempt - 1))
+    return float(ceiling / 2 + random.uniform(0, ceiling / 2))
+
+
+@dataclass
+class MailboxHealth:
+    account: str
+    mailbox: str
+    session: str
+    alert_after_s: float
+    state: str = "starting"  # starting | idle | polling | syncing | failing | auth_failed
+    failing_since: float | None = None  # wall clock
+    last_error: str = ""
+    delivered: int = 0
+    skipped: int = 0
+    reconnects: int = 0
+    alerted: bool = False
+
+    @property
+    def key(self) -> str:
+        return f"email:{self.account}:{self.mailbox}"
+
+    @property
+    def ok(self) -> bool:
+        return self.state not in ("failing", "auth_failed")
+
+    def working(self, state: str) -> None:
+        self.state = state
+        self.failing_since = None
+        self.alerted = False
+
+    def failed(self, error: str, *, auth: bool) -> Event | None:
+        """Record a failure; returns the alert to send once the outage is long enough."""
+        now = time.time()
+        self.state = "auth_failed" if auth else "failing"
+        self.last_error = error
+        self.reconnects += 1
+        if self.failing_since is None:
+            self.failing_since = now
+        if self.alerted or now - self.failing_since < self.alert_after_s:
+            return None
+        self.alerted = True
+        return self._alert(now - self.failing_since)
+
+    def _alert(self, for_s: float) -> Event:
+        what = "rejecting the login" if self.state == "auth_failed" else "unreachable"
+        fix = (
+            "check the account's username and password_file"
+            if self.state == "auth_failed"
+            else "check the server and the network; wakeful keeps retrying with backoff"
+        )
+        return Event.parse(
+            {
+                "id": f"alert:imap:{self.account}:{self.mailbox}:{int(self.failing_since or 0)}",
+                "kind": "system.alert",
+                "source": {"type": "system", "principal": "email", "trusted": True},
+                "channel": "system",
+                "content": {
+                    "text": (
+                        f"Mailbox {self.mailbox} of email account {self.account} has been "
+                        f"{what} for {for_s:.0f} s (last error: {self.last_error}); new mail "
+                        f"there is not being seen. To fix: {fix}."
+                    ),
+                    "data": self.describe(),
+                },
+                "context": {"priority": "high"},
+                "session": self.session,
+            }
+        )
+
+    def detail(self) -> str:
+        if self.ok:
+            return f"{self.state}; {self.delivered} messages delivered"
+        since = time.time() - (self.failing_since or time.time())
+        return f"{self.state} for {since:.0f} s: {self.last_error}"
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "account": self.account,
+            "mailbox": self.mailbox,
+            "state": self.state,
+            "ok": self.ok,
+            "failing_since": self.failing_since,
+            "last_error": self.last_error,
+            "delivered": self.delivered,
+            "skipped": self.skipped,
+            "reconnects": self.reconnects,
+        }

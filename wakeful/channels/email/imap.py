@@ -1,0 +1,195 @@
+"""A blocking IMAP connection (imapclient) driven from a worker thread.
+
+Every method blocks and must run in a thread; :func:`in_thread` runs one and
+makes cancellation prompt by shutting the socket down from outside (a thread
+blocked in IDLE's ``select`` then wakes with an error at once). No polling
+wakes an idle connection: IDLE waits in one ``select`` for up to the
+re-issue interval.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+import ssl
+import threading
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import anyio
+from imapclient import IMAPClient
+from imapclient.exceptions import LoginError
+
+from wakeful.daemon.config import EmailAccountConfig
+
+T = TypeVar("T")
+
+FETCH_BATCH = 50
+
+
+class AuthFailed(Exception):
+    """The server refused the credentials (never retried fast; never logs the password)."""
+
+
+class Interrupted(Exception):
+    """The connection was shut down from outside (shutdown or cancellation)."""
+
+
+class ImapConnection:
+    def __init__(self, account: EmailAccountConfig, password: str) -> None:
+        self.account = account
+        self._password = password
+        self._client: IMAPClient | None = None
+        self._interrupted = threading.Event()
+
+    # --- lifecycle ---------------------------------------------------------
+
+    def connect(self) -> None:
+        a = self.account
+        context = ssl.create_default_context()
+        client = IMAPClient(
+            a.imap_host,
+            a.imap_port,
+            ssl=a.imap_security == "tls",
+            ssl_context=context if a.imap_security == "tls" else None,
+            timeout=a.timeout_s,
+        )
+        self._client = client
+        if self._interrupted.is_set():
+            self.interrupt()
+            raise Interrupted()
+        if a.imap_security == "starttls":
+            client.starttls(context)
+        try:
+            client.login(a.username, self._password)
+        except LoginError:
+            raise AuthFailed(f"the IMAP server refused the login for {a.username}") from None
+
+    @property
+    def client(self) -> IMAPClient:
+        if self._client is None:
+            raise RuntimeError("connect() first")
+        return self._client
+
+    def interrupt(self) -> None:
+        """Wake a blocked call at once; safe from any thread."""
+        self._interrupted.set()
+        if self._client is not None:
+            with contextlib.suppress(OSError):
+                self._client.socket().shutdown(socket.SHUT_RDWR)
+
+    def close(self) -> None:
+        if self._client is None:
+            return
+        try:
+            if not self._interrupted.is_set():
+                self._client.logout()
+        except Exception:  # closing a broken connection: nothing left to save
+            pass
+        with contextlib.suppress(Exception):  # already broken: nothing left to close
+            self._client.shutdown()
+        self._client = None
+
+    # --- reading -----------------------------------------------------------
+
+    def select(self, mailbox: str, *, readonly: bool = True) -> tuple[int, int]:
+        """Select ``mailbox``; returns (UIDVALIDITY, UIDNEXT)."""
+        info = self.client.select_folder(mailbox, readonly=readonly)
+        uidvalidity = int(info[b"UIDVALIDITY"])
+        uidnext = info.get(b"UIDNEXT")
+        if uidnext is None:  # not every server volunteers it at SELECT
+            uidnext = self.client.folder_status(mailbox, [b"UIDNEXT"])[b"UIDNEXT"]
+        return uidvalidity, int(uidnext)
+
+    @property
+    def has_idle(self) -> bool:
+        return bool(self.client.has_capability("IDLE"))
+
+    def uids_after(self, last_uid: int) -> list[int]:
+        # "N:*" always matches the highest UID even when it is below N; filter here.
+        found = self.client.search(["UID", f"{last_uid + 1}:*"])
+        return sorted(uid for uid in found if uid > last_uid)
+
+    def fetch_raw(self, uids: list[int]) -> dict[int, bytes]:
+        """Full messages without setting \\Seen (BODY.PEEK)."""
+        result: dict[int, bytes] = {}
+        for start in range(0, len(uids), FETCH_BATCH):
+            batch = uids[start : start + FETCH_BATCH]
+            for uid, data in self.client.fetch(batch, ["BODY.PEEK[]"]).items():
+                raw = data.get(b"BODY[]")
+                if isinstance(raw, bytes):
+                    result[int(uid)] = raw
+        return result
+
+    def wait_for_change(self, timeout_s: float) -> bool:
+        """IDLE until the mailbox changes (True) or ``timeout_s`` passes (False)."""
+        client = self.client
+        client.idle()
+        try:
+            responses = client.idle_check(timeout=timeout_s)
+        finally:
+            if not self._interrupted.is_set():
+                client.idle_done()
+        if self._interrupted.is_set():
+            raise Interrupted()
+        return any(_is_change(r) for r in responses)
+
+    def noop(self) -> None:
+        self.client.noop()
+
+
+def _is_change(response: Any) -> bool:
+    return (
+        isinstance(response, tuple)
+        and len(response) >= 2
+        and response[1]
+        in (
+            b"EXISTS",
+            b"RECENT",
+        )
+    )
+
+
+async def in_thread(conn: ImapConnection, work: Callable[[], T]) -> T:
+    """Run blocking ``work`` in a thread; on cancellation interrupt ``conn`` and wait for it."""
+    finished = False
+
+    async def interrupt_on_cancel() -> None:
+        try:
+            await anyio.sleep_forever()
+        finally:
+            if not finished:
+                conn.interrupt()
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(interrupt_on_cancel)
+        try:
+            # Not abandoned on cancel: the thread ends promptly once its socket is shut.
+            result = await anyio.to_thread.run_sync(work)
+        finally:
+            finished = True
+            group.cancel_scope.cancel()
+    return result
+
+
+async def with_mailbox(
+    account: EmailAccountConfig,
+    password: str,
+    mailbox: str | None,
+    work: Callable[[ImapConnection], T],
+    *,
+    readonly: bool = False,
+) -> T:
+    """Open a short-lived connection, select ``mailbox``, run ``work`` and close (a tool call)."""
+    conn = ImapConnection(account, password)
+
+    def run() -> T:
+        try:
+            conn.connect()
+            if mailbox is not None:
+                conn.select(mailbox, readonly=readonly)
+            return work(conn)
+        finally:
+            conn.close()
+
+    return await in_thread(conn, run)

@@ -1,0 +1,123 @@
+"""From a fetched message to an ``email.received`` event, and the filters before it."""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime
+from fnmatch import fnmatch
+from typing import Any
+
+from wakeful.channels.email.message import ParsedEmail, cap_text
+from wakeful.daemon.config import EmailAccountConfig
+from wakeful.events import Event, utcnow
+
+
+def email_id(account: str, mailbox: str, uidvalidity: int, uid: int) -> str:
+    return f"imap:{account}:{mailbox}:{uidvalidity}:{uid}"
+
+
+def split_email_id(value: str) -> tuple[str, str, int, int]:
+    """(account, mailbox, uidvalidity, uid) from an id; ValueError naming the expected form."""
+    parts = value.split(":")
+    try:
+        if parts[0] != "imap" or len(parts) < 5:
+            raise ValueError
+        return parts[1], ":".join(parts[2:-2]), int(parts[-2]), int(parts[-1])
+    except ValueError:
+        raise ValueError(
+            f"{value!r} is not an email id; ids look like 'imap:<account>:<mailbox>:"
+            "<uidvalidity>:<uid>' as shown in the email event or by search_email"
+        ) from None
+
+
+def _matches(address: str, patterns: list[str]) -> bool:
+    return any(fnmatch(address, p.lower()) for p in patterns)
+
+
+def skip_reason(account: EmailAccountConfig, mail: ParsedEmail) -> str | None:
+    """Why this message must not wake the agent (the configured filters), or None."""
+    if account.only_senders and not _matches(mail.sender, account.only_senders):
+        return "sender is not in only_senders"
+    if _matches(mail.sender, account.ignore_senders):
+        return "sender matches ignore_senders"
+    for pattern in account.ignore_subjects:
+        if re.search(pattern, mail.subject):
+            return f"subject matches ignore_subjects {pattern!r}"
+    return None
+
+
+def is_owner(account: EmailAccountConfig, sender: str) -> bool:
+    return sender.lower() in {s.lower() for s in account.owner_senders}
+
+
+def _occurred_at(mail: ParsedEmail) -> datetime:
+    if mail.date:
+        try:
+            parsed = datetime.fromisoformat(mail.date)
+        except ValueError:
+            return utcnow()
+        if parsed.tzinfo is not None:
+            return parsed
+    return utcnow()
+
+
+def _readable(event_id: str, mailbox: str, mail: ParsedEmail, body: str) -> str:
+    lines = [f"Email id: {event_id} (mailbox {mailbox})", f"From: {mail.sender_display}"]
+    if mail.to:
+        lines.append("To: " + ", ".join(mail.to))
+    if mail.cc:
+        lines.append("Cc: " + ", ".join(mail.cc))
+    if mail.date:
+        lines.append(f"Date: {mail.date}")
+    if mail.in_reply_to:
+        lines.append(f"In-Reply-To: {mail.in_reply_to}")
+    for item in mail.attachments:
+        lines.append(
+            f"Attachment: {item['name'] or '(unnamed)'} ({item['type']}, {item['size']} B)"
+        )
+    if mail.invitation:
+        inv = mail.invitation
+        lines.append(
+            f"Calendar invitation ({inv['method'] or 'no method'}): {inv['summary']!r} "
+            f"from {inv['start']} to {inv['end']}, organizer {inv['organizer'] or 'unknown'}"
+        )
+    return "\n".join(lines) + "\n\n" + body
+
+
+def build_event(
+    account: EmailAccountConfig, mailbox: str, uidvalidity: int, uid: int, mail: ParsedEmail
+) -> Event:
+    event_id = email_id(account.name, mailbox, uidvalidity, uid)
+    body, truncated = cap_text(mail.text, account.body_max_chars, email_id=event_id)
+    data: dict[str, Any] = {
+        "account": account.name,
+        "mailbox": mailbox,
+        "uid": uid,
+        "uidvalidity": uidvalidity,
+        **mail.headers(),
+        "attachments": mail.attachments,
+        "body_chars": len(mail.text),
+        "body_truncated": truncated,
+    }
+    if mail.invitation:
+        data["invitation"] = mail.invitation
+    return Event.parse(
+        {
+            "id": event_id,
+            "kind": "email.received",
+            "source": {
+                "type": "email",
+                "principal": mail.sender or None,
+                "trusted": is_owner(account, mail.sender),
+            },
+            "channel": "imap",
+            "content": {
+                "text": _readable(event_id, mailbox, mail, body),
+                "subject": mail.subject[:4096],
+                "data": data,
+            },
+            "context": {"reply_to": mail.message_id or None},
+            "session": account.session,
+            "occurred_at": _occurred_at(mail),
+        }
+    )

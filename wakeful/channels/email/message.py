@@ -1,0 +1,123 @@
+"""One fetched message, parsed into what the agent needs to see and act on."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from email import policy
+from email.message import EmailMessage, Message, MIMEPart
+from email.parser import BytesParser
+from email.utils import getaddresses, parsedate_to_datetime
+from typing import Any
+
+from wakeful.channels.email.htmltext import html_to_text
+from wakeful.channels.email.ics import parse_invitation
+
+
+@dataclass(frozen=True)
+class ParsedEmail:
+    message_id: str
+    subject: str
+    sender: str  # the bare address, lower-case
+    sender_display: str
+    to: list[str]
+    cc: list[str]
+    date: str | None
+    in_reply_to: str
+    references: list[str]
+    text: str
+    attachments: list[dict[str, Any]] = field(default_factory=list)
+    invitation: dict[str, Any] | None = None
+
+    def headers(self) -> dict[str, Any]:
+        return {
+            "from": self.sender_display,
+            "to": self.to,
+            "cc": self.cc,
+            "date": self.date,
+            "message_id": self.message_id,
+            "in_reply_to": self.in_reply_to,
+            "references": self.references,
+        }
+
+
+def _addresses(msg: Message, name: str) -> list[str]:
+    values = [str(v) for v in msg.get_all(name, [])]
+    return [f"{n} <{a}>" if n else a for n, a in getaddresses(values) if a]
+
+
+def _date(msg: Message) -> str | None:
+    raw = msg.get("Date")
+    if not raw:
+        return None
+    try:
+        return parsedate_to_datetime(str(raw)).isoformat()
+    except (TypeError, ValueError):
+        return str(raw)
+
+
+def _decoded_text(part: MIMEPart) -> str:
+    try:
+        content = part.get_content()
+    except (LookupError, ValueError):  # unknown or broken charset: keep what is readable
+        payload = part.get_payload(decode=True)
+        content = payload.decode("utf-8", "replace") if isinstance(payload, bytes) else ""
+    return content if isinstance(content, str) else ""
+
+
+def _body(msg: EmailMessage) -> str:
+    part = msg.get_body(preferencelist=("plain", "html"))
+    if part is None:
+        return ""
+    text = _decoded_text(part)
+    if part.get_content_subtype() == "html":
+        return html_to_text(text)
+    return text.strip()
+
+
+def _parts(msg: EmailMessage) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
+    attachments: list[dict[str, Any]] = []
+    invitation: dict[str, Any] | None = None
+    for part in msg.walk():
+        if part.is_multipart():
+            continue
+        ctype = part.get_content_type()
+        payload = part.get_payload(decode=True)
+        size = len(payload) if isinstance(payload, bytes) else 0
+        if ctype == "text/calendar" and invitation is None and isinstance(payload, bytes):
+            invitation = parse_invitation(payload)
+        if part.get_filename() or part.get_content_disposition() == "attachment":
+            attachments.append({"name": part.get_filename() or "", "type": ctype, "size": size})
+    return attachments, invitation
+
+
+def parse_email(raw: bytes) -> ParsedEmail:
+    msg = BytesParser(policy=policy.default).parsebytes(raw)
+    assert isinstance(msg, EmailMessage)  # policy.default always builds EmailMessage
+    senders = _addresses(msg, "From")
+    sender_addr = getaddresses([senders[0]])[0][1].lower() if senders else ""
+    attachments, invitation = _parts(msg)
+    return ParsedEmail(
+        message_id=str(msg.get("Message-ID", "")).strip(),
+        subject=str(msg.get("Subject", "")),
+        sender=sender_addr,
+        sender_display=senders[0] if senders else "",
+        to=_addresses(msg, "To"),
+        cc=_addresses(msg, "Cc"),
+        date=_date(msg),
+        in_reply_to=str(msg.get("In-Reply-To", "")).strip(),
+        references=str(msg.get("References", "")).split(),
+        text=_body(msg),
+        attachments=attachments,
+        invitation=invitation,
+    )
+
+
+def cap_text(text: str, limit: int, *, email_id: str) -> tuple[str, bool]:
+    """The body cut to ``limit`` characters, with a note on how to read the rest."""
+    if len(text) <= limit:
+        return text, False
+    note = (
+        f"\n[... body truncated: showing {limit} of {len(text)} characters; read the rest "
+        f'with read_email {{"email_id": "{email_id}", "offset": {limit}}}]'
+    )
+    return text[:limit] + note, True

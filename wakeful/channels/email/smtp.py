@@ -1,0 +1,65 @@
+"""Sending one message through SMTP, telling "surely not sent" from "maybe sent".
+
+Everything up to and including RCPT can fail without the message leaving;
+once DATA has started, a lost connection leaves the outcome unknown, and
+only a definite SMTP reply (a 4xx/5xx to DATA) proves it was refused.
+"""
+
+from __future__ import annotations
+
+import aiosmtplib
+
+from wakeful.daemon.config import EmailAccountConfig
+
+
+class NotSent(Exception):
+    """The server surely did not accept the message; it may be sent again after a fix."""
+
+
+class MaybeSent(Exception):
+    """The connection failed during DATA: the outcome is unknown; never resend blindly."""
+
+
+async def _prepare(
+    account: EmailAccountConfig, password: str, sender: str, recipients: list[str]
+) -> aiosmtplib.SMTP:
+    if not account.smtp_host:
+        raise NotSent(f"email account {account.name} has no smtp_host configured")
+    smtp = aiosmtplib.SMTP(
+        hostname=account.smtp_host,
+        port=account.smtp_port,
+        use_tls=account.smtp_security == "tls",
+        start_tls=account.smtp_security == "starttls",
+        timeout=account.timeout_s,
+    )
+    try:
+        await smtp.connect()
+        if smtp.supports_extension("auth"):
+            await smtp.login(account.username, password)
+        await smtp.mail(sender)
+        for rcpt in recipients:
+            await smtp.rcpt(rcpt)
+    except (aiosmtplib.SMTPException, OSError) as exc:
+        smtp.close()
+        raise NotSent(f"{type(exc).__name__}: {exc}") from None
+    return smtp
+
+
+async def send_raw(
+    account: EmailAccountConfig, password: str, sender: str, recipients: list[str], raw: bytes
+) -> str:
+    """Send ``raw``; returns the server's final reply. Raises NotSent or MaybeSent."""
+    smtp = await _prepare(account, password, sender, recipients)
+    try:
+        response = await smtp.data(raw)
+    except aiosmtplib.SMTPResponseException as exc:
+        smtp.close()
+        raise NotSent(f"the SMTP server refused the message: {exc.code} {exc.message}") from None
+    except (aiosmtplib.SMTPException, OSError) as exc:
+        smtp.close()
+        raise MaybeSent(f"{type(exc).__name__}: {exc}") from None
+    try:
+        await smtp.quit()
+    except (aiosmtplib.SMTPException, OSError):
+        smtp.close()  # accepted already; a failed QUIT changes nothing
+    return f"{response.code} {response.message}"

@@ -1,0 +1,147 @@
+"""start_shell and monitor_shell: long commands in the background (SPEC §6)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import anyio
+from pydantic import BaseModel, ConfigDict, Field
+
+from wakeful.channels.shell.manager import ShellTaskManager
+from wakeful.channels.shell.monitor import Pattern, PatternError
+from wakeful.handlers.base import ToolContext, ToolOutput
+from wakeful.handlers.shell import dangerous_reason
+
+
+class StartShell:
+    name = "start_shell"
+    description = (
+        "Start a shell command (/bin/sh -c) in the background, in the workspace; returns a "
+        "task id at once; a shell.exited event arrives when it finishes (exit status, "
+        "duration, the first and last lines of its output and the file holding all of it); "
+        "use monitor_shell to be told about output lines. Use it for commands that take "
+        "longer than a minute or so (long builds, test suites, downloads, batch jobs) or "
+        "that should run side by side; use shell_exec for quick ones. patterns (optional) "
+        "are texts: each output line containing one raises a shell.output event "
+        "(rate-limited). task_status(task_id) shows its state, runtime, last lines and "
+        "progress (the last percentage it printed); cancel_task(task_id) stops its whole "
+        "process group. It cannot be interactive (stdin is empty). Obviously destructive "
+        "commands are refused. "
+        'Example: {"command": "make -j4 all", "patterns": ["error:"]}'
+    )
+
+    class Args(BaseModel):
+        model_config = ConfigDict(strict=True, extra="forbid")
+
+        command: str = Field(min_length=1, description="the shell command line")
+        cwd: str | None = Field(
+            default=None, description="directory to run in, relative to the workspace"
+        )
+        patterns: list[str] = Field(
+            default_factory=list,
+            description="texts that, when an output line contains one, raise a shell.output event",
+        )
+
+    parameters: dict[str, Any] = Args.model_json_schema()
+    read_only = False
+    timeout_s: float | None = 30.0
+
+    def __init__(self, manager: ShellTaskManager) -> None:
+        self._manager = manager
+
+    async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
+        a = self.Args.model_validate(args)
+        reason = dangerous_reason(a.command)
+        if reason is not None:
+            return ToolOutput(
+                f"refused: this command looks like {reason}, which start_shell never runs. "
+                "If something like it is really needed, explain why to the user with "
+                "reply_to_user and let them run it.",
+                is_error=True,
+            )
+        cwd = ctx.workspace / a.cwd if a.cwd else ctx.workspace
+        if not await anyio.Path(cwd).is_dir():
+            return ToolOutput(
+                f"cwd {a.cwd!r} is not a directory (resolved to {cwd}); pass a directory "
+                "relative to the workspace, or omit cwd to run in the workspace itself.",
+                is_error=True,
+            )
+        try:
+            patterns = [Pattern.make(p, regex=False) for p in a.patterns]
+        except PatternError as exc:
+            return ToolOutput(f"invalid pattern: {exc}", is_error=True)
+        task = await self._manager.start(ctx.session, a.command, cwd, patterns)
+        info = {
+            "task_id": task.task_id,
+            "state": "running",
+            "output_file": task.record.output_file,
+            "monitored_patterns": task.patterns.describe(),
+        }
+        return ToolOutput(
+            f"started {task.task_id} in the background; a shell.exited event will arrive when "
+            f"it finishes.\n{_dump(info)}",
+            data=info,
+        )
+
+
+class MonitorShell:
+    name = "monitor_shell"
+    description = (
+        "Watch the output of a background task started with start_shell: from now on, each "
+        "output line that contains one of the patterns (or, with regex=true, matches one as "
+        "a Python regular expression) raises a shell.output event with the line and its "
+        "number, so you need not poll. Patterns add to those already set. Lines printed "
+        "before the call are not searched (read the task's output file for those). A chatty "
+        "command cannot flood you: at most {limit} such events per {window:g} s per task; "
+        "matches beyond that are counted and the count is reported, never dropped silently. "
+        'Example: {{"task_id": "shell-1a2b3c4d", "patterns": ["ERROR", "epoch \\\\d+ done"], '
+        '"regex": true}}'
+    )
+
+    class Args(BaseModel):
+        model_config = ConfigDict(strict=True, extra="forbid")
+
+        task_id: str = Field(min_length=1, description="the id start_shell returned")
+        patterns: list[str] = Field(min_length=1, description="texts or regular expressions")
+        regex: bool = Field(default=False, description="true: patterns are regular expressions")
+
+    parameters: dict[str, Any] = Args.model_json_schema()
+    read_only = False
+    timeout_s: float | None = 10.0
+
+    def __init__(self, manager: ShellTaskManager) -> None:
+        self._manager = manager
+        options = manager.options
+        # Per instance: the figures come from config, fixed for the daemon's life.
+        self.description = MonitorShell.description.format(
+            limit=options.events_per_window, window=options.window_s
+        )
+
+    async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
+        a = self.Args.model_validate(args)
+        task = self._manager.get(ctx.session, a.task_id)
+        if task is None:
+            known = [t.task_id for t in self._manager.tasks_of(ctx.session)]
+            listing = ", ".join(known) or "(none - start one with start_shell)"
+            return ToolOutput(
+                f"unknown shell task {a.task_id!r}; this session's shell tasks are: {listing}",
+                is_error=True,
+            )
+        if not task.running:
+            return ToolOutput(
+                f"{a.task_id} has already ended ({task.record.state}); nothing more will be "
+                f"printed. Its output is in {task.record.output_file} (read it with read_file).",
+                is_error=True,
+            )
+        try:
+            new = [Pattern.make(p, regex=a.regex) for p in a.patterns]
+            patterns = task.patterns.add(new)
+        except PatternError as exc:
+            return ToolOutput(f"invalid pattern: {exc}", is_error=True)
+        info = {"task_id": task.task_id, "monitored_patterns": [p.describe() for p in patterns]}
+        return ToolOutput(f"monitoring {task.task_id}:\n{_dump(info)}", data=info)
+
+
+def _dump(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, indent=2, ensure_ascii=False)

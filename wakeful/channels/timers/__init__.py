@@ -1,0 +1,10 @@
+"""Persistent timers (SPEC §3, §6): APScheduler 3 on the daemon's loop and database.
+
+A due timer only enqueues a ``timer.trigger`` event with the id
+``timer:<job id>:<scheduled time>`` through the dispatcher; see ``firing``
+for the misfire policy and ``jobstore`` for how runs survive a crash.
+"""
+
+from wakeful.channels.timers.component import timers_component
+
+__all__ = ["timers_component"]

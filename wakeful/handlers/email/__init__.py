@@ -1,0 +1,1 @@
+"""The email tools: read, search, move, archive, flag, draft and send."""
