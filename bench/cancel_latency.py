@@ -96,17 +96,14 @@ async def tool_iteration(h: Harness, server: ModelServer, i: int) -> dict[str, f
     return {"202": accepted - sent, "again": again - sent, "gone": gone_at[0] - sent}
 
 
-async def httpx_abort_baseline(server: ModelServer, i: int) -> float:
+async def httpx_abort_baseline(client: httpx.AsyncClient, server: ModelServer, i: int) -> float:
     body = {
         "model": "fake-model",
         "stream": True,
         "messages": [{"role": "user", "content": f"write an essay (baseline {i})"}],
     }
     start = await server.count()
-    async with (
-        httpx.AsyncClient(base_url=server.base_url) as client,
-        client.stream("POST", "/chat/completions", json=body) as response,
-    ):
+    async with client.stream("POST", f"{server.base_url}/chat/completions", json=body) as response:
         async for _chunk in response.aiter_bytes():
             break
         closed = time.monotonic()
@@ -138,13 +135,14 @@ async def main(n: int, in_process: bool) -> None:
         async with (
             model_server("bench.responders:cancel", in_process=in_process) as server,
             harness(daemon_settings(Path(tmp), server.base_url)) as h,
+            httpx.AsyncClient() as client,  # one client: creating one costs an SSL context
         ):
             for i in range(n):
                 add("stream: ", await stream_iteration(h, server, i))
                 await server.await_quiet()
                 add("tool: ", await tool_iteration(h, server, i))
                 await server.await_quiet()
-                add("baseline: ", {"httpx close": await httpx_abort_baseline(server, i)})
+                add("baseline: ", {"httpx close": await httpx_abort_baseline(client, server, i)})
                 add("baseline: ", {"killpg": await anyio.to_thread.run_sync(killpg_baseline)})
             # Report before the daemon shuts down, so a teardown error cannot hide figures.
             report(n, in_process, samples, await server.violations())

@@ -104,7 +104,9 @@ async def main(n: int, sync: str) -> None:
 
 
 def report(rows: list[list[str]], raw: list[float], stored: int, sent: int, sync: str) -> None:
-    print(f"webhook ingest: signed (Standard Webhooks), synchronous={sync.upper()}, 202 after commit")
+    print(
+        f"webhook ingest: signed (Standard Webhooks), synchronous={sync.upper()}, 202 after commit"
+    )
     print_table([*LATENCY_HEADER, "req/s", "non-202"], rows)
     print(f"events stored: {stored} of {sent} sent")
     print(

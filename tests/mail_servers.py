@@ -29,7 +29,12 @@ from pysasl.hashing import BuiltinHash
 
 USER = "alice@example.test"
 PASSWORD = "mail-secret-42"
-_START = "from pymap.main import main; main()"
+# pymap hashes passwords with 500 000 PBKDF2 rounds (~0.5 s a login); tests log in often.
+_START = (
+    "import pymap.config, pysasl.hashing; "
+    "pymap.config.BuiltinHash = lambda: pysasl.hashing.BuiltinHash(rounds=1000); "
+    "from pymap.main import main; main()"
+)
 
 
 def free_port() -> int:

@@ -49,6 +49,8 @@ def _exercise(daemon: DaemonProcess, model_server: FakeModelServer) -> None:
         assert client.get("/readyz").status_code == 200
     daemon.wait_for_log('"outcome": "ok"', count=3)
     assert daemon.proc is not None
+    text = daemon.config.read_text().replace('log_level = "info"', 'log_level = "debug"')
+    daemon.config.write_text(text.replace("bind = ", 'bind = "127.0.0.1:1" #'))
     daemon.proc.send_signal(signal.SIGHUP)
     daemon.wait_for_log("configuration reloaded")
 
@@ -69,6 +71,9 @@ def test_log_lines_are_json_with_context_and_no_secrets(
     routed = [r for r in records if r["event"] == "event routed"]
     assert len(routed) == 2 and {r["session"] for r in routed} == {"main", "ci"}
     assert all(r["event_id"] and r["kind"] and r["strategy"] and r["reason"] for r in routed)
+    reload = next(r for r in records if r["event"] == "configuration reloaded")
+    assert reload["applied"] == ["daemon.log_level"]
+    assert reload["needs_restart"] == ["server.bind"]
     calls = [r for r in records if r["event"] == "model call"]
     assert len(calls) == 3
     for call in calls:

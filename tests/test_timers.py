@@ -60,6 +60,11 @@ def stored_job_ids(data_dir: Path) -> list[str]:
         return [row[0] for row in conn.execute("SELECT id FROM timer_jobs ORDER BY id")]
 
 
+def stored_kinds(data_dir: Path) -> list[str]:
+    with sqlite3.connect(data_dir / "wakeful.db") as conn:
+        return [row[0] for row in conn.execute("SELECT kind FROM events ORDER BY seq")]
+
+
 async def timer_events(h: Harness, kind: str = "timer.trigger") -> list[dict[str, Any]]:
     return [e for e in await h.daemon.event_log(None, limit=1000) if e["kind"] == kind]
 
@@ -111,10 +116,11 @@ async def test_one_shot_across_restart_fires_exactly_once(
 ) -> None:
     """A timer set before a stop fires once after the restart, and never again later."""
     settings = settings_for(tmp_path, model_server)
-    due = datetime.now(UTC) + timedelta(seconds=1.0)
+    due = datetime.now(UTC) + timedelta(seconds=2)  # after the first daemon has stopped
     async with harness(settings) as h:
         out = await call_tool(h, "set_timer", {"at": due.isoformat(), "message": "once"})
         assert not out.is_error, out.text
+    assert stored_kinds(tmp_path).count("timer.trigger") == 0  # it did not fire before the stop
     await wait_until(due)
     async with harness(settings) as h:
         await wait_for_event(h, "timer.trigger")
@@ -199,10 +205,11 @@ async def test_run_missed_beyond_grace_is_recorded_as_missed(
 ) -> None:
     """A one-shot that fell due longer ago than the grace window becomes a missed-run alert."""
     settings = settings_for(tmp_path, model_server, grace_s=0.2)
-    due = datetime.now(UTC) + timedelta(seconds=0.5)
+    due = datetime.now(UTC) + timedelta(seconds=2)  # after the first daemon has stopped
     async with harness(settings) as h:
         await call_tool(h, "set_timer", {"at": due.isoformat(), "message": "too late"})
-    await wait_until(due + timedelta(seconds=0.5))
+    assert stored_kinds(tmp_path).count("timer.trigger") == 0  # it did not fire before the stop
+    await wait_until(due + timedelta(seconds=0.4))
     async with harness(settings) as h:
         alert = await wait_for_event(h, "system.alert")
         assert await timer_events(h) == []

@@ -149,7 +149,7 @@ def test_missing_secret_sources_name_the_key(tmp_path: Path) -> None:
         resolve_secrets(HookConfig(name="h", secret_file=tmp_path / "absent"))
     with pytest.raises(ConfigError, match="no secret configured"):
         resolve_secrets(HookConfig(name="h"))
-    with pytest.raises(ConfigError, match="hooks 'h' secret .*base64"):
+    with pytest.raises(ConfigError, match=r"hooks .h. secret .*base64"):
         build_hook(HookConfig(name="h", auth="standard", secret="plain words"))
 
 
@@ -179,7 +179,9 @@ def test_template_renders_paths_indices_missing_and_braces() -> None:
         "repository": {"full_name": "o/r"},
         "commits": [{"id": 7}],
     }
-    text = render_template("{action} on {repository.full_name} #{commits.0.id} {{x}} {nope}", payload)
+    text = render_template(
+        "{action} on {repository.full_name} #{commits.0.id} {{x}} {nope}", payload
+    )
     assert text == "opened on o/r #7 {x} (missing)"
 
 

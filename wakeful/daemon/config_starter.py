@@ -64,8 +64,15 @@ retain_days = 7                         # then records and output files of ended
 # [[hooks]]
 # name = "github"
 # auth = "github"                       # "standard" | "github" | "bearer"
-# secret_file = "/etc/wakeful/github-secret"
+# secret_file = "/etc/wakeful/github-secret"  # one secret per line; all are accepted
+# secret_env = ["GITHUB_WEBHOOK_SECRET"]    # and/or secrets = ["..."] (rotation)
 # session = "main"
+# preset = "github"                     # one-line summaries of push, PRs, issues, CI
+# template = "{action} on {repository.full_name}"   # instead of a preset
+# priority = "normal"                   # "low" | "normal" | "high" | "urgent"
+# max_body_bytes = 1048576
+# events = ["push", "pull_request"]     # only these event types (else 202 filtered)
+# filters = [{field = "action", one_of = ["opened", "closed"]}]
 
 # Mail accounts: IMAP IDLE in, SMTP out.
 # [[email.accounts]]

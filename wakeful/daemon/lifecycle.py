@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 import structlog
+from pydantic import BaseModel
 
 from wakeful.daemon.config import ConfigError, Settings, load_settings
 from wakeful.daemon.logging import configure_logging
@@ -141,7 +142,7 @@ def _flat(settings: Settings) -> dict[str, Any]:
     flat: dict[str, Any] = {}
     for section in type(settings).model_fields:
         value = getattr(settings, section)
-        if hasattr(value, "model_fields"):
+        if isinstance(value, BaseModel):
             for key in type(value).model_fields:
                 flat[f"{section}.{key}"] = _comparable(getattr(value, key))
         else:

@@ -10,16 +10,11 @@ from __future__ import annotations
 import time
 import uuid
 from dataclasses import dataclass, field
-from typing import cast
 from urllib.parse import urlsplit, urlunsplit
 
 import anyio
 import openai
-from openai.types.chat import (
-    ChatCompletionChunk,
-    ChatCompletionMessageParam,
-    ChatCompletionToolUnionParam,
-)
+from openai.types.chat import ChatCompletion, ChatCompletionChunk
 from openai.types.chat.chat_completion_chunk import ChoiceDelta
 from openai.types.completion_usage import CompletionUsage
 
@@ -191,13 +186,27 @@ class OpenAIProvider:
         return accumulator.response(model, time.monotonic() - started)
 
     async def _open(self, request: ModelRequest) -> openai.AsyncStream[ChatCompletionChunk]:
-        return await self._client.chat.completions.create(
-            model=request.model or self._model,
-            messages=cast("list[ChatCompletionMessageParam]", request.messages),
-            tools=cast("list[ChatCompletionToolUnionParam]", request.tools or openai.omit),
-            max_tokens=request.max_tokens if request.max_tokens is not None else openai.omit,
+        # `chat.completions.create` walks the whole body through the SDK's
+        # TypedDict transform (tens of ms for a long trajectory, against well
+        # under 1 ms for json.dumps). Our messages and tools are plain JSON
+        # already, so post the body as it is, with the same auth and stream type.
+        body: dict[str, object] = {
+            "model": request.model or self._model,
+            "messages": request.messages,
+            "stream": True,
+            "stream_options": {"include_usage": True},
+        }
+        if request.tools:
+            body["tools"] = request.tools
+        if request.max_tokens is not None:
+            body["max_tokens"] = request.max_tokens
+        return await self._client.post(
+            "/chat/completions",
+            body=body,
+            cast_to=ChatCompletion,
+            options={"security": {"bearer_auth": True}},
             stream=True,
-            stream_options={"include_usage": True},
+            stream_cls=openai.AsyncStream[ChatCompletionChunk],
         )
 
     def _translate(self, exc: openai.APIError) -> ProviderError:

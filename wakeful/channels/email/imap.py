@@ -10,6 +10,7 @@ re-issue interval.
 from __future__ import annotations
 
 import contextlib
+import select
 import socket
 import ssl
 import threading
@@ -17,6 +18,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 import anyio
+import anyio.lowlevel
 from imapclient import IMAPClient
 from imapclient.exceptions import LoginError
 
@@ -122,17 +124,19 @@ class ImapConnection:
         return result
 
     def wait_for_change(self, timeout_s: float) -> bool:
-        """IDLE until the mailbox changes (True) or ``timeout_s`` passes (False)."""
+        """IDLE until the server says something (True) or ``timeout_s`` passes (False).
+
+        The wait is one ``select`` on the socket; the responses are read by
+        ``idle_done`` in blocking mode, because ``idle_check`` fails on a response
+        split across TCP segments ("unterminated line").
+        """
         client = self.client
         client.idle()
-        try:
-            responses = client.idle_check(timeout=timeout_s)
-        finally:
-            if not self._interrupted.is_set():
-                client.idle_done()
+        readable, _, _ = select.select([client.socket()], [], [], timeout_s)
         if self._interrupted.is_set():
             raise Interrupted()
-        return any(_is_change(r) for r in responses)
+        _, responses = client.idle_done()
+        return bool(readable) or any(_is_change(r) for r in responses)
 
     def noop(self) -> None:
         self.client.noop()
@@ -161,14 +165,21 @@ async def in_thread(conn: ImapConnection, work: Callable[[], T]) -> T:
             if not finished:
                 conn.interrupt()
 
+    error: Exception | None = None
     async with anyio.create_task_group() as group:
         group.start_soon(interrupt_on_cancel)
         try:
             # Not abandoned on cancel: the thread ends promptly once its socket is shut.
             result = await anyio.to_thread.run_sync(work)
+        except Exception as exc:  # raised below, not wrapped in an ExceptionGroup
+            error = exc
         finally:
             finished = True
             group.cancel_scope.cancel()
+    if error is not None:
+        # An error caused by our own interrupt must surface as the cancellation it is.
+        await anyio.lowlevel.checkpoint_if_cancelled()
+        raise error
     return result
 
 

@@ -22,7 +22,7 @@ from wakeful.channels.email.imap import AuthFailed, ImapConnection, in_thread
 from wakeful.channels.email.inbound import build_event, email_id, skip_reason
 from wakeful.channels.email.message import parse_email
 from wakeful.daemon.config import EmailAccountConfig
-from wakeful.daemon.facade import SubmitResult
+from wakeful.daemon.facade import DaemonUnavailable, SubmitResult
 from wakeful.events import Event
 
 log = structlog.get_logger(__name__)
@@ -78,7 +78,10 @@ class MailboxWatcher:
         alert = self.health.failed(error, auth=auth)
         self._on_health(self.health)
         if alert is not None:
-            await self._submit(alert)
+            try:
+                await self._submit(alert)
+            except DaemonUnavailable:  # stopping: the outage is still in /api/status
+                log.warning("mailbox alert not delivered", account=self.account.name)
 
     async def _session(self, conn: ImapConnection) -> None:
         await in_thread(conn, conn.connect)

@@ -38,7 +38,9 @@ class QuietServer(uvicorn.Server):
 def bind_socket(host: str, port: int) -> socket.socket:
     """Bind before serving so a port in use fails at start-up with a clear error."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
+    # IPPROTO_TCP explicitly: asyncio sets TCP_NODELAY only on sockets whose proto says
+    # TCP, and accepted sockets inherit it; with proto 0, Nagle + delayed ACK add ~40 ms.
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
         sock.bind((host, port))
