@@ -129,8 +129,8 @@ def fill(data_dir: Path, events: int, sessions: int, *, crashed: bool) -> None:
             message_rows.append((session, json.dumps({"role": "user", "content": f"m{n}"})))
     if crashed:
         for s in range(sessions):
-            call = {"id": f"call_{s}", "type": "function"}
-            call["function"] = {"name": "shell_exec", "arguments": '{"command": "sleep 1"}'}
+            function = {"name": "shell_exec", "arguments": '{"command": "sleep 1"}'}
+            call = {"id": f"call_{s}", "type": "function", "function": function}
             message_rows.append((f"s{s}", json.dumps({"role": "user", "content": "go"})))
             message_rows.append(
                 (f"s{s}", json.dumps({"role": "assistant", "content": "", "tool_calls": [call]}))

@@ -29,7 +29,7 @@ class StopOutcome:
     stop_s: float  # SIGTERM → exit
     messages: list[dict[str, Any]]
     statuses: dict[str, str]  # event id → status
-    refused: httpx.Response  # a message posted while draining
+    refused: httpx.Response | None  # a message posted while draining (None: already gone)
     log_tail: list[str]  # for the failure message
 
 
@@ -78,13 +78,16 @@ def run_stop_cycle(data_dir: Path, server: FakeModelServer, during: str) -> Stop
     return StopOutcome(code, stop_s, messages, statuses, refused, log_tail)
 
 
-def _post_until_refused(url: str, timeout_s: float = 5.0) -> httpx.Response:
-    """SIGTERM is asynchronous: post until the daemon says it is stopping."""
+def _post_until_refused(url: str, timeout_s: float = 5.0) -> httpx.Response | None:
+    """SIGTERM is asynchronous: post until the daemon says it is stopping (or is gone)."""
     headers = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
     deadline = time.monotonic() + timeout_s
     with httpx.Client(base_url=url, headers=headers, timeout=5) as client:
         while True:
-            response = client.post("/api/messages", json={"text": "late"})
+            try:
+                response = client.post("/api/messages", json={"text": "late"})
+            except httpx.TransportError:
+                return None  # it stopped before we caught it draining
             if response.status_code != 202 or time.monotonic() > deadline:
                 return response
             time.sleep(0.01)  # no event tells us when the signal was handled

@@ -96,7 +96,8 @@ class Senders:
 
 def respond(body: dict[str, Any]) -> Reply:
     """Mostly short replies, sometimes a short shell command, always slow enough to hit."""
-    if random.random() < 0.3 and body["messages"][-2].get("role") != "tool":
+    messages = body.get("messages") or [{}, {}]
+    if random.random() < 0.3 and messages[-2].get("role") != "tool":
         return Reply(tool_calls=[ToolCallSpec("shell_exec", {"command": "sleep 0.3; echo ok"})])
     return Reply(text="noted " * 8, token_delay_s=0.02)
 
@@ -165,10 +166,13 @@ def soak(kills: int, seconds: float, data_dir: Path) -> int:
                 print(f"{done} kills, {len(senders.accepted)} events accepted", flush=True)
         senders.stop()
         final_drain(config, port)
-        violations = list(server.violations)
+        # A request cut off mid-upload by the SIGKILL reaches the server truncated.
+        truncated = {f"request {r.index}:" for r in server.requests if "unparsable" in r.body}
+        violations = [v for v in server.violations if not v.startswith(tuple(truncated))]
     problems = check(data_dir, senders.accepted)
     problems += [f"the model was sent an invalid request: {v}" for v in violations[:5]]
     print(f"kills: {done}; posts: {senders.attempts}; accepted (2xx): {len(senders.accepted)}")
+    print(f"model requests cut off mid-upload by a kill (not checked): {len(truncated)}")
     for problem in problems:
         print("PROBLEM:", problem)
     print("result:", "OK" if not problems else "FAILED")

@@ -18,8 +18,9 @@ def _short_stop_bound(monkeypatch: pytest.MonkeyPatch) -> None:
 def _check_common(outcome: StopOutcome) -> None:
     assert outcome.exit_code == 0, "\n".join(outcome.log_tail)
     assert outcome.stop_s < STOP_TIMEOUT_S + EXIT_MARGIN_S
-    assert outcome.refused.status_code == 503
-    assert int(outcome.refused.headers["retry-after"]) > 0
+    if outcome.refused is not None:  # a quick stop may be over before we post
+        assert outcome.refused.status_code == 503
+        assert int(outcome.refused.headers["retry-after"]) > 0
     # Nothing was lost: the queued message (and any accepted late one) waits for the restart.
     waiting = {i: s for i, s in outcome.statuses.items() if s != "consumed"}
     assert waiting and set(waiting.values()) == {"pending"}
@@ -32,6 +33,7 @@ def test_sigterm_during_stream(tmp_path: Path, model_server: FakeModelServer) ->
     _check_common(outcome)
     assert [m["role"] for m in outcome.messages] == ["user"]
     assert outcome.stop_s >= STOP_TIMEOUT_S  # it waited for a safe point first
+    assert outcome.refused is not None  # and refused new events meanwhile
 
 
 def test_sigterm_during_tool(tmp_path: Path, model_server: FakeModelServer) -> None:

@@ -222,7 +222,8 @@ class ShellTaskManager:
         was = {"command": task.record.command, "runtime_s": round(task.runtime_s(), 1)}
         was |= {"progress": task.progress(), "last_lines": task.last_lines()}
         task.stop = Stop.CANCEL
-        await stop_group(task.record.pgid or 0, self.options.grace_s)
+        if task.record.pgid is not None:  # always set once started; never signal group 0
+            await stop_group(task.record.pgid, self.options.grace_s)
         with anyio.move_on_after(self._stop_budget()):
             await task.done.wait()
         return {

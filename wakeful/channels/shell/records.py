@@ -121,7 +121,9 @@ def still_ours(record: TaskRecord) -> bool:
     the kernel does not reuse its id as a pid; so the id is the task's unless
     a new process now holds the leader's pid (a different start time).
     """
-    if record.pgid is None or not record.boot_id or record.boot_id != boot_id():
+    if record.pgid is None or record.pgid <= 1 or record.pgid == os.getpgrp():
+        return False  # a damaged record must never make us signal init or ourselves
+    if not record.boot_id or record.boot_id != boot_id():
         return False
     ticks = start_ticks(record.pgid)
     return ticks is None or ticks == record.leader_start_ticks

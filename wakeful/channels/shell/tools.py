@@ -69,9 +69,9 @@ class StartShell:
             )
         try:
             patterns = [Pattern.make(p, regex=False) for p in a.patterns]
+            task = await self._manager.start(ctx.session, a.command, cwd, patterns)
         except PatternError as exc:
-            return ToolOutput(f"invalid pattern: {exc}", is_error=True)
-        task = await self._manager.start(ctx.session, a.command, cwd, patterns)
+            return ToolOutput(f"invalid pattern: {exc}; nothing was started", is_error=True)
         info = {
             "task_id": task.task_id,
             "state": "running",
