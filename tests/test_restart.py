@@ -100,3 +100,39 @@ def _wait_for_pgid(marker: str, timeout_s: float = 10.0) -> int:
 
 
 pytestmark = pytest.mark.filterwarnings("ignore::ResourceWarning")
+
+
+def test_promised_result_lost_to_a_kill_is_reported(
+    tmp_path: Path, model_server: FakeModelServer
+) -> None:
+    """A placeholder's promised late result that a SIGKILL prevented arrives as "lost"."""
+    port = free_port()
+    marker = f"wakeful-promise-{uuid.uuid4().hex}"
+    config = write_config(tmp_path, model_server.base_url, port)
+    command = f"sleep 600; echo {marker}"
+    model_server.push(
+        Reply(tool_calls=[ToolCallSpec("shell_exec", {"command": command})]),
+        Reply(text="Understood, the job keeps running."),
+    )
+    pgid = None
+    try:
+        with DaemonProcess(config, port) as daemon:
+            daemon.send("run the job")
+            pgid = _wait_for_pgid(marker)
+            daemon.send("wait, I was wrong about the input")
+            daemon.wait_for_log('"outcome": "ok"', count=2)
+            daemon.kill()
+        model_server.push(Reply(text="The job was lost in a crash; I will verify and rerun."))
+        with DaemonProcess(config, port) as daemon:
+            daemon.wait_for_log('"outcome": "ok"')
+            messages = daemon.trajectory()
+            assert daemon.stop() == 0
+    finally:
+        if pgid is not None:
+            os.killpg(pgid, signal.SIGKILL)
+    call_id = messages[1]["tool_calls"][0]["id"]
+    assert "will arrive later" in messages[2]["content"]
+    late = [m for m in messages if "Late result from shell_exec" in str(m.get("content"))]
+    assert len(late) == 1
+    assert call_id in late[0]["content"] and "lost: the daemon was killed" in late[0]["content"]
+    validate_both(messages)

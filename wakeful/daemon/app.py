@@ -25,7 +25,7 @@ from wakeful.daemon.http.app import create_app
 from wakeful.daemon.http.observability import observability_routes
 from wakeful.daemon.http.serve import QuietServer, bind_socket, serve_http
 from wakeful.daemon.http.sse import StreamRegistry
-from wakeful.daemon.lifecycle import serve_until_signalled
+from wakeful.daemon.lifecycle import exit_now, serve_until_signalled
 from wakeful.daemon.logging import add_secrets, configure_logging
 from wakeful.daemon.loop.limits import LoopLimits
 from wakeful.daemon.loop.session_loop import LoopDeps
@@ -120,6 +120,9 @@ async def _start(
     async def submit(event: Event) -> SubmitResult:
         return await dispatcher_box[0].submit(event)
 
+    async def submit_internal(event: Event) -> SubmitResult:
+        return await dispatcher_box[0].submit(event, internal=True)
+
     tools = default_registry(
         default_timeout_s=settings.loop.tool_timeout_s, shell_grace_s=settings.loop.stop_grace_s
     )
@@ -133,7 +136,7 @@ async def _start(
         system_prompt=settings.daemon.system_prompt,
         workspace=workspace,
         output_dir=output_dir,
-        submit=submit,
+        submit=submit_internal,
         task_views=services.task_views,  # the same list: components append to it
     )
     sessions = Sessions(deps, group)
@@ -186,11 +189,14 @@ async def _stop(running: RunningDaemon, server: QuietServer, group: anyio.abc.Ta
     group.cancel_scope.cancel()
 
 
-def run_daemon(settings: Settings, config_path: Path | None = None) -> int:
+def run_daemon(
+    settings: Settings, config_path: Path | None = None, *, exit_process: bool = False
+) -> int:
     """``wakeful run``: serve until SIGTERM or SIGINT, then stop cleanly.
 
     The systemd side (READY, watchdog, draining, SIGHUP) is in
     :mod:`wakeful.daemon.lifecycle`; ``config_path`` is what SIGHUP re-reads.
+    ``exit_process`` (the CLI) ends the process as soon as everything is closed.
     """
     configure_logging(settings.daemon.log_level, secrets=settings.secret_values())
     try:
@@ -198,4 +204,6 @@ def run_daemon(settings: Settings, config_path: Path | None = None) -> int:
     except OSError as exc:
         log.error("cannot start", error=str(exc))
         return 1
+    if exit_process:
+        exit_now(0)
     return 0

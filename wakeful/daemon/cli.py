@@ -80,7 +80,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     # Imported here so the CLI works (init, send, status) without the daemon's deps.
     from wakeful.daemon.app import run_daemon
 
-    return run_daemon(settings, config_path=path)  # the path: SIGHUP re-reads it
+    return run_daemon(settings, config_path=path, exit_process=True)  # SIGHUP re-reads path
 
 
 def cmd_init(args: argparse.Namespace) -> int:

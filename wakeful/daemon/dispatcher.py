@@ -45,14 +45,16 @@ class Dispatcher:
         self.accepted = 0
         self.duplicates = 0
 
-    async def submit(self, event: Event) -> SubmitResult:
+    async def submit(self, event: Event, *, internal: bool = False) -> SubmitResult:
+        """``internal``: the daemon's own follow-up to work it already accepted
+        (a late tool result); it is still taken while the daemon stops."""
         # Every line logged while this event is handled (here, in the classifier
         # task it starts) names it.
         with bound_contextvars(event_id=event.id, session=event.session):
-            return await self._submit(event)
+            return await self._submit(event, internal)
 
-    async def _submit(self, event: Event) -> SubmitResult:
-        if self.stopping:
+    async def _submit(self, event: Event, internal: bool) -> SubmitResult:
+        if self.stopping and not internal:
             raise DaemonUnavailable("the daemon is stopping; retry shortly", retry_after_s=5)
         loop = self._sessions.get(event.session)
         decision = self._router.decide_fast(event, busy=loop.busy)

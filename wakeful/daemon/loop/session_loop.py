@@ -24,6 +24,7 @@ from structlog.contextvars import bind_contextvars, bound_contextvars, unbind_co
 
 from wakeful.daemon import metrics
 from wakeful.daemon.feed import Feed
+from wakeful.daemon.loop.late_results import late_result_event, lost_result_text, unpaid_promises
 from wakeful.daemon.loop.limits import LoopLimits, Run
 from wakeful.daemon.loop.status_bar import render_status_bar
 from wakeful.daemon.loop.task_views import CombinedTaskView, SessionTaskViews
@@ -40,6 +41,9 @@ from wakeful.llm.base import ModelProvider, ModelRequest, ModelResponse, Provide
 from wakeful.llm.null_provider import HOW_TO_CONFIGURE
 
 log = structlog.get_logger(__name__)
+
+# How far back a restart looks for placeholders whose promised result never came.
+LATE_PROMISE_LOOKBACK = 500
 
 
 class ToolCatalog(ToolExecutor, Protocol):
@@ -126,6 +130,7 @@ class SessionLoop:
         with bound_contextvars(session=self.session):
             repaired = await self.writer.repair_after_restart()
             metrics.PLACEHOLDERS.inc(len(repaired.placeholders), session=self.session)
+            await self._settle_unpaid_promises()
             self._wakeup.set()  # events or a reply may be owed from before a restart
             while True:
                 await self._wakeup.wait()
@@ -325,25 +330,23 @@ class SessionLoop:
     async def _report_late_result(self, task: ToolTask) -> None:
         """A call answered by a placeholder finished: its outcome becomes an event."""
         text = task.output.text if task.output else "(no output)"
-        event = Event.parse(
-            {
-                "id": f"tool:{self.session}:{task.call.id}",
-                "kind": "tool.result",
-                "source": {"type": "system", "principal": "wakeful", "trusted": True},
-                "channel": f"tool:{task.call.name}",
-                "content": {"text": f"{task.state.value} after {task.elapsed_s():.1f} s. {text}"},
-                "context": {
-                    "related_call_id": task.call.id,
-                    "related_task_id": task.task_id,
-                    "tool_name": task.call.name,
-                },
-                "session": self.session,
-            }
+        summary = f"{task.state.value} after {task.elapsed_s():.1f} s. {text}"
+        await self._submit_quietly(
+            late_result_event(self.session, task.call.id, task.call.name, summary)
         )
+
+    async def _settle_unpaid_promises(self) -> None:
+        """After a kill, a promised result may never come; say so (deduplicated)."""
+        messages = await self.writer.messages()
+        for call_id, tool in unpaid_promises(messages[-LATE_PROMISE_LOOKBACK:]):
+            event = late_result_event(self.session, call_id, tool, lost_result_text(tool))
+            await self._submit_quietly(event)
+
+    async def _submit_quietly(self, event: Event) -> None:
         try:
             await self.deps.submit(event)
         except Exception:
-            log.exception("could not enqueue a late tool result", call_id=task.call.id)
+            log.exception("could not enqueue a late tool result", event_id=event.id)
 
     # -- helpers ------------------------------------------------------------------
 

@@ -44,7 +44,7 @@ class TaskState(StrEnum):
 class Claim(StrEnum):
     NONE = "none"
     LOOP = "loop"  # the result goes into the trajectory as the call's tool message
-    LATE = "late"  # a placeholder was written; the result becomes a tool.result event
+    LATE = "late"  # a placeholder promised it: the result becomes a tool.result event
 
 
 @dataclass
@@ -121,16 +121,33 @@ class ToolTaskManager:
         return [t for t in self._tasks.values() if t.state is TaskState.RUNNING]
 
     async def _run(self, task: ToolTask) -> None:
-        with task.scope:
-            task.output = await self._executor.execute(
-                task.call.name, task.call.arguments, self._make_context(task.call)
-            )
-            task.state = TaskState.DONE
+        try:
+            with task.scope:
+                task.output = await self._executor.execute(
+                    task.call.name, task.call.arguments, self._make_context(task.call)
+                )
+                task.state = TaskState.DONE
+        except anyio.get_cancelled_exc_class():
+            # Cancelled from outside: the daemon is stopping. A result promised by
+            # a placeholder must still arrive, so report it before going away.
+            self._finish(task, TaskState.CANCELLED, "the daemon stopped while it ran")
+            with anyio.CancelScope(shield=True):
+                await self._report_if_promised(task)
+            raise
         if task.scope.cancelled_caught:
-            task.state = TaskState.CANCELLED
+            self._finish(task, TaskState.CANCELLED, "it was cancelled")
+        else:
+            self._finish(task, task.state, None)
+        with anyio.CancelScope(shield=True):
+            await self._report_if_promised(task)
+
+    def _finish(self, task: ToolTask, state: TaskState, why_cancelled: str | None) -> None:
+        task.state = state
+        if why_cancelled is not None:
             task.output = ToolOutput(
-                f"{task.call.name} was cancelled after {task.elapsed_s():.1f} s and stopped; "
-                "it may have partially executed — verify its effects before retrying.",
+                f"{task.call.name} was stopped after {task.elapsed_s():.1f} s because "
+                f"{why_cancelled}; it may have partially executed — verify its effects "
+                "before retrying.",
                 is_error=True,
             )
         task.finished_at = time.monotonic()
@@ -138,9 +155,10 @@ class ToolTaskManager:
         failed = task.output is not None and task.output.is_error
         outcome = task.state.value if task.state is TaskState.CANCELLED or not failed else "error"
         metrics.TOOL_CALLS.inc(tool=task.call.name, outcome=outcome)
+
+    async def _report_if_promised(self, task: ToolTask) -> None:
         if task.claim is Claim.LATE:
-            with anyio.CancelScope(shield=True):
-                await self._late_results(task)
+            await self._late_results(task)
 
     # -- TaskView (task_status / cancel_task) ----------------------------------
 

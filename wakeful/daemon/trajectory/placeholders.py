@@ -10,6 +10,12 @@ call was rejected or failed; it says what is known and what to verify.
 from __future__ import annotations
 
 PLACEHOLDER_MARK = "[placeholder]"
+LATE_RESULT_PROMISE = "will arrive later as"
+
+
+def promises_late_result(text: str) -> bool:
+    """Does this tool message promise that the real result comes later as an event?"""
+    return text.startswith(PLACEHOLDER_MARK) and LATE_RESULT_PROMISE in text
 
 
 def task_id_for_call(call_id: str) -> str:
