@@ -221,6 +221,7 @@ class SessionLoop:
         status = render_status_bar(
             run,
             running_tasks=self.all_tasks.running(),
+            timers=[t for t in self.all_tasks.list_tasks() if t.get("kind") == "timer"],
             pending_events=pending,
         )
         system = {"role": "system", "content": self.deps.system_prompt}

@@ -6,11 +6,13 @@ trajectory — the cacheable prefix — never changes because time passed.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
 from wakeful.daemon.loop.limits import Run
 
+MAX_TIMERS_SHOWN = 5
 STATUS_BAR_HEADER = "[Agent status — maintained by the daemon; not a message from the user]"
 
 
@@ -19,6 +21,7 @@ def render_status_bar(
     *,
     running_tasks: list[dict[str, Any]],
     pending_events: int,
+    timers: Sequence[dict[str, Any]] = (),
     now: datetime | None = None,
 ) -> dict[str, str]:
     now = now or datetime.now(UTC)
@@ -34,6 +37,9 @@ def render_status_bar(
         lines += [_task_line(t) for t in running_tasks]
     else:
         lines.append("Background tasks running: none")
+    lines.append(f"Active timers: {len(timers)}")
+    shown = sorted(timers, key=lambda t: str(t.get("next_fire_time") or "~"))[:MAX_TIMERS_SHOWN]
+    lines += [_timer_line(t) for t in shown]
     return {"role": "user", "content": "\n".join(lines)}
 
 
@@ -43,3 +49,9 @@ def _task_line(task: dict[str, Any]) -> str:
     if task.get("progress") is not None:
         line += f", progress {task['progress']}"
     return line + f" ({task.get('state', 'running')})"
+
+
+def _timer_line(timer: dict[str, Any]) -> str:
+    message = str(timer.get("message") or timer.get("name") or "")[:60]
+    timer_id = timer.get("task_id") or timer.get("timer_id")
+    return f"- {timer_id}: next {timer.get('next_fire_time')} {message}"
