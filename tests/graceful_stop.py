@@ -19,7 +19,7 @@ from tests.test_restart import _wait_for_pgid
 from tests.test_scenarios import group_members
 from tests.trajectory_validator import validate_both
 
-STOP_TIMEOUT_S = 1.0  # [daemon] stop_timeout_s for these tests
+STOP_TIMEOUT_S = 2.0  # [daemon] stop_timeout_s for these tests
 EXIT_MARGIN_S = 3.0  # forced cleanup + teardown must fit in this on top of the bound
 
 
@@ -55,7 +55,8 @@ def run_stop_cycle(data_dir: Path, server: FakeModelServer, during: str) -> Stop
     elif during == "stream":
         server.push(Reply(text="PARTIAL " * 50, token_delay_s=0.02, hang=True))
     else:
-        server.push(Reply(text="whole " * 10, token_delay_s=0.03))
+        # Still streaming when SIGTERM lands, yet done well within the bound.
+        server.push(Reply(text="whole " * 10, first_token_delay_s=0.6, token_delay_s=0.02))
     pgid = None
     seen = len(server.requests)
     with DaemonProcess(config, port) as daemon:
