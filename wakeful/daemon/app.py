@@ -38,7 +38,6 @@ from wakeful.events import Event
 from wakeful.handlers.registry import default_registry
 from wakeful.llm.base import ModelProvider
 from wakeful.llm.null_provider import HOW_TO_CONFIGURE, NullProvider
-from wakeful.llm.openai_provider import OpenAIProvider
 
 log = structlog.get_logger(__name__)
 
@@ -57,6 +56,8 @@ class RunningDaemon:
 def make_provider(llm: LlmSection, api_key: str | None) -> ModelProvider:
     if not llm.model:
         return NullProvider()
+    from wakeful.llm.openai_provider import OpenAIProvider  # heavy: only when used
+
     return OpenAIProvider(
         base_url=llm.base_url,
         api_key=api_key,
@@ -144,7 +145,7 @@ async def _start(
     dispatcher_box.append(dispatcher)
     daemon = WakefulDaemon(store, dispatcher, sessions, feed, provider, services)
     reloadables: list[Reloadable] = []
-    for component in default_components():
+    for component in default_components(settings):
         entered = await stack.enter_async_context(component(services))
         if isinstance(entered, Reloadable):
             reloadables.append(entered)

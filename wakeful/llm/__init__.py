@@ -1,5 +1,7 @@
 """Model providers: one small interface, an OpenAI-compatible implementation, a null one."""
 
+from typing import TYPE_CHECKING, Any
+
 from wakeful.llm.base import (
     DeltaCallback,
     Message,
@@ -14,7 +16,19 @@ from wakeful.llm.base import (
     Usage,
 )
 from wakeful.llm.null_provider import HOW_TO_CONFIGURE, NullProvider
-from wakeful.llm.openai_provider import OpenAIProvider
+
+if TYPE_CHECKING:
+    from wakeful.llm.openai_provider import OpenAIProvider
+
+
+def __getattr__(name: str) -> Any:
+    # The openai SDK takes about half a second to import; a daemon with no
+    # model configured (the embedded default) never needs it.
+    if name == "OpenAIProvider":
+        from wakeful.llm.openai_provider import OpenAIProvider
+
+        return OpenAIProvider
+    raise AttributeError(f"module 'wakeful.llm' has no attribute {name!r}")
 
 __all__ = [
     "HOW_TO_CONFIGURE",
