@@ -201,10 +201,23 @@ def run_daemon(
     """
     configure_logging(settings.daemon.log_level, secrets=settings.secret_values())
     try:
-        anyio.run(serve_until_signalled, settings, config_path)
+        anyio.run(
+            serve_until_signalled,
+            settings,
+            config_path,
+            backend_options={"use_uvloop": _has_uvloop()},
+        )
     except OSError as exc:
         log.error("cannot start", error=str(exc))
         return 1
     if exit_process:
         exit_now(0)
     return 0
+
+
+def _has_uvloop() -> bool:
+    try:
+        import uvloop  # noqa: F401
+    except ImportError:
+        return False
+    return True

@@ -442,7 +442,7 @@ class TimerConfig(BaseModel):
         if len(given) != 1:
             raise ValueError(
                 f"timer {self.name!r} needs exactly one of cron, interval or at "
-                f"(got {', '.join(given) or 'none'}); e.g. cron = \"0 9 * * 1-5\""
+                f'(got {", ".join(given) or "none"}); e.g. cron = "0 9 * * 1-5"'
             )
         return self
 

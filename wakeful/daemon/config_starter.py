@@ -90,4 +90,22 @@ retain_days = 7                         # then records and output files of ended
 # archive_mailbox = "Archive"
 # session = "main"
 # owner_senders = ["me@example.com"]    # trusted; everyone else is untrusted
+# sent_mailbox = "Sent"                 # where sent copies go; checked after a crash
+# initial_sync = "new"                  # "new": only mail arriving from now; "all"
+# idle_reissue_s = 1740                 # re-issue IDLE at most every 29 min
+# alert_after_s = 300                   # system.alert when a mailbox fails this long
+# ignore_senders = ["^noreply@"]        # regexes: mail that never wakes the agent
+# ignore_subjects = ["(?i)^newsletter"]
+# [email]
+# calendar_path = "/var/lib/wakeful/calendar"   # .ics file or folder for the calendar tools
+
+# Timers the daemon keeps itself (the agent adds its own with set_timer).
+# [scheduler]
+# misfire_grace_s = 600                 # a run missed while down fires once if this recent
+# [[timers]]
+# name = "daily-summary"
+# cron = "0 9 * * 1-5"                  # or interval = "1h", or at = "2026-05-01T09:30:00+02:00"
+# timezone = "Europe/Berlin"
+# message = "Write the daily summary."
+# session = "main"
 """

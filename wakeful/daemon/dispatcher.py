@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import structlog
 from anyio.abc import TaskGroup
-from structlog.contextvars import bound_contextvars
+from structlog.contextvars import bind_contextvars, reset_contextvars
 
 from wakeful.daemon import metrics
 from wakeful.daemon.facade import DaemonUnavailable, SubmitResult
@@ -49,9 +49,13 @@ class Dispatcher:
         """``internal``: the daemon's own follow-up to work it already accepted
         (a late tool result); it is still taken while the daemon stops."""
         # Every line logged while this event is handled (here, in the classifier
-        # task it starts) names it.
-        with bound_contextvars(event_id=event.id, session=event.session):
+        # task it starts, which inherits this context) names it. Tokens rather than
+        # ``bound_contextvars``, which copies the whole context twice per event.
+        tokens = bind_contextvars(event_id=event.id, session=event.session)
+        try:
             return await self._submit(event, internal)
+        finally:
+            reset_contextvars(**tokens)
 
     async def _submit(self, event: Event, internal: bool) -> SubmitResult:
         if self.stopping and not internal:
@@ -91,15 +95,15 @@ class Dispatcher:
     def _act(self, stored: StoredEvent, decision: Decision, loop: SessionLoop) -> None:
         event = stored.event
         metrics.DECISIONS.inc(strategy=decision.strategy.value, kind=event.kind)
-        with bound_contextvars(event_id=event.id, session=event.session):
-            log.info(
-                "event routed",
-                kind=event.kind,
-                source=event.source.type,
-                channel=event.channel,
-                strategy=decision.strategy.value,
-                reason=decision.reason,
-            )
+        # event_id and session are bound by submit (the classifier task inherits them).
+        log.info(
+            "event routed",
+            kind=event.kind,
+            source=event.source.type,
+            channel=event.channel,
+            strategy=decision.strategy.value,
+            reason=decision.reason,
+        )
         self._feed.publish(
             event.session,
             {

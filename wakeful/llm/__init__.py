@@ -30,6 +30,7 @@ def __getattr__(name: str) -> Any:
         return OpenAIProvider
     raise AttributeError(f"module 'wakeful.llm' has no attribute {name!r}")
 
+
 __all__ = [
     "HOW_TO_CONFIGURE",
     "DeltaCallback",
