@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import signal
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -88,21 +89,9 @@ class ShellExec:
 
     async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
         a = self.Args.model_validate(args)
-        reason = dangerous_reason(a.command)
-        if reason is not None:
-            return ToolOutput(
-                f"refused: this command looks like {reason}, which shell_exec never runs. "
-                "If something like it is really needed, explain why to the user with "
-                "reply_to_user and let them run it.",
-                is_error=True,
-            )
-        cwd = ctx.workspace / a.cwd if a.cwd else ctx.workspace
-        if not await anyio.Path(cwd).is_dir():
-            return ToolOutput(
-                f"cwd {a.cwd!r} is not a directory (resolved to {cwd}); pass a directory "
-                "relative to the workspace, or omit cwd to run in the workspace itself.",
-                is_error=True,
-            )
+        cwd = await preflight(self.name, a.command, a.cwd, ctx.workspace)
+        if isinstance(cwd, ToolOutput):
+            return cwd
         result = await run_process(a.command, cwd=cwd, timeout_s=a.timeout_s, grace_s=self._grace_s)
         return _format(result, a.timeout_s, ctx)
 
@@ -137,3 +126,27 @@ def _status(exit_code: int | None) -> str:
         except ValueError:
             return f"killed by signal {-exit_code}"
     return f"exit status {exit_code}"
+
+
+async def preflight(
+    tool: str, command: str, cwd_arg: str | None, workspace: Path
+) -> Path | ToolOutput:
+    """The checks every shell tool makes before running: the dangerous-command
+    refusal and a working directory that exists. Returns the directory or the
+    error to give the model."""
+    reason = dangerous_reason(command)
+    if reason is not None:
+        return ToolOutput(
+            f"refused: this command looks like {reason}, which {tool} never runs. "
+            "If something like it is really needed, explain why to the user with "
+            "reply_to_user and let them run it.",
+            is_error=True,
+        )
+    cwd = workspace / cwd_arg if cwd_arg else workspace
+    if not await anyio.Path(cwd).is_dir():
+        return ToolOutput(
+            f"cwd {cwd_arg!r} is not a directory (resolved to {cwd}); pass a directory "
+            "relative to the workspace, or omit cwd to run in the workspace itself.",
+            is_error=True,
+        )
+    return cwd

@@ -5,13 +5,12 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import anyio
 from pydantic import BaseModel, ConfigDict, Field
 
 from wakeful.channels.shell.manager import ShellTaskManager
 from wakeful.channels.shell.monitor import Pattern, PatternError
 from wakeful.handlers.base import ToolContext, ToolOutput
-from wakeful.handlers.shell import dangerous_reason
+from wakeful.handlers.shell import preflight
 
 
 class StartShell:
@@ -52,21 +51,9 @@ class StartShell:
 
     async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
         a = self.Args.model_validate(args)
-        reason = dangerous_reason(a.command)
-        if reason is not None:
-            return ToolOutput(
-                f"refused: this command looks like {reason}, which start_shell never runs. "
-                "If something like it is really needed, explain why to the user with "
-                "reply_to_user and let them run it.",
-                is_error=True,
-            )
-        cwd = ctx.workspace / a.cwd if a.cwd else ctx.workspace
-        if not await anyio.Path(cwd).is_dir():
-            return ToolOutput(
-                f"cwd {a.cwd!r} is not a directory (resolved to {cwd}); pass a directory "
-                "relative to the workspace, or omit cwd to run in the workspace itself.",
-                is_error=True,
-            )
+        cwd = await preflight(self.name, a.command, a.cwd, ctx.workspace)
+        if isinstance(cwd, ToolOutput):
+            return cwd
         try:
             patterns = [Pattern.make(p, regex=False) for p in a.patterns]
             task = await self._manager.start(ctx.session, a.command, cwd, patterns)
