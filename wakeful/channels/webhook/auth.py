@@ -72,7 +72,7 @@ class StandardWebhooks:
         _check_timestamp(stamp, now)
         # Starlette decodes headers as latin-1, so this recovers the bytes on the wire.
         signed = b".".join((msg_id.encode("latin-1"), stamp.encode("latin-1"), body))
-        expected = [hmac.new(key, signed, hashlib.sha256).digest() for key in self._keys]
+        expected = [hmac.digest(key, signed, "sha256") for key in self._keys]
         for given in _v1_signatures(signatures):
             if _matches_any(given, expected):
                 return

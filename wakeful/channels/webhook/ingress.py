@@ -9,6 +9,7 @@ daemon cannot commit, so the sender retries later.
 
 from __future__ import annotations
 
+import json
 import time
 from collections import Counter
 from collections.abc import Awaitable, Callable, Mapping
@@ -16,7 +17,7 @@ from typing import Any
 
 import structlog
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import Response
 
 from wakeful.channels.webhook.auth import AuthError
 from wakeful.channels.webhook.delivery import (
@@ -33,6 +34,9 @@ from wakeful.daemon.http.errors import ApiError
 from wakeful.events import Event, EventError
 
 log = structlog.get_logger(__name__)
+
+# Starlette's JSONResponse rendering, with the encoder built once rather than per response.
+_ENCODE_JSON = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode
 
 Submit = Callable[[Event], Awaitable[SubmitResult]]
 
@@ -64,7 +68,7 @@ class HookIngress:
 
     async def _deliver(self, hook: Hook, request: Request) -> Response:
         body = await read_capped(request, hook.config.max_body_bytes)
-        headers = request.headers
+        headers = _header_dict(request)
         try:
             hook.verifier.verify(headers, body, self._clock())
         except AuthError as exc:
@@ -75,15 +79,13 @@ class HookIngress:
             why = hook.filter.rejects(kind, payload)
             if why is not None:
                 self._counts[hook.name]["filtered"] += 1
-                return JSONResponse({"filtered": True, "reason": why}, status_code=202)
+                return _accepted({"filtered": True, "reason": why})
             event = to_event(hook, delivery_id(headers, body), kind, payload)
         except (BadDelivery, EventError) as exc:
             raise ApiError(400, str(exc)) from None
         result = await self._commit(event)
         self._counts[hook.name]["duplicate" if result.duplicate else "accepted"] += 1
-        return JSONResponse(
-            {"event_id": result.event_id, "duplicate": result.duplicate}, status_code=202
-        )
+        return _accepted({"event_id": result.event_id, "duplicate": result.duplicate})
 
     async def _commit(self, event: Event) -> SubmitResult:
         try:
@@ -97,3 +99,20 @@ class HookIngress:
 
     def stats(self) -> dict[str, Any]:
         return {name: dict(counts) for name, counts in self._counts.items()}
+
+
+def _header_dict(request: Request) -> dict[str, str]:
+    """The headers as a plain dict, first value winning like ``Headers.get``.
+
+    A delivery's checks look up a dozen headers; on Starlette's ``Headers`` each
+    look-up scans the whole list (and a miss raises and catches a KeyError).
+    """
+    found: dict[str, str] = {}
+    for name, value in request.headers.raw:
+        found.setdefault(name.decode("latin-1").lower(), value.decode("latin-1"))
+    return found
+
+
+def _accepted(content: dict[str, Any]) -> Response:
+    """The same bytes and headers as ``JSONResponse(content, status_code=202)``."""
+    return Response(_ENCODE_JSON(content).encode("utf-8"), 202, media_type="application/json")

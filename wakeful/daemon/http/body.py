@@ -12,13 +12,12 @@ from wakeful.daemon.http.errors import ApiError
 
 async def read_capped(request: Request, max_bytes: int) -> bytes:
     """The body, or 413 as soon as it is known to exceed ``max_bytes``."""
-    too_large = ApiError(413, f"request body is larger than the limit of {max_bytes} bytes")
     declared = request.headers.get("content-length")
     if declared is not None:
         if not declared.isdigit():
             raise ApiError(400, "Content-Length must be a whole number of bytes")
         if int(declared) > max_bytes:
-            raise too_large
+            raise _too_large(max_bytes)
     chunks: list[bytes] = []
     total = 0
     try:
@@ -26,11 +25,15 @@ async def read_capped(request: Request, max_bytes: int) -> bytes:
         async for chunk in request.stream():
             total += len(chunk)
             if total > max_bytes:
-                raise too_large
+                raise _too_large(max_bytes)
             chunks.append(chunk)
     except ClientDisconnect:
         raise ApiError(400, "the client disconnected before sending the whole body") from None
     return b"".join(chunks)
+
+
+def _too_large(max_bytes: int) -> ApiError:
+    return ApiError(413, f"request body is larger than the limit of {max_bytes} bytes")
 
 
 async def read_json_object(request: Request, max_bytes: int) -> dict[str, Any]:
