@@ -8,6 +8,7 @@ and passes the redactor: no secret value ever reaches the output.
 
 from __future__ import annotations
 
+import functools
 import logging
 import re
 import sys
@@ -43,7 +44,7 @@ class Redactor:
 
     def _value(self, key: Any, value: Any) -> Any:
         # Numbers are counts (prompt_tokens), never credentials worth hiding.
-        sensitive = isinstance(key, str) and SENSITIVE_KEY.search(key) is not None
+        sensitive = isinstance(key, str) and _is_sensitive_key(key)
         if sensitive and value is not None and not isinstance(value, bool | int | float):
             return REDACTED
         if isinstance(value, str):
@@ -60,7 +61,15 @@ class Redactor:
         for secret in self._secrets:
             if secret in text:
                 text = text.replace(secret, REDACTED)
+        if "=" not in text:  # the common case: no query string to look into
+            return text
         return QUERY_SECRET.sub(r"\1" + REDACTED, text)
+
+
+@functools.lru_cache(maxsize=1024)
+def _is_sensitive_key(key: str) -> bool:
+    # Log lines reuse a small set of keys; the regex runs once per key, not per line.
+    return SENSITIVE_KEY.search(key) is not None
 
 
 _redactor = Redactor()
