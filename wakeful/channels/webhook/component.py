@@ -12,7 +12,7 @@ from wakeful.channels.webhook.delivery import Hook
 from wakeful.channels.webhook.ingress import HookIngress
 from wakeful.channels.webhook.mapping import DeliveryFilter
 from wakeful.channels.webhook.secrets import resolve_secrets
-from wakeful.daemon.config import ConfigError, HookConfig
+from wakeful.daemon.config import ConfigError, HookConfig, Settings
 from wakeful.daemon.logging import add_secrets
 from wakeful.daemon.services import Services
 
@@ -29,11 +29,26 @@ def build_hook(config: HookConfig) -> Hook:
     return Hook(config, verifier, DeliveryFilter.build(config.events, config.filters))
 
 
+class WebhookReloader:
+    """SIGHUP: hooks added, removed or changed in the config apply without a restart."""
+
+    def __init__(self, ingress: HookIngress) -> None:
+        self._ingress = ingress
+
+    async def reload(self, settings: Settings) -> list[str]:
+        try:
+            hooks = {config.name: build_hook(config) for config in settings.hooks}
+        except ConfigError as exc:  # the running hooks stay as they were
+            raise ValueError(str(exc)) from None
+        self._ingress.replace_hooks(hooks)
+        return ["hooks"]
+
+
 @asynccontextmanager
-async def webhook_component(services: Services) -> AsyncIterator[None]:
+async def webhook_component(services: Services) -> AsyncIterator[WebhookReloader]:
     hooks = {config.name: build_hook(config) for config in services.settings.hooks}
     ingress = HookIngress(hooks, services.submit)
     # Registered even with no hooks, so a sender gets a 404 that says how to add one.
     services.routes.append(Route("/hooks/{name}", ingress.handle, methods=["POST"]))
     services.status_providers["webhooks"] = ingress.stats
-    yield
+    yield WebhookReloader(ingress)

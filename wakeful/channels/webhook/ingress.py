@@ -52,6 +52,12 @@ class HookIngress:
         self._clock = clock
         self._counts: dict[str, Counter[str]] = {name: Counter() for name in self._hooks}
 
+    def replace_hooks(self, hooks: Mapping[str, Hook]) -> None:
+        """SIGHUP: the new set of hooks takes effect for the next request."""
+        self._hooks = dict(hooks)
+        for name in self._hooks:
+            self._counts.setdefault(name, Counter())
+
     async def handle(self, request: Request) -> Response:
         name = request.path_params["name"]
         hook = self._hooks.get(name)
