@@ -185,3 +185,27 @@ async def test_send_wait_without_model_explains(capsys: pytest.CaptureFixture[st
         assert await run_cli(url, "send", "--wait", "hello") == 1
     assert "set [llm] model" in capsys.readouterr().err
     assert len(daemon.submitted) == 1
+
+
+def test_closed_pipe_is_not_an_error(tmp_path: Path) -> None:
+    """Output to a reader that has gone (`wakeful status | head`) ends quietly with 0."""
+    import subprocess
+    import sys
+
+    script = (
+        "import os, sys\n"
+        "from wakeful.daemon.cli import main\n"
+        "read_end, write_end = os.pipe()\n"
+        "os.close(read_end)\n"  # the reader is gone before anything is written
+        "os.dup2(write_end, 1)\n"
+        "sys.stdout = open(1, 'w', buffering=1)\n"
+        "sys.exit(main(['init', '--path', sys.argv[1]]))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script, str(tmp_path / "w.toml")],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "Traceback" not in done.stderr

@@ -44,6 +44,11 @@ def main(argv: list[str] | None = None) -> int:
         return exc.exit_code
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:
+        # `wakeful events | head`: the reader left; that is not an error. Point
+        # stdout at /dev/null so the interpreter's final flush does not fail.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
 
 
 def _error(message: str) -> None:
