@@ -283,10 +283,17 @@ class SessionLoop:
     async def _record_when_done(self, task: ToolTask) -> None:
         await task.done.wait()
         self._publish({"type": "task", **task.describe()})
-        if task.claim is Claim.NONE and task.output is not None:
-            task.claim = Claim.LOOP
-            with anyio.CancelScope(shield=True):
-                await self.writer.record_tool_result(task.call.id, task.output.text)
+        with anyio.CancelScope(shield=True):
+            await self._record_if_finished(task)
+
+    async def _record_if_finished(self, task: ToolTask) -> bool:
+        """Rule 2 for a finished, unclaimed call; claimed before the write so no
+        placeholder can be written for it meanwhile. False if it is not finished."""
+        if task.claim is not Claim.NONE or not task.done.is_set() or task.output is None:
+            return False
+        task.claim = Claim.LOOP
+        await self.writer.record_tool_result(task.call.id, task.output.text)
+        return True
 
     async def _close_unfinished(self, started: list[ToolTask]) -> None:
         # No interrupt recorded means the session's own task group is being
@@ -297,11 +304,7 @@ class SessionLoop:
         shutdown = interrupt.shutdown
         placeholders: list[InterruptedCall] = []
         for task in started:
-            if task.claim is not Claim.NONE:
-                continue
-            if task.done.is_set() and task.output is not None:
-                task.claim = Claim.LOOP
-                await self.writer.record_tool_result(task.call.id, task.output.text)
+            if task.claim is not Claim.NONE or await self._record_if_finished(task):
                 continue
             # At shutdown the placeholder is the call's final word: no late event.
             task.claim = Claim.LOOP if shutdown else Claim.LATE

@@ -117,9 +117,6 @@ class ToolTaskManager:
         self._group.start_soon(self._run, task, name=f"tool {call.name} {call.id}")
         return task
 
-    def running(self) -> list[ToolTask]:
-        return [t for t in self._tasks.values() if t.state is TaskState.RUNNING]
-
     async def _run(self, task: ToolTask) -> None:
         try:
             with task.scope:
