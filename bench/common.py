@@ -17,6 +17,7 @@ if str(REPO_ROOT) not in sys.path:  # so `tests.*` imports work however we are s
     sys.path.insert(0, str(REPO_ROOT))
 
 from tests.fakes.model_server import FakeModelServer as FakeModelServer  # noqa: E402
+from tests.processes import find_pgid  # noqa: E402
 
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 
@@ -119,24 +120,12 @@ def live_group_members(pgid: int, candidates: Sequence[int]) -> list[int]:
     return alive
 
 
-def group_members(pgid: int) -> list[int]:
-    """Every live (non-zombie) process in a process group (a full /proc scan)."""
-    pids = [int(p) for p in os.listdir("/proc") if p.isdigit()]
-    return live_group_members(pgid, pids)
-
-
 def find_shell_pgid(marker: str) -> int | None:
     """The process group of the `sh -c` whose command line carries `marker`, if any."""
-    for pid in os.listdir("/proc"):
-        if not pid.isdigit():
-            continue
-        try:
-            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
-            if marker.encode() in cmdline and b"sh\x00-c" in cmdline:
-                return os.getpgid(int(pid))
-        except OSError:
-            continue
-    return None
+    try:
+        return find_pgid(marker)
+    except (LookupError, ProcessLookupError):
+        return None
 
 
 async def wait_for_shell_pgid(marker: str, timeout_s: float = 10.0) -> int:

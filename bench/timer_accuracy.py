@@ -45,21 +45,11 @@ from bench.common import (
 from tests.daemon_harness import Harness, daemon_settings, harness
 from wakeful.channels.timers.firing import Outcome, TimerExecutor
 from wakeful.channels.timers.jobstore import PendingFire
+from wakeful.daemon.loop.task_views import CombinedTaskView
 from wakeful.handlers.base import ToolContext
 
 SESSION = "bench-timers"
 LEAD_S = 2.0
-
-
-class _NoTasks:
-    def describe(self, task_id: str) -> dict[str, Any] | None:
-        return None
-
-    def list_tasks(self) -> list[dict[str, Any]]:
-        return []
-
-    async def cancel(self, task_id: str) -> dict[str, Any] | None:
-        return None
 
 
 async def _reply(_: str) -> None:
@@ -68,7 +58,7 @@ async def _reply(_: str) -> None:
 
 async def set_timers(h: Harness, deadlines: list[float], tmp: Path) -> None:
     """Set them concurrently: the job store commits the flushes in a few batches."""
-    ctx = ToolContext(SESSION, "bench", tmp, tmp, _NoTasks(), _reply)
+    ctx = ToolContext(SESSION, "bench", tmp, tmp, CombinedTaskView([]), _reply)
 
     async def one(i: int, deadline: float) -> None:
         at = datetime.fromtimestamp(deadline, UTC).isoformat()

@@ -15,8 +15,7 @@ import httpx
 from tests.daemon_harness import ADMIN_TOKEN
 from tests.daemon_process import DaemonProcess, free_port, write_config
 from tests.fakes.model_server import FakeModelServer, Reply, ToolCallSpec
-from tests.test_restart import _wait_for_pgid
-from tests.test_scenarios import group_members
+from tests.processes import group_members, wait_for_pgid
 from tests.trajectory_validator import validate_both
 
 STOP_TIMEOUT_S = 2.0  # [daemon] stop_timeout_s for these tests
@@ -63,7 +62,7 @@ def run_stop_cycle(data_dir: Path, server: FakeModelServer, during: str) -> Stop
         daemon.send("do the long thing")
         server.wait_for_requests(seen + 1, timeout_s=10)
         if during == "tool":
-            pgid = _wait_for_pgid(marker)
+            pgid = wait_for_pgid(marker)
         daemon.send("and one more thing")  # queued: the session is busy
         assert daemon.proc is not None
         started = time.monotonic()

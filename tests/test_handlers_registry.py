@@ -11,6 +11,7 @@ import anyio
 import pytest
 from pydantic import BaseModel, ConfigDict
 
+from wakeful.daemon.loop.task_views import CombinedTaskView
 from wakeful.handlers.base import ToolContext, ToolOutput
 from wakeful.handlers.registry import ToolRegistry, default_registry
 
@@ -18,17 +19,6 @@ from wakeful.handlers.registry import ToolRegistry, default_registry
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
-
-
-class _NoTasks:
-    def describe(self, task_id: str) -> dict[str, Any] | None:
-        return None
-
-    def list_tasks(self) -> list[dict[str, Any]]:
-        return []
-
-    async def cancel(self, task_id: str) -> dict[str, Any] | None:
-        return None
 
 
 async def _ignore_reply(text: str) -> None:
@@ -44,7 +34,7 @@ def ctx(tmp_path: Path) -> ToolContext:
         call_id="call_1",
         workspace=workspace,
         output_dir=tmp_path / "out",
-        tasks=_NoTasks(),
+        tasks=CombinedTaskView([]),
         reply=_ignore_reply,
     )
 

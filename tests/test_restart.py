@@ -11,7 +11,7 @@ import pytest
 
 from tests.daemon_process import DaemonProcess, free_port, write_config
 from tests.fakes.model_server import FakeModelServer, Reply, ToolCallSpec
-from tests.test_scenarios import find_pgid
+from tests.processes import wait_for_pgid
 from tests.trajectory_validator import validate_both
 
 
@@ -46,7 +46,7 @@ def test_kill_mid_tool_then_resume(tmp_path: Path, model_server: FakeModelServer
     try:
         with DaemonProcess(config, port) as daemon:
             daemon.send("run the job")
-            pgid = _wait_for_pgid(marker)
+            pgid = wait_for_pgid(marker)
             daemon.kill()
         model_server.push(Reply(text="The job was cut off by a restart; I will check it."))
         with DaemonProcess(config, port) as daemon:
@@ -86,19 +86,6 @@ def test_events_wait_for_a_model(tmp_path: Path, model_server: FakeModelServer) 
     assert len(set(ids)) == 3
 
 
-def _wait_for_pgid(marker: str, timeout_s: float = 10.0) -> int:
-    import time
-
-    deadline = time.monotonic() + timeout_s
-    while True:
-        try:
-            return find_pgid(marker)
-        except (LookupError, ProcessLookupError):
-            if time.monotonic() > deadline:
-                raise
-            time.sleep(0.02)  # polling the process table: there is no event to await
-
-
 pytestmark = pytest.mark.filterwarnings("ignore::ResourceWarning")
 
 
@@ -118,7 +105,7 @@ def test_promised_result_lost_to_a_kill_is_reported(
     try:
         with DaemonProcess(config, port) as daemon:
             daemon.send("run the job")
-            pgid = _wait_for_pgid(marker)
+            pgid = wait_for_pgid(marker)
             daemon.send("wait, I was wrong about the input")
             daemon.wait_for_log('"outcome": "ok"', count=2)
             daemon.kill()

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import uuid
 from pathlib import Path
 from typing import Any
@@ -10,50 +9,12 @@ from typing import Any
 import anyio
 import pytest
 
+from tests import processes
 from tests.daemon_harness import daemon_settings, harness, last_user_text, watch_feed
 from tests.fakes.model_server import FakeModelServer, Reply, ToolCallSpec
 from wakeful.daemon.loop.parallel import SIDE_QUESTION_NOTE
 
 pytestmark = pytest.mark.anyio
-
-
-def find_pgid(marker: str) -> int:
-    """The process group of the shell whose command line carries `marker`."""
-    for pid in os.listdir("/proc"):
-        if not pid.isdigit():
-            continue
-        try:
-            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
-        except OSError:
-            continue
-        if marker.encode() in cmdline and b"sh\x00-c" in cmdline:
-            return os.getpgid(int(pid))
-    raise LookupError(marker)
-
-
-async def wait_for_pgid(marker: str) -> int:
-    with anyio.fail_after(10):
-        while True:
-            try:
-                return find_pgid(marker)
-            except (LookupError, ProcessLookupError):
-                await anyio.sleep(0.02)  # polling the process table: no event to await
-
-
-def group_members(pgid: int) -> list[int]:
-    """Live (non-zombie) processes in a process group."""
-    members = []
-    for pid in os.listdir("/proc"):
-        if not pid.isdigit():
-            continue
-        try:
-            stat = Path(f"/proc/{pid}/stat").read_text()
-        except OSError:
-            continue
-        fields = stat[stat.rindex(")") + 2 :].split()
-        if int(fields[2]) == pgid and fields[0] != "Z":
-            members.append(int(pid))
-    return members
 
 
 async def test_cancel_stops_model_and_tool(tmp_path: Path, model_server: FakeModelServer) -> None:
@@ -67,11 +28,11 @@ async def test_cancel_stops_model_and_tool(tmp_path: Path, model_server: FakeMod
     async with harness(daemon_settings(tmp_path, model_server.base_url)) as h:
         async with watch_feed(h) as feed:
             await h.send("run the long job")
-            pgid = await wait_for_pgid(marker)
+            pgid = await anyio.to_thread.run_sync(processes.wait_for_pgid, marker)
             await h.send("cancel")
             await feed.wait_for(lambda i: i.get("text") == "Stopped, as you asked.")
             await feed.wait_for(lambda i: i.get("text") == "Noted: the job was cancelled.")
-        assert group_members(pgid) == []
+        assert processes.group_members(pgid) == []
         messages = await h.trajectory()
     roles = [m["role"] for m in messages]
     assert roles == ["user", "assistant", "tool", "user", "assistant", "user", "assistant"]

@@ -12,7 +12,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from tests.test_scenarios import group_members
+from tests.processes import group_members
 from wakeful.channels.shell.lines import LineSplitter, OutputTail, parse_progress
 from wakeful.channels.shell.manager import ShellOptions, ShellTaskManager
 from wakeful.channels.shell.monitor import Pattern

@@ -13,8 +13,7 @@ import pytest
 
 from tests.daemon_process import DaemonProcess, free_port, write_config
 from tests.fakes.model_server import FakeModelServer, Reply, ToolCallSpec
-from tests.test_restart import _wait_for_pgid
-from tests.test_scenarios import group_members
+from tests.processes import group_members, wait_for_pgid
 from tests.trajectory_validator import validate_both
 
 pytestmark = pytest.mark.filterwarnings("ignore::ResourceWarning")
@@ -48,7 +47,7 @@ def test_task_running_at_sigkill_is_reported_lost(
     try:
         with DaemonProcess(config, port) as daemon:
             daemon.send("index the archive in the background")
-            pgid = _wait_for_pgid(marker)
+            pgid = wait_for_pgid(marker)
             wait_for_trajectory(
                 daemon, lambda m: m[-1] == {"role": "assistant", "content": "Noted."}
             )

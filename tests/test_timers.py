@@ -17,20 +17,10 @@ from tests.fakes.model_server import FakeModelServer, Reply, ToolCallSpec
 from wakeful.channels.timers.firing import TimerExecutor
 from wakeful.channels.timers.jobstore import PendingFire
 from wakeful.daemon.config import Settings, TimerConfig
+from wakeful.daemon.loop.task_views import CombinedTaskView
 from wakeful.handlers.base import ToolContext, ToolOutput
 
 pytestmark = pytest.mark.anyio
-
-
-class _NoTasks:
-    def describe(self, task_id: str) -> dict[str, Any] | None:
-        return None
-
-    def list_tasks(self) -> list[dict[str, Any]]:
-        return []
-
-    async def cancel(self, task_id: str) -> dict[str, Any] | None:
-        return None
 
 
 async def call_tool(
@@ -42,7 +32,7 @@ async def call_tool(
         return None
 
     data_dir = h.running.data_dir
-    ctx = ToolContext(session, "call_test", data_dir, data_dir, _NoTasks(), reply)
+    ctx = ToolContext(session, "call_test", data_dir, data_dir, CombinedTaskView([]), reply)
     return await h.running.services.tools.execute(name, json.dumps(args), ctx)
 
 

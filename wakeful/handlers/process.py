@@ -185,17 +185,22 @@ def group_alive(pgid: int) -> bool:
     Zombies do not count: orphaned grandchildren are reaped by init, which in
     some containers never happens, and a zombie holds no resources or pipes.
     """
-    proc_root = Path("/proc")
-    if not proc_root.is_dir():
+    if not Path("/proc").is_dir():
         try:
             os.killpg(pgid, 0)
         except ProcessLookupError:
             return False
         return True
-    for entry in proc_root.iterdir():
-        if entry.name.isdigit() and _stat_pgrp_running(entry / "stat") == pgid:
-            return True
-    return False
+    return bool(group_members(pgid))
+
+
+def group_members(pgid: int) -> list[int]:
+    """The running (non-zombie) processes of group ``pgid``, from /proc."""
+    return [
+        int(entry.name)
+        for entry in Path("/proc").iterdir()
+        if entry.name.isdigit() and _stat_pgrp_running(entry / "stat") == pgid
+    ]
 
 
 def _stat_pgrp_running(stat_path: Path) -> int | None:
