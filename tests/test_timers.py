@@ -14,6 +14,7 @@ import pytest
 
 from tests.daemon_harness import Harness, daemon_settings, harness, watch_feed
 from tests.fakes.model_server import FakeModelServer, Reply, ToolCallSpec
+from wakeful.channels.timers.component import TimerReloader
 from wakeful.channels.timers.firing import TimerExecutor
 from wakeful.channels.timers.jobstore import PendingFire
 from wakeful.daemon.config import Settings, TimerConfig
@@ -262,3 +263,35 @@ async def test_idle_scheduler_sleeps_until_the_next_fire_time(
                 await anyio.sleep(0.01)
         delay = scheduler._timeout.when() - asyncio.get_running_loop().time()
         assert 3590 < delay <= 3600
+
+
+async def test_reload_applies_config_timers_without_a_restart(
+    tmp_path: Path, model_server: FakeModelServer
+) -> None:
+    """SIGHUP's reload: unchanged keeps its next run, changed reschedules, removed goes,
+    added is scheduled, and a tool's timer is never touched."""
+    config = [
+        {"name": "daily", "cron": "0 9 * * *", "timezone": "Europe/Berlin", "message": "m"},
+        {"name": "hourly", "interval": "1h", "message": "h"},
+        {"name": "weekly", "cron": "0 8 * * 1", "message": "w"},
+    ]
+    settings = settings_for(tmp_path, model_server, timers=_timer_configs(config))
+    async with harness(settings) as h:
+        await call_tool(h, "set_timer", {"after": "2h", "message": "mine"})
+        before = next_fire_times((await h.client.get("/api/status")).json())
+        (reloader,) = [r for r in h.running.reloadables if isinstance(r, TimerReloader)]
+        changed = [
+            config[0],
+            {"name": "weekly", "cron": "0 8 * * 2", "message": "w"},
+            {"name": "nightly", "cron": "0 23 * * *", "message": "n"},
+        ]
+        new = settings_for(tmp_path, model_server, timers=_timer_configs(changed))
+        assert await reloader.reload(new) == ["timers"]
+        after = next_fire_times((await h.client.get("/api/status")).json())
+    tool_timer = next(t for t in before if not t.startswith("config:"))
+    assert set(after) == {"config:daily", "config:weekly", "config:nightly", tool_timer}
+    assert after["config:daily"] == before["config:daily"]
+    assert after[tool_timer] == before[tool_timer]
+    assert datetime.fromisoformat(after["config:weekly"]).weekday() == 1  # Tuesday now
+    # Committed before the reload returned: the next start sees the same set.
+    assert set(stored_job_ids(tmp_path)) == set(after)

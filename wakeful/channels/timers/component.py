@@ -13,6 +13,7 @@ from wakeful.channels.timers.firing import TimerExecutor
 from wakeful.channels.timers.jobstore import PendingFire, SqliteJobStore
 from wakeful.channels.timers.service import TimerService
 from wakeful.channels.timers.tools import CancelTimer, ListTimers, SetTimer
+from wakeful.daemon.config import Settings
 from wakeful.daemon.services import ComponentHealth, Services
 
 log = structlog.get_logger(__name__)
@@ -45,8 +46,25 @@ class TimerTaskView:
         return found
 
 
+class TimerReloader:
+    """SIGHUP: ``[[timers]]`` added, changed or removed in the config apply without a restart.
+
+    The same reconciliation as at start: an unchanged timer keeps its next run,
+    a changed one is rescheduled, one gone from the file is removed; timers set
+    by tools are never touched. Committed before the reload is reported done.
+    """
+
+    def __init__(self, service: TimerService) -> None:
+        self.service = service
+
+    async def reload(self, settings: Settings) -> list[str]:
+        self.service.sync_config(settings.timers)
+        await self.service.store.flush(durable=True)
+        return ["timers"]
+
+
 @asynccontextmanager
-async def timers_component(services: Services) -> AsyncIterator[TimerService]:
+async def timers_component(services: Services) -> AsyncIterator[TimerReloader]:
     """Run the timer service for the daemon's lifetime."""
     settings = services.settings
     store = SqliteJobStore(
@@ -65,7 +83,7 @@ async def timers_component(services: Services) -> AsyncIterator[TimerService]:
             for fire in store.pending_fires:  # runs in flight when the daemon last stopped
                 group.start_soon(_replay, executor, fire, name=f"timer replay {fire.job_id}")
             try:
-                yield service
+                yield TimerReloader(service)
             finally:
                 service.stop()
                 # Fires still in flight stay recorded and are replayed at the next start.

@@ -3,7 +3,7 @@
 One AsyncIOScheduler sleeps (``loop.call_later``) until the next fire time
 and does nothing in between, so an idle daemon is not woken by timers.
 Timers set by tools get ids ``t-<hex>``; timers from the config file use
-``config:<name>`` and are reconciled at start: same schedule → the stored
+``config:<name>`` and are reconciled at start and on SIGHUP: same schedule → the stored
 job is kept as it is (so a run missed while the daemon was down is not
 lost by rescheduling), changed → replaced, gone from the file → removed.
 """
