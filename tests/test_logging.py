@@ -5,7 +5,9 @@ from __future__ import annotations
 import io
 import json
 import logging
+import re
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 
 import pytest
 import structlog
@@ -102,3 +104,16 @@ def test_unknown_level_is_refused() -> None:
     """A misspelt level fails loudly instead of logging everything."""
     with pytest.raises(ValueError, match="log level"):
         configure_logging("verbose", json=True, stream=io.StringIO())
+
+
+def test_timestamps_are_iso_utc_with_microseconds(out: io.StringIO) -> None:
+    """The cached-second timestamper writes what TimeStamper(fmt="iso", utc=True) would."""
+    before = datetime.now(UTC) - timedelta(milliseconds=1)  # stamps truncate, now() rounds
+    structlog.get_logger().info("first")
+    logging.getLogger("somelib").warning("second")  # the stdlib path shares the processor
+    after = datetime.now(UTC)
+    stamps = [str(record["timestamp"]) for record in lines(out)]
+    assert len(stamps) == 2
+    for stamp in stamps:
+        assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z", stamp), stamp
+        assert before <= datetime.fromisoformat(stamp.replace("Z", "+00:00")) <= after

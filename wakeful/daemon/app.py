@@ -22,6 +22,7 @@ from wakeful.daemon.dispatcher import Dispatcher
 from wakeful.daemon.facade import SubmitResult
 from wakeful.daemon.feed import Feed
 from wakeful.daemon.http.app import create_app
+from wakeful.daemon.http.hot_routes import HotRoutes
 from wakeful.daemon.http.observability import observability_routes
 from wakeful.daemon.http.serve import QuietServer, bind_socket, serve_http
 from wakeful.daemon.http.sse import StreamRegistry
@@ -155,13 +156,13 @@ async def _start(
         daemon,
         admin_token=admin_token,
         max_body_bytes=settings.server.max_body_bytes,
-        extra_routes=services.routes,
+        extra_routes=[*services.hot_routes, *services.routes],
     )
     host, port = settings.server.host_port()
     sock = bind_socket(host, port)
     bound_host, bound_port = sock.getsockname()[:2]
     servers: list[QuietServer] = []
-    await group.start(serve_http, app, sock, servers)
+    await group.start(serve_http, HotRoutes(app, services.hot_routes), sock, servers)
     url = (
         f"http://[{bound_host}]:{bound_port}"
         if ":" in bound_host

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from anyio.abc import TaskGroup
-from starlette.routing import BaseRoute
+from starlette.routing import BaseRoute, Route
 
 from wakeful.daemon.config import Settings
 from wakeful.daemon.facade import SubmitResult
@@ -46,6 +46,9 @@ class Services:
     group: TaskGroup
     submit: Callable[[Event], Awaitable[SubmitResult]]
     routes: list[BaseRoute] = field(default_factory=list)
+    # Routes taken at high request rates (webhooks): also served ahead of the app's
+    # middleware and router (wakeful.daemon.http.hot_routes), with the same answers.
+    hot_routes: list[Route] = field(default_factory=list)
     health: dict[str, ComponentHealth] = field(default_factory=dict)
     # Views of components' background tasks per session (task_status, status bar).
     task_views: list[SessionTaskViews] = field(default_factory=list)

@@ -49,6 +49,6 @@ async def webhook_component(services: Services) -> AsyncIterator[WebhookReloader
     hooks = {config.name: build_hook(config) for config in services.settings.hooks}
     ingress = HookIngress(hooks, services.submit)
     # Registered even with no hooks, so a sender gets a 404 that says how to add one.
-    services.routes.append(Route("/hooks/{name}", ingress.handle, methods=["POST"]))
+    services.hot_routes.append(Route("/hooks/{name}", ingress.handle, methods=["POST"]))
     services.status_providers["webhooks"] = ingress.stats
     yield WebhookReloader(ingress)

@@ -87,6 +87,8 @@ async def serve_http(
         server_header=False,
         lifespan="off",
         timeout_graceful_shutdown=2,
+        # Nothing reads client addresses; X-Forwarded-For is not trusted from anyone.
+        proxy_headers=False,
     )
     server = QuietServer(config)
     server_holder.append(server)
