@@ -12,7 +12,14 @@ from datetime import UTC, datetime, timedelta
 import pytest
 import structlog
 
-from wakeful.daemon.logging import REDACTED, Redactor, add_secrets, configure_logging
+from wakeful.daemon.logging import (
+    PER_EVENT_BURST,
+    REDACTED,
+    LineRateLimit,
+    Redactor,
+    add_secrets,
+    configure_logging,
+)
 
 SECRET = "tok-0123456789abcdef"
 
@@ -117,3 +124,57 @@ def test_timestamps_are_iso_utc_with_microseconds(out: io.StringIO) -> None:
     for stamp in stamps:
         assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z", stamp), stamp
         assert before <= datetime.fromisoformat(stamp.replace("Z", "+00:00")) <= after
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_per_event_lines_are_capped_and_the_gap_is_counted() -> None:
+    """A burst passes, then `rate` a second; the next written line says how many were left out."""
+    clock = FakeClock()
+    limit = LineRateLimit(["event routed"], rate=2.0, burst=3, clock=clock)
+
+    def written(n: int, message: str = "event routed") -> list[dict[str, object]]:
+        out = []
+        for _ in range(n):
+            try:
+                out.append(limit(None, "info", {"event": message}))
+            except structlog.DropEvent:
+                pass
+        return out
+
+    assert len(written(10)) == 3  # the burst; 7 left out
+    assert written(5, "other line") == [{"event": "other line"}] * 5  # not listed: never capped
+    clock.now += 1.0  # two more lines' worth
+    first, second = written(5)
+    assert first == {"event": "event routed", "similar_suppressed": 7}
+    assert second == {"event": "event routed"}
+    clock.now += 60  # refills to the burst, never beyond
+    refilled = written(4)
+    assert len(refilled) == 3 and refilled[0]["similar_suppressed"] == 3
+
+
+def test_the_cap_applies_above_debug_only() -> None:
+    """At info a flood of one per-event line is capped; at debug every line is written."""
+    for level in ("info", "debug"):
+        stream = io.StringIO()
+        configure_logging(level, json=True, stream=stream)
+        try:
+            log = structlog.get_logger()
+            for i in range(500):
+                log.info("event routed", n=i)
+            log.info("unrelated")
+        finally:
+            structlog.reset_defaults()
+        records = lines(stream)
+        routed = [r for r in records if r["event"] == "event routed"]
+        if level == "info":  # the burst, plus what refilled at 20/s while the loop ran
+            assert PER_EVENT_BURST <= len(routed) <= PER_EVENT_BURST + 2
+        else:
+            assert len(routed) == 500
+        assert records[-1]["event"] == "unrelated"

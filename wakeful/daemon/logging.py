@@ -13,8 +13,10 @@ import json as jsonlib
 import logging
 import re
 import sys
+import threading
 import time
-from collections.abc import Iterable, MutableMapping
+from collections.abc import Callable, Iterable, MutableMapping
+from dataclasses import dataclass
 from typing import Any, TextIO
 
 import structlog
@@ -27,6 +29,10 @@ QUERY_SECRET = re.compile(r"((?:token|password|secret|api_?key)=)[^&\s\"']+", re
 # Shorter "secrets" would blank out ordinary words in every line.
 MIN_SECRET_LENGTH = 6
 _HANDLER_NAME = "wakeful"
+# Lines written once per event or delivery: under a flood they are capped (LineRateLimit).
+PER_EVENT_MESSAGES = ("event routed", "duplicate event dropped", "webhook refused")
+PER_EVENT_RATE_PER_S = 20.0
+PER_EVENT_BURST = 100
 
 
 class Redactor:
@@ -120,6 +126,57 @@ def render_json(logger: WrappedLogger, method: str, event_dict: EventDict) -> st
     return _encode_json(event_dict)
 
 
+@dataclass
+class _Bucket:
+    tokens: float
+    last: float
+    suppressed: int = 0
+
+
+class LineRateLimit:
+    """Caps how often each of a few per-event messages is written; the rest are counted.
+
+    Under a flood (thousands of webhook deliveries a second) one "event routed"
+    line per event cost a quarter of the daemon's CPU, and journald's own rate
+    limit would drop most of them anyway. Each listed message may be written
+    ``burst`` times at once and ``rate`` times a second after that; a line
+    left out is counted, and the next one written carries
+    ``similar_suppressed``: how many of that message were left out since the
+    last one. What matters is not lost: every event's route and reason are in
+    the event log (``wakeful events``), and per-hook counts in /api/status.
+    """
+
+    def __init__(
+        self,
+        messages: Iterable[str],
+        rate: float,
+        burst: int,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._rate, self._burst, self._clock = rate, float(burst), clock
+        now = clock()
+        self._buckets = {message: _Bucket(float(burst), now) for message in messages}
+        self._lock = threading.Lock()  # stdlib records are formatted on other threads too
+
+    def __call__(self, logger: WrappedLogger, method: str, event_dict: EventDict) -> EventDict:
+        message = event_dict.get("event")
+        bucket = self._buckets.get(message) if type(message) is str else None
+        if bucket is None:
+            return event_dict
+        with self._lock:
+            now = self._clock()
+            bucket.tokens = min(self._burst, bucket.tokens + (now - bucket.last) * self._rate)
+            bucket.last = now
+            if bucket.tokens < 1:
+                bucket.suppressed += 1
+                raise structlog.DropEvent
+            bucket.tokens -= 1
+            suppressed, bucket.suppressed = bucket.suppressed, 0
+        if suppressed:
+            event_dict["similar_suppressed"] = suppressed
+        return event_dict
+
+
 def _shared_processors() -> list[Processor]:
     return [
         structlog.contextvars.merge_contextvars,
@@ -157,8 +214,13 @@ def configure_logging(
         raise ValueError(f"unknown log level {level!r}; use debug, info, warning or error")
     add_secrets(secrets)
     shared = _shared_processors()
+    # At debug level every line is wanted; above it, per-event lines are capped first,
+    # before any work is spent on a line that will be dropped.
+    limit: list[Processor] = []
+    if numeric > logging.DEBUG:
+        limit = [LineRateLimit(PER_EVENT_MESSAGES, PER_EVENT_RATE_PER_S, PER_EVENT_BURST)]
     structlog.configure(
-        processors=[*shared, _redactor, _renderer(json)],
+        processors=[*limit, *shared, _redactor, _renderer(json)],
         wrapper_class=structlog.make_filtering_bound_logger(numeric),
         logger_factory=structlog.WriteLoggerFactory(file=out),
         cache_logger_on_first_use=False,
