@@ -6,6 +6,7 @@ import sqlite3
 from pathlib import Path
 
 import anyio
+import anyio.lowlevel
 import pytest
 
 from wakeful.daemon.store.base import AppendResult, StoreUnavailable
@@ -72,3 +73,26 @@ async def test_appends_to_a_closed_store_fail_as_unavailable(tmp_path: Path) -> 
             for i in range(20):
                 group.start_soon(append, i)
     assert len(failures) == 20
+
+
+@pytest.mark.anyio
+async def test_cancelled_callers_neither_lose_their_append_nor_stall_the_next(
+    tmp_path: Path,
+) -> None:
+    """Callers cancelled while their batch waits: their events are still committed, and
+    the batch's commit is not lost with them, so later appends complete."""
+    path = tmp_path / "events.sqlite"
+    store = await SqliteStore(path).open()
+    try:
+        async with anyio.create_task_group() as group:
+            for i in range(50):
+                group.start_soon(store.append, user_message("x", event_id=f"gone{i}"))
+            # One turn of the loop: the first append is committing, the rest wait their turn.
+            await anyio.lowlevel.checkpoint()
+            group.cancel_scope.cancel()
+        with anyio.fail_after(5):
+            after = await store.append(user_message("y", event_id="after"))
+    finally:
+        await store.aclose()
+    assert after.created
+    assert sorted(committed_ids(path)) == sorted([*(f"gone{i}" for i in range(50)), "after"])

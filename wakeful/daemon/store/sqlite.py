@@ -99,9 +99,23 @@ class _Append:
     strategy: str | None
     reason: str | None
     accepted_at: float
-    done: anyio.Event = field(default_factory=anyio.Event)
     result: AppendResult | None = None
     error: Exception | None = None
+
+
+@dataclass(eq=False)
+class _Batch:
+    """Appends that arrived while another batch was committing: one transaction.
+
+    Its waiters wake on ``turn`` (the previous batch is done, so this one may
+    commit now); the first to run claims the commit, the others wait for ``done``.
+    Events per batch rather than per append: this is the webhook's hot path.
+    """
+
+    requests: list[_Append] = field(default_factory=list)
+    turn: anyio.Event = field(default_factory=anyio.Event)
+    done: anyio.Event = field(default_factory=anyio.Event)
+    claimed: bool = False
 
 
 def _insert(conn: sqlite3.Connection, r: _Append) -> AppendResult:
@@ -128,7 +142,7 @@ class SqliteStore:
         self._synchronous = synchronous
         self._conn: sqlite3.Connection | None = None
         self._limiter = anyio.CapacityLimiter(1)
-        self._appends: list[_Append] = []
+        self._queued: _Batch | None = None  # taking appends until a commit claims it
         self._appending = False
 
     async def open(self) -> SqliteStore:
@@ -186,36 +200,47 @@ class SqliteStore:
         reason: str | None = None,
     ) -> AppendResult:
         request = _Append(event, event.to_json(), status, strategy, reason, time.time())
-        self._appends.append(request)
+        batch = self._queued
+        if batch is None:
+            batch = self._queued = _Batch()
+        batch.requests.append(request)
         # Group commit: concurrent appends share one transaction (one fsync). A queued
-        # append is owed to its batch, so it is seen through even if its caller is cancelled.
+        # append is owed to its batch, so it is seen through even if its caller is
+        # cancelled; and a waiter woken to commit its batch must not be cancelled away.
         with anyio.CancelScope(shield=True):
             if self._appending:
-                await request.done.wait()
-            if request.result is None and request.error is None:
-                await self._commit_appends()  # first in, or handed the next batch
+                await batch.turn.wait()
+            if not batch.claimed:
+                await self._commit_batch(batch)  # first in, or its batch's turn came
+            else:
+                await batch.done.wait()
         if request.result is None:
             raise request.error or StoreUnavailable("the event store did not commit the event")
         return request.result
 
-    async def _commit_appends(self) -> None:
+    async def _commit_batch(self, batch: _Batch) -> None:
+        batch.claimed = True
         self._appending = True
-        batch, self._appends = self._appends, []
+        self._queued = None  # appends from now on form the next batch
+        requests = batch.requests
         try:
-            results = await self._transaction(lambda conn: [_insert(conn, r) for r in batch])
+            results = await self._transaction(lambda conn: [_insert(conn, r) for r in requests])
         except Exception as exc:
-            for request in batch:
+            for request in requests:
                 request.error = exc
         else:
-            for request, result in zip(batch, results, strict=True):
+            for request, result in zip(requests, results, strict=True):
                 request.result = result
         finally:
-            for request in batch:
-                request.done.set()
-            if self._appends:
-                self._appends[0].done.set()  # the oldest waiter commits the next batch
-            else:
-                self._appending = False
+            batch.done.set()
+            self._hand_over()
+
+    def _hand_over(self) -> None:
+        """After a commit: the batch that queued meanwhile is next, else appending stops."""
+        if self._queued is not None:
+            self._queued.turn.set()  # its first waiter to run commits it
+        else:
+            self._appending = False
 
     async def set_route(
         self, event_id: str, status: EventStatus, strategy: str, reason: str
