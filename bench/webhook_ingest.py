@@ -29,12 +29,16 @@ from standardwebhooks.webhooks import Webhook
 
 from bench.common import LATENCY_HEADER, iterations_parser, ms_row, print_table
 from bench.webhook_load import build_request, run_load
-from tests.daemon_harness import daemon_settings, harness
+from bench.webhook_wrk import available as wrk_available
+from bench.webhook_wrk import run_wrk
+from tests.daemon_harness import Harness, daemon_settings, harness
 from wakeful.daemon.config import DaemonSection
 from wakeful.daemon.logging import configure_logging
 
 SECRET = "whsec_" + base64.b64encode(b"bench-secret-32-bytes-long-abcde").decode()
 CLIENTS = 16
+# Signed requests prepared per second of wrk: more than the daemon can take, so none repeat.
+WRK_MAX_RATE = 10_000
 
 
 def signed_requests(host: str, port: int, prefix: str, n: int) -> list[bytes]:
@@ -86,7 +90,24 @@ async def measure(pool: ProcessPoolExecutor, url: str, n: int, clients: int, tag
     return [*row, f"{n / elapsed:.0f}", f"{cpu_us:.0f}", str(bad)]
 
 
-async def main(n: int, sync: str, log_level: str) -> None:
+async def measure_wrk(h: Harness, directory: Path, seconds: float) -> tuple[list[str], int]:
+    """The same load from wrk: (row, requests wrk repeated because it ran out)."""
+    host, port = h.running.url.removeprefix("http://").rsplit(":", 1)
+    requests = signed_requests(host, int(port), "wrk", int(seconds * WRK_MAX_RATE))
+    before = len(await h.daemon.event_log(None, limit=1_000_000))
+    cpu_before = time.process_time()
+    done, elapsed, errors, ms = await anyio.to_thread.run_sync(
+        run_wrk, h.running.url, requests, directory, CLIENTS, seconds
+    )
+    cpu_us = (time.process_time() - cpu_before) / max(done, 1) * 1e6
+    stored = len(await h.daemon.event_log(None, limit=1_000_000)) - before
+    name = f"{CLIENTS} connections, wrk, {seconds:.0f} s"
+    cells = [name, str(done), *(f"{v:.2f}" for v in ms)]
+    # wrk counts completed requests; those in flight when it stopped are stored too.
+    return [*cells, f"{done / elapsed:.0f}", f"{cpu_us:.0f}", str(errors)], max(0, done - stored)
+
+
+async def main(n: int, sync: str, log_level: str, wrk_seconds: float) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         directory = Path(tmp)
         log_file = (directory / "daemon.log").open("w")
@@ -110,19 +131,27 @@ async def main(n: int, sync: str, log_level: str) -> None:
                     await measure(pool, h.running.url, n, CLIENTS, "conc"),
                 ]
                 stored = len(await h.daemon.event_log(None, limit=1_000_000))
-                report(rows, raw, stored, 200 + n // 4 + n, sync, log_level)
+                notes = [f"events stored: {stored} of {200 + n // 4 + n} sent"]
+                if wrk_seconds and wrk_available():
+                    row, repeated = await measure_wrk(h, directory, wrk_seconds)
+                    rows.append(row)
+                    if repeated:
+                        notes.append(f"wrk ran out of requests and repeated {repeated}")
+                elif wrk_seconds:
+                    notes.append("wrk is not installed (apt-get install wrk): no cross-check row")
+                report(rows, raw, notes, sync, log_level)
         log_file.close()
 
 
 def report(
-    rows: list[list[str]], raw: list[float], stored: int, sent: int, sync: str, log_level: str
+    rows: list[list[str]], raw: list[float], notes: list[str], sync: str, log_level: str
 ) -> None:
     print(
         f"webhook ingest: signed (Standard Webhooks), synchronous={sync.upper()}, "
         f"202 after commit, daemon logging at {log_level} to a file"
     )
     print_table([*LATENCY_HEADER, "req/s", "daemon CPU us/req", "non-202"], rows)
-    print(f"events stored: {stored} of {sent} sent")
+    print("\n".join(notes))
     print(
         f"baseline, raw SQLite (WAL, synchronous=FULL) in this run: {raw[0]:.0f} rows/s "
         f"at 1 row per commit, {raw[1]:.0f} rows/s at {CLIENTS} rows per commit"
@@ -140,5 +169,11 @@ if __name__ == "__main__":
         choices=["debug", "info", "warning", "error"],
         help=f"the daemon's log level (default: the daemon's own default, {default_level})",
     )
+    parser.add_argument(
+        "--wrk-seconds",
+        type=float,
+        default=5,
+        help="length of the wrk cross-check (16 connections), if wrk is installed; 0: skip",
+    )
     args = parser.parse_args()
-    anyio.run(main, args.n, args.synchronous, args.log_level)
+    anyio.run(main, args.n, args.synchronous, args.log_level, args.wrk_seconds)
