@@ -31,20 +31,28 @@ async def test_cancel_stops_model_and_tool(tmp_path: Path, model_server: FakeMod
             pgid = await anyio.to_thread.run_sync(processes.wait_for_pgid, marker)
             await h.send("cancel")
             await feed.wait_for(lambda i: i.get("text") == "Stopped, as you asked.")
-            await feed.wait_for(lambda i: i.get("text") == "Noted: the job was cancelled.")
+            if not [m for m in await h.trajectory() if _is_late_result(m)]:
+                # The killed tool's result came after the cancel's batch was taken:
+                # it gets a turn of its own. (Otherwise both were in one batch.)
+                await feed.wait_for(lambda i: i.get("text") == "Noted: the job was cancelled.")
         assert processes.group_members(pgid) == []
         messages = await h.trajectory()
     roles = [m["role"] for m in messages]
-    assert roles == ["user", "assistant", "tool", "user", "assistant", "user", "assistant"]
+    assert roles[:4] == ["user", "assistant", "tool", "user"]
+    assert roles[4:] in (["user", "assistant"], ["assistant", "user", "assistant"])
     placeholder = messages[2]["content"]
     assert "interrupted after" in placeholder and "cancelled" in placeholder
     assert "may have partially executed" in placeholder
     assert "'cancel'" in placeholder
     assert messages[3]["content"].endswith("cancel")
-    late = messages[5]["content"]
-    assert "Late result from shell_exec" in late and messages[1]["tool_calls"][0]["id"] in late
+    [late] = [m["content"] for m in messages if _is_late_result(m)]
+    assert messages[1]["tool_calls"][0]["id"] in late
     tool_messages = [m for m in messages if m["role"] == "tool"]
     assert len(tool_messages) == 1  # the real result came as an event, not a second tool message
+
+
+def _is_late_result(message: dict[str, Any]) -> bool:
+    return message["role"] == "user" and "Late result from shell_exec" in message["content"]
 
 
 async def test_stop_while_streaming_discards_partial_output(

@@ -10,6 +10,7 @@ import anyio.lowlevel
 import pytest
 
 from wakeful.daemon.store.base import AppendResult, StoreUnavailable
+from wakeful.daemon.store.group_commit import GroupCommit
 from wakeful.daemon.store.sqlite import SqliteStore
 from wakeful.events import user_message
 
@@ -96,3 +97,38 @@ async def test_cancelled_callers_neither_lose_their_append_nor_stall_the_next(
         await store.aclose()
     assert after.created
     assert sorted(committed_ids(path)) == sorted([*(f"gone{i}" for i in range(50)), "after"])
+
+
+@pytest.mark.anyio
+async def test_batches_respect_max_batch_and_share_a_failure() -> None:
+    """While one commit runs, 25 queued items go in batches of at most 10, in order;
+    a batch whose commit fails fails every item in it and no other."""
+    committed: list[list[int]] = []
+    release = anyio.Event()
+
+    async def commit(items: list[int]) -> list[str]:
+        committed.append(items)
+        if items == [0]:
+            await release.wait()  # hold the first commit while the rest queue up
+        if 13 in items:
+            raise StoreUnavailable("disk full")
+        return [f"ok{i}" for i in items]
+
+    group_commit: GroupCommit[int, str] = GroupCommit(commit, max_batch=10)
+    outcomes: dict[int, str] = {}
+
+    async def submit(i: int) -> None:
+        try:
+            outcomes[i] = await group_commit.submit(i)
+        except StoreUnavailable as exc:
+            outcomes[i] = str(exc)
+
+    with anyio.fail_after(5):
+        async with anyio.create_task_group() as group:
+            for i in range(26):
+                group.start_soon(submit, i)
+            await anyio.lowlevel.checkpoint()
+            release.set()
+    assert committed == [[0], list(range(1, 11)), list(range(11, 21)), list(range(21, 26))]
+    assert all(outcomes[i] == "disk full" for i in range(11, 21))
+    assert all(outcomes[i] == f"ok{i}" for i in [*range(11), *range(21, 26)])

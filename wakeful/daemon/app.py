@@ -34,7 +34,8 @@ from wakeful.daemon.router import Router
 from wakeful.daemon.router.classifier import ModelClassifier
 from wakeful.daemon.services import Reloadable, Services
 from wakeful.daemon.sessions import Sessions
-from wakeful.daemon.store.sqlite import SqliteStore
+from wakeful.daemon.store.base import Store, StoreUnavailable
+from wakeful.daemon.store.factory import open_store
 from wakeful.events import Event
 from wakeful.handlers.registry import default_registry
 from wakeful.llm.base import ModelProvider
@@ -85,9 +86,7 @@ async def running_daemon(settings: Settings) -> AsyncIterator[RunningDaemon]:
     admin_token = settings.server.resolve_admin_token(data_dir)
     api_key = settings.llm.resolve_api_key()
     add_secrets([s for s in (admin_token, api_key) if s])
-    store = await SqliteStore(
-        data_dir / "wakeful.db", synchronous=settings.store.sqlite_synchronous
-    ).open()
+    store = await open_store(settings.store, data_dir)
     provider = make_provider(settings.llm, api_key)
     try:
         async with anyio.create_task_group() as group, AsyncExitStack() as stack:
@@ -106,7 +105,7 @@ async def running_daemon(settings: Settings) -> AsyncIterator[RunningDaemon]:
 
 async def _start(
     settings: Settings,
-    store: SqliteStore,
+    store: Store,
     provider: ModelProvider,
     group: anyio.abc.TaskGroup,
     data_dir: Path,
@@ -201,6 +200,7 @@ def run_daemon(
     ``exit_process`` (the CLI) ends the process as soon as everything is closed.
     """
     configure_logging(settings.daemon.log_level, secrets=settings.secret_values())
+    failures: list[str] = []
     try:
         anyio.run(
             serve_until_signalled,
@@ -208,12 +208,22 @@ def run_daemon(
             config_path,
             backend_options={"use_uvloop": _has_uvloop()},
         )
-    except OSError as exc:
-        log.error("cannot start", error=str(exc))
+    except* (OSError, StoreUnavailable) as group:  # raised from inside the lifespan's task groups
+        failures = [str(exc) for exc in _leaves(group)]
+    if failures:
+        log.error("cannot start", error="; ".join(failures))
         return 1
     if exit_process:
         exit_now(0)
     return 0
+
+
+def _leaves(group: BaseExceptionGroup[BaseException]) -> list[BaseException]:
+    return [
+        leaf
+        for exc in group.exceptions
+        for leaf in (_leaves(exc) if isinstance(exc, BaseExceptionGroup) else [exc])
+    ]
 
 
 def _has_uvloop() -> bool:

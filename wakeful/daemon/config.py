@@ -163,7 +163,20 @@ class StoreSection(_Section):
     redis_url: str = Field(
         default="redis://127.0.0.1:6379/0", examples=["redis://127.0.0.1:6379/0"]
     )
+    redis_prefix: str = Field(
+        default="wakeful:",
+        min_length=1,
+        examples=["wakeful:"],
+        description="Start of every key the daemon writes in Redis; one daemon per prefix.",
+    )
     sqlite_synchronous: Literal["full", "normal"] = Field(default="full", examples=["full"])
+
+    @field_validator("redis_url")
+    @classmethod
+    def _redis_url(cls, value: str) -> str:
+        if not value.startswith(("redis://", "rediss://", "unix://")):
+            raise ValueError("must start with redis://, rediss:// or unix://")
+        return value
 
 
 class LlmSection(_Section):
@@ -557,7 +570,8 @@ def _describe_one(error: Any) -> str:
 
 def _is_secret(loc: tuple[Any, ...]) -> bool:
     text = ".".join(str(part) for part in loc).lower()
-    return any(word in text for word in ("token", "key", "secret", "password"))
+    # redis_url may carry a password (redis://:pw@host).
+    return any(word in text for word in ("token", "key", "secret", "password", "redis_url"))
 
 
 def _example_for(loc: tuple[Any, ...]) -> str | None:

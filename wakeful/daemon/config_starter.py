@@ -30,6 +30,7 @@ max_body_bytes = 1048576                # requests larger than this get 413
 [store]
 backend = "sqlite"                      # "sqlite" (embedded) | "redis"
 # redis_url = "redis://127.0.0.1:6379/0"
+# redis_prefix = "wakeful:"             # one daemon per prefix
 sqlite_synchronous = "full"             # "full" (safest) | "normal" (faster)
 
 [llm]

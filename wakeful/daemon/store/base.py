@@ -5,8 +5,8 @@ session's queue or appended to that session's trajectory, never both and
 never neither. ``consume`` is the only way an event leaves the queue, and it
 appends the event's messages in the same transaction.
 
-The SQLite backend is the embedded default; a Redis Streams backend can
-implement the same protocol without changes to the loop.
+The SQLite backend is the embedded default; the Redis backend
+(``redis_store.py``) implements the same protocol without changes to the loop.
 """
 
 from __future__ import annotations

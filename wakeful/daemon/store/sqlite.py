@@ -12,7 +12,7 @@ import json
 import sqlite3
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
@@ -29,6 +29,7 @@ from wakeful.daemon.store.base import (
     StoredEvent,
     StoreUnavailable,
 )
+from wakeful.daemon.store.group_commit import GroupCommit
 from wakeful.events import Event
 
 T = TypeVar("T")
@@ -99,23 +100,6 @@ class _Append:
     strategy: str | None
     reason: str | None
     accepted_at: float
-    result: AppendResult | None = None
-    error: Exception | None = None
-
-
-@dataclass(eq=False)
-class _Batch:
-    """Appends that arrived while another batch was committing: one transaction.
-
-    Its waiters wake on ``turn`` (the previous batch is done, so this one may
-    commit now); the first to run claims the commit, the others wait for ``done``.
-    Events per batch rather than per append: this is the webhook's hot path.
-    """
-
-    requests: list[_Append] = field(default_factory=list)
-    turn: anyio.Event = field(default_factory=anyio.Event)
-    done: anyio.Event = field(default_factory=anyio.Event)
-    claimed: bool = False
 
 
 def _insert(conn: sqlite3.Connection, r: _Append) -> AppendResult:
@@ -142,8 +126,7 @@ class SqliteStore:
         self._synchronous = synchronous
         self._conn: sqlite3.Connection | None = None
         self._limiter = anyio.CapacityLimiter(1)
-        self._queued: _Batch | None = None  # taking appends until a commit claims it
-        self._appending = False
+        self._appends: GroupCommit[_Append, AppendResult] = GroupCommit(self._insert_batch)
 
     async def open(self) -> SqliteStore:
         await anyio.to_thread.run_sync(self._open_sync, limiter=self._limiter)
@@ -200,47 +183,11 @@ class SqliteStore:
         reason: str | None = None,
     ) -> AppendResult:
         request = _Append(event, event.to_json(), status, strategy, reason, time.time())
-        batch = self._queued
-        if batch is None:
-            batch = self._queued = _Batch()
-        batch.requests.append(request)
-        # Group commit: concurrent appends share one transaction (one fsync). A queued
-        # append is owed to its batch, so it is seen through even if its caller is
-        # cancelled; and a waiter woken to commit its batch must not be cancelled away.
-        with anyio.CancelScope(shield=True):
-            if self._appending:
-                await batch.turn.wait()
-            if not batch.claimed:
-                await self._commit_batch(batch)  # first in, or its batch's turn came
-            else:
-                await batch.done.wait()
-        if request.result is None:
-            raise request.error or StoreUnavailable("the event store did not commit the event")
-        return request.result
+        # Concurrent appends share one transaction (one fsync); each returns after it.
+        return await self._appends.submit(request)
 
-    async def _commit_batch(self, batch: _Batch) -> None:
-        batch.claimed = True
-        self._appending = True
-        self._queued = None  # appends from now on form the next batch
-        requests = batch.requests
-        try:
-            results = await self._transaction(lambda conn: [_insert(conn, r) for r in requests])
-        except Exception as exc:
-            for request in requests:
-                request.error = exc
-        else:
-            for request, result in zip(requests, results, strict=True):
-                request.result = result
-        finally:
-            batch.done.set()
-            self._hand_over()
-
-    def _hand_over(self) -> None:
-        """After a commit: the batch that queued meanwhile is next, else appending stops."""
-        if self._queued is not None:
-            self._queued.turn.set()  # its first waiter to run commits it
-        else:
-            self._appending = False
+    async def _insert_batch(self, requests: list[_Append]) -> list[AppendResult]:
+        return await self._transaction(lambda conn: [_insert(conn, r) for r in requests])
 
     async def set_route(
         self, event_id: str, status: EventStatus, strategy: str, reason: str

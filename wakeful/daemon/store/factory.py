@@ -1,0 +1,33 @@
+"""Open the event store that ``[store] backend`` names."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from urllib.parse import parse_qs, urlsplit
+
+from wakeful.daemon.config import StoreSection
+from wakeful.daemon.logging import add_secrets
+from wakeful.daemon.store.base import Store
+
+
+async def open_store(store: StoreSection, data_dir: Path) -> Store:
+    """The open store; raises StoreUnavailable (with what to do) if it cannot be opened.
+
+    Only events, trajectories and model calls move to Redis: timers, email
+    state and the outbox keep their SQLite files in ``data_dir`` either way.
+    """
+    if store.backend == "redis":
+        from wakeful.daemon.store.redis_store import RedisStore  # only when used
+
+        add_secrets(_url_passwords(store.redis_url))
+        return await RedisStore(store.redis_url, prefix=store.redis_prefix).open()
+    from wakeful.daemon.store.sqlite import SqliteStore
+
+    return await SqliteStore(data_dir / "wakeful.db", synchronous=store.sqlite_synchronous).open()
+
+
+def _url_passwords(url: str) -> list[str]:
+    """Passwords a Redis URL carries (userinfo or ?password=), for the log redactor."""
+    parts = urlsplit(url)
+    found = [parts.password or "", *parse_qs(parts.query).get("password", [])]
+    return [password for password in found if password]

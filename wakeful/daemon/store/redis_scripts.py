@@ -1,0 +1,251 @@
+"""The Lua scripts behind :class:`~wakeful.daemon.store.redis_store.RedisStore`.
+
+Redis runs a script with nothing else in between, so each one is a
+transaction in one round trip. A script that stops half way keeps what it
+wrote (Redis has no rollback), so every script checks everything first and
+writes only afterwards.
+
+Keys, all under the prefix ``P`` (``ARGV[1]``)::
+
+    P seq                  INCR counter: the next event seq
+    P ev:<id>              hash: seq session kind body status strategy reason
+                           parallel_answer accepted_at consumed_at token consumed_by
+    P pending:<session>    zset id -> seq: exactly the events with status pending
+    P open:<session>       zset id -> accepted_at: every event not yet consumed
+    P log                  zset id -> seq: every event
+    P log:<session>        zset id -> seq: the session's events
+    P sessions             set: sessions with events or messages
+    P msgs:<session>       list of message JSON: the trajectory
+    P meta:<session>       list of JSON {first, count, meta, at}: meta of a run of messages
+    P calls:<session>      list of model-call JSON
+
+Keys are built inside the scripts from the prefix, not passed as KEYS: fine
+on one Redis server, not on Redis Cluster (which needs every key declared).
+A field that is ``None`` in Python is absent from the hash, so HMGET gives
+``false`` and the client ``None``.
+"""
+
+from __future__ import annotations
+
+EVENT_FIELDS = ("seq", "body", "status", "strategy", "reason", "parallel_answer", "accepted_at")
+
+_FIELDS_LUA = ", ".join(f"'{name}'" for name in EVENT_FIELDS)
+
+# Shared by the scripts that change an event's status: keeps pending:<session>
+# and open:<session> equal to what the hashes say.
+_PRELUDE = """
+local p = ARGV[1]
+
+local function restatus(id, new)
+  local ek = p .. 'ev:' .. id
+  local f = redis.call('HMGET', ek, 'session', 'seq', 'accepted_at')
+  redis.call('HSET', ek, 'status', new)
+  if new == 'pending' then
+    redis.call('ZADD', p .. 'pending:' .. f[1], f[2], id)
+  else
+    redis.call('ZREM', p .. 'pending:' .. f[1], id)
+  end
+  if new == 'consumed' then
+    redis.call('ZREM', p .. 'open:' .. f[1], id)
+  else
+    redis.call('ZADD', p .. 'open:' .. f[1], f[3], id)
+  end
+end
+
+-- meta and now arrive as JSON text from Python: spliced in, never re-encoded.
+local function meta_record(first, count, meta, now)
+  return '{"first": ' .. first .. ', "count": ' .. count .. ', "meta": ' .. meta
+    .. ', "at": ' .. now .. '}'
+end
+
+local function optional(ek, field, value)
+  if string.sub(value, 1, 1) == '+' then
+    redis.call('HSET', ek, field, string.sub(value, 2))
+  end
+end
+"""
+
+# ARGV: prefix, then per event: id, session, kind, body, status, +strategy|-, +reason|-,
+# accepted_at, token. -> per event: {1, seq} when stored; {0, token, <EVENT_FIELDS>...}
+# when the id was seen before (earlier, or earlier in this batch).
+APPEND = (
+    _PRELUDE
+    + f"""
+local out = {{}}
+for i = 2, #ARGV, 9 do
+  local id, session, status, at = ARGV[i], ARGV[i + 1], ARGV[i + 4], ARGV[i + 7]
+  local ek = p .. 'ev:' .. id
+  if redis.call('EXISTS', ek) == 1 then
+    local f = redis.call('HMGET', ek, 'token', {_FIELDS_LUA})
+    table.insert(f, 1, 0)
+    table.insert(out, f)
+  else
+    local seq = redis.call('INCR', p .. 'seq')
+    redis.call('HSET', ek, 'seq', seq, 'session', session, 'kind', ARGV[i + 2],
+               'body', ARGV[i + 3], 'status', status, 'accepted_at', at, 'token', ARGV[i + 8])
+    optional(ek, 'strategy', ARGV[i + 5])
+    optional(ek, 'reason', ARGV[i + 6])
+    redis.call('ZADD', p .. 'log', seq, id)
+    redis.call('ZADD', p .. 'log:' .. session, seq, id)
+    redis.call('SADD', p .. 'sessions', session)
+    if status ~= 'consumed' then redis.call('ZADD', p .. 'open:' .. session, at, id) end
+    if status == 'pending' then redis.call('ZADD', p .. 'pending:' .. session, seq, id) end
+    table.insert(out, {{1, seq}})
+  end
+end
+return out
+"""
+)
+
+# ARGV: prefix, id, status, strategy, reason. Consumed events stay consumed.
+SET_ROUTE = (
+    _PRELUDE
+    + """
+local ek = p .. 'ev:' .. ARGV[2]
+local status = redis.call('HGET', ek, 'status')
+if not status or status == 'consumed' then return 0 end
+redis.call('HSET', ek, 'strategy', ARGV[4], 'reason', ARGV[5])
+restatus(ARGV[2], ARGV[3])
+return 1
+"""
+)
+
+# ARGV: prefix, id, answer. Only an event held for a side session takes an answer.
+SET_PARALLEL_ANSWER = (
+    _PRELUDE
+    + """
+local ek = p .. 'ev:' .. ARGV[2]
+if redis.call('HGET', ek, 'status') ~= 'parallel' then return 0 end
+redis.call('HSET', ek, 'parallel_answer', ARGV[3])
+restatus(ARGV[2], 'pending')
+return 1
+"""
+)
+
+# ARGV: prefix, session, now, token, n, id_1..id_n, meta JSON or '', message JSON...
+# -> {1, n} done; {2, n} this token already did it (a retry after a lost reply);
+#    {0, found} some ids were not pending in the session, nothing written.
+CONSUME = (
+    _PRELUDE
+    + """
+local session, now, token, n = ARGV[2], ARGV[3], ARGV[4], tonumber(ARGV[5])
+local seen, found, replay = {}, 0, n > 0
+for i = 6, 5 + n do
+  local id = ARGV[i]
+  if not seen[id] then
+    seen[id] = true
+    local f = redis.call('HMGET', p .. 'ev:' .. id, 'session', 'status', 'consumed_by')
+    if f[1] == session and f[2] == 'pending' then found = found + 1 end
+    if not (f[1] == session and f[2] == 'consumed' and f[3] == token) then replay = false end
+  end
+end
+if found ~= n then
+  if replay then return {2, n} end
+  return {0, found}
+end
+for i = 6, 5 + n do
+  restatus(ARGV[i], 'consumed')
+  redis.call('HSET', p .. 'ev:' .. ARGV[i], 'consumed_at', now, 'consumed_by', token)
+end
+local mk = p .. 'msgs:' .. session
+local before = redis.call('LLEN', mk)
+for i = 7 + n, #ARGV do redis.call('RPUSH', mk, ARGV[i]) end
+local meta = ARGV[6 + n]
+if meta ~= '' then
+  redis.call('RPUSH', p .. 'meta:' .. session, meta_record(before, #ARGV - 6 - n, meta, now))
+end
+redis.call('SADD', p .. 'sessions', session)
+return {1, n}
+"""
+)
+
+# ARGV: prefix, session, now, meta JSON or '', message JSON...
+APPEND_MESSAGES = (
+    _PRELUDE
+    + """
+local session, now, meta = ARGV[2], ARGV[3], ARGV[4]
+local mk = p .. 'msgs:' .. session
+local before = redis.call('LLEN', mk)
+for i = 5, #ARGV do redis.call('RPUSH', mk, ARGV[i]) end
+if meta ~= '' then
+  redis.call('RPUSH', p .. 'meta:' .. session, meta_record(before, #ARGV - 4, meta, now))
+end
+redis.call('SADD', p .. 'sessions', session)
+return #ARGV - 4
+"""
+)
+
+# ARGV: prefix. Events held mid-routing or mid-parallel go back to pending.
+RECOVER = (
+    _PRELUDE
+    + """
+local count = 0
+for _, session in ipairs(redis.call('SMEMBERS', p .. 'sessions')) do
+  for _, id in ipairs(redis.call('ZRANGE', p .. 'open:' .. session, 0, -1)) do
+    local status = redis.call('HGET', p .. 'ev:' .. id, 'status')
+    if status == 'routing' or status == 'parallel' then
+      restatus(id, 'pending')
+      count = count + 1
+    end
+  end
+end
+return count
+"""
+)
+
+_READ_EVENTS = f"""
+local out = {{}}
+for _, id in ipairs(ids) do
+  local f = redis.call('HMGET', p .. 'ev:' .. id, {_FIELDS_LUA})
+  for _, v in ipairs(f) do table.insert(out, v) end
+end
+return out
+"""
+
+# ARGV: prefix, session -> EVENT_FIELDS of each pending event, flat, in seq order.
+PENDING = (
+    """
+local p = ARGV[1]
+local ids = redis.call('ZRANGE', p .. 'pending:' .. ARGV[2], 0, -1)
+"""
+    + _READ_EVENTS
+)
+
+# ARGV: prefix, log key suffix ('log' or 'log:<session>'), after_seq, limit (-1: all)
+EVENT_LOG = (
+    """
+local p = ARGV[1]
+local ids = redis.call('ZRANGEBYSCORE', p .. ARGV[2], '(' .. ARGV[3], '+inf',
+                       'LIMIT', 0, ARGV[4])
+"""
+    + _READ_EVENTS
+)
+
+# ARGV: prefix -> flat {session, count, oldest accepted_at} for sessions with open events
+QUEUE_DEPTHS = """
+local p = ARGV[1]
+local out = {}
+for _, session in ipairs(redis.call('SMEMBERS', p .. 'sessions')) do
+  local key = p .. 'open:' .. session
+  local count = redis.call('ZCARD', key)
+  if count > 0 then
+    local oldest = redis.call('ZRANGE', key, 0, 0, 'WITHSCORES')
+    table.insert(out, session)
+    table.insert(out, count)
+    table.insert(out, oldest[2])
+  end
+end
+return out
+"""
+
+SCRIPTS = {
+    "APPEND": APPEND,
+    "SET_ROUTE": SET_ROUTE,
+    "SET_PARALLEL_ANSWER": SET_PARALLEL_ANSWER,
+    "CONSUME": CONSUME,
+    "APPEND_MESSAGES": APPEND_MESSAGES,
+    "RECOVER": RECOVER,
+    "PENDING": PENDING,
+    "EVENT_LOG": EVENT_LOG,
+    "QUEUE_DEPTHS": QUEUE_DEPTHS,
+}

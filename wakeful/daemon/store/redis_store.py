@@ -1,0 +1,320 @@
+"""Redis implementation of the store: ``[store] backend = "redis"``.
+
+The same contract as the SQLite store (``base.Store``): each write is one Lua
+script (:mod:`~wakeful.daemon.store.redis_scripts`), so it is atomic and takes
+one round trip; scripts are loaded once at open and run by EVALSHA (reloaded
+by the client if Redis restarted and forgot them). Concurrent appends share
+one script call (group commit, as in the SQLite store).
+
+Why hashes, sorted sets and lists rather than Streams: the store's reads are
+"this session's pending events in seq order", "one event by id" (dedup,
+routing updates) and "the log after seq N"; events change status in place
+and ``consume`` takes an arbitrary set of ids. A stream is append-only, keyed
+by its own entry ids, and its consumer groups track delivery, not our
+statuses, so we would keep the same hashes and indexes beside it anyway. So:
+one hash per event, a sorted set per session of pending ids (score: seq), one
+of not-yet-consumed ids (score: accepted_at, for queue depths and recovery),
+global and per-session logs (score: seq), and a list per session for the
+trajectory. Keys live under a prefix so tests, or several daemons, can share
+one Redis server.
+
+Known gaps:
+
+- One daemon owns a prefix. Nothing stops two daemons on the same prefix,
+  and they would both run the same sessions. Sharing the work of one prefix
+  across daemons (consumer groups, leases on sessions) is not built.
+- One Redis server, not Redis Cluster: the scripts build their keys from the
+  prefix rather than declaring them.
+- Durability is Redis's: a 202 survives a Redis restart only with
+  ``appendonly yes`` (``appendfsync always`` for SQLite's synchronous=FULL
+  guarantee). :mod:`~wakeful.daemon.store.redis_setup` warns at open.
+- Timers, email state and the outbox stay in the SQLite files in data_dir.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import time
+import uuid
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+import anyio
+from redis.asyncio import BlockingConnectionPool, Redis
+from redis.backoff import NoBackoff
+from redis.commands.core import AsyncScript
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import RedisError
+from redis.retry import Retry
+
+from wakeful.daemon.store import redis_scripts as lua
+from wakeful.daemon.store.base import (
+    AppendResult,
+    ConsumeConflict,
+    EventStatus,
+    Message,
+    ModelCallRecord,
+    QueueDepth,
+    StoredEvent,
+    StoreUnavailable,
+)
+from wakeful.daemon.store.group_commit import GroupCommit
+from wakeful.daemon.store.redis_setup import redacted_url, warn_if_not_durable
+from wakeful.events import Event
+
+T = TypeVar("T")
+
+DEFAULT_PREFIX = "wakeful:"
+MAX_CONNECTIONS = 32
+MAX_BATCH = 256  # appends per script call: bounds how long one call holds Redis
+FIELD_COUNT = len(lua.EVENT_FIELDS)
+
+
+def new_token() -> str:
+    """Names one call, so that its retry can tell its own earlier write from another's."""
+    return uuid.uuid4().hex
+
+
+def _optional(value: str | None) -> str:
+    return "-" if value is None else "+" + value
+
+
+def _stored(fields: Sequence[Any]) -> StoredEvent:
+    seq, body, status, strategy, reason, answer, accepted_at = fields
+    return StoredEvent(
+        seq=int(seq),
+        event=Event.model_validate_json(body),
+        status=EventStatus(status),
+        strategy=strategy,
+        reason=reason,
+        parallel_answer=answer,
+        accepted_at=float(accepted_at),
+    )
+
+
+def _stored_list(flat: Sequence[Any]) -> list[StoredEvent]:
+    return [_stored(flat[i : i + FIELD_COUNT]) for i in range(0, len(flat), FIELD_COUNT)]
+
+
+@dataclass
+class _Append:
+    """One queued ``append``, sent with whatever else is queued at the time."""
+
+    event: Event
+    status: EventStatus
+    strategy: str | None
+    reason: str | None
+    accepted_at: float
+    token: str  # marks our own write if a retry meets it
+
+    def args(self) -> list[str]:
+        event = self.event
+        return [event.id, event.session, event.kind, event.to_json(), self.status.value,
+                _optional(self.strategy), _optional(self.reason), repr(self.accepted_at),
+                self.token]  # fmt: skip
+
+    def settle(self, reply: list[Any]) -> AppendResult:
+        if reply[0] == 1:
+            seq = int(reply[1])
+            stored = StoredEvent(seq, self.event, self.status, self.strategy, self.reason,
+                                 None, self.accepted_at)  # fmt: skip
+            return AppendResult(stored, True)
+        return AppendResult(_stored(reply[2:]), created=reply[1] == self.token)
+
+
+class RedisStore:
+    """The Store protocol on one Redis server, under one key prefix."""
+
+    def __init__(self, url: str, *, prefix: str = DEFAULT_PREFIX, timeout_s: float = 10.0) -> None:
+        self.where = redacted_url(url)
+        self.prefix = prefix
+        self._url = url
+        self._timeout_s = timeout_s
+        self._client: Redis | None = None
+        self._scripts: dict[str, AsyncScript] = {}
+        self._appends: GroupCommit[_Append, AppendResult] = GroupCommit(
+            self._append_batch, max_batch=MAX_BATCH
+        )
+
+    async def open(self) -> RedisStore:
+        client = self._connect()
+        try:
+            await client.ping()
+        except RedisError as exc:
+            await client.aclose()
+            raise StoreUnavailable(
+                f"cannot reach Redis at {self.where}: {str(exc).rstrip('.')}; start it or set"
+                ' [store] backend = "sqlite"'
+            ) from None
+        try:
+            await warn_if_not_durable(client, self.where)
+            for name, text in lua.SCRIPTS.items():
+                script = client.register_script(text)
+                await client.script_load(text)
+                self._scripts[name] = script
+        except RedisError as exc:
+            await client.aclose()
+            raise StoreUnavailable(
+                f"Redis at {self.where} refused the store's setup: {exc}"
+            ) from None
+        self._client = client
+        return self
+
+    def _connect(self) -> Redis:
+        try:
+            # Blocking: a burst of requests waits for one of the connections, not an error.
+            pool = BlockingConnectionPool.from_url(
+                self._url,
+                max_connections=MAX_CONNECTIONS,
+                timeout=self._timeout_s,
+                decode_responses=True,
+                socket_timeout=self._timeout_s,
+                socket_connect_timeout=self._timeout_s,
+                retry=Retry(NoBackoff(), 0),  # retries are ours: only where repeating is safe
+                client_name="wakeful",
+            )
+            return Redis.from_pool(pool)
+        except ValueError as exc:
+            raise StoreUnavailable(f"[store] redis_url {self.where} is not usable: {exc}") from None
+
+    async def aclose(self) -> None:
+        if self._client is not None:
+            client, self._client = self._client, None
+            with anyio.CancelScope(shield=True):
+                await client.aclose()
+
+    async def _run(self, call: Callable[[Redis], Awaitable[T]], *, retry: bool) -> T:
+        """One call, shielded like the SQLite store's thread call: a command sent
+        is seen through, so the caller never wonders whether it happened.
+        ``retry``: the call is safe to repeat, so a dropped pooled connection
+        (say, Redis restarted) costs one reconnect instead of a 503."""
+        with anyio.CancelScope(shield=True):
+            for attempt in (1, 2):
+                client = self._client
+                if client is None:
+                    raise StoreUnavailable("the event store is closed (the daemon is stopping)")
+                try:
+                    return await call(client)
+                except RedisConnectionError as exc:
+                    if retry and attempt == 1:
+                        continue
+                    raise self._unavailable(exc) from exc
+                except RedisError as exc:
+                    raise self._unavailable(exc) from exc
+        raise AssertionError("unreachable")
+
+    def _unavailable(self, exc: RedisError) -> StoreUnavailable:
+        return StoreUnavailable(f"the event store (Redis at {self.where}) cannot answer: {exc}")
+
+    async def _script(self, name: str, args: Sequence[str | int], *, retry: bool) -> Any:
+        script = self._scripts.get(name)
+        if script is None:
+            raise StoreUnavailable("the event store is closed (the daemon is stopping)")
+        return await self._run(lambda c: script(args=[self.prefix, *args], client=c), retry=retry)
+
+    # -- events ---------------------------------------------------------------
+
+    async def append(
+        self,
+        event: Event,
+        status: EventStatus = EventStatus.PENDING,
+        strategy: str | None = None,
+        reason: str | None = None,
+    ) -> AppendResult:
+        request = _Append(event, status, strategy, reason, time.time(), new_token())
+        # Appends arriving while a script call is in flight go together in the next one
+        # (one round trip, one AOF write); each returns after its own batch is stored.
+        return await self._appends.submit(request)
+
+    async def _append_batch(self, batch: list[_Append]) -> list[AppendResult]:
+        args = [arg for request in batch for arg in request.args()]
+        replies = await self._script("APPEND", args, retry=True)
+        return [request.settle(reply) for request, reply in zip(batch, replies, strict=True)]
+
+    async def set_route(
+        self, event_id: str, status: EventStatus, strategy: str, reason: str
+    ) -> None:
+        await self._script("SET_ROUTE", [event_id, status.value, strategy, reason], retry=True)
+
+    async def set_parallel_answer(self, event_id: str, answer: str) -> None:
+        await self._script("SET_PARALLEL_ANSWER", [event_id, answer], retry=True)
+
+    async def pending(self, session: str) -> list[StoredEvent]:
+        return _stored_list(await self._script("PENDING", [session], retry=True))
+
+    async def consume(
+        self,
+        session: str,
+        event_ids: list[str],
+        messages: list[Message],
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        token = new_token()  # lets a retry recognise its own finished consume
+        args: list[str | int] = [session, repr(time.time()), token, len(event_ids), *event_ids,
+                                 json.dumps(meta) if meta else "", *_encode(messages)]  # fmt: skip
+        state, found = await self._script("CONSUME", args, retry=bool(event_ids))
+        if state == 0:
+            raise ConsumeConflict(
+                f"{len(event_ids) - found} of {len(event_ids)} events"
+                f" in session {session!r} were no longer pending"
+            )
+
+    async def append_messages(
+        self, session: str, messages: list[Message], meta: dict[str, Any] | None = None
+    ) -> None:
+        args = [session, repr(time.time()), json.dumps(meta) if meta else "", *_encode(messages)]
+        await self._script("APPEND_MESSAGES", args, retry=False)
+
+    async def trajectory(self, session: str) -> list[Message]:
+        key = f"{self.prefix}msgs:{session}"
+        rows = await self._run(lambda c: c.lrange(key, 0, -1), retry=True)
+        return [json.loads(row) for row in rows]
+
+    async def sessions(self) -> list[str]:
+        key = f"{self.prefix}sessions"
+        members = await self._run(lambda c: c.smembers(key), retry=True)
+        return sorted(_text(member) for member in members)
+
+    async def recover(self) -> int:
+        return int(await self._script("RECOVER", [], retry=True))
+
+    async def event_log(
+        self, session: str | None, after_seq: int = 0, limit: int = 200
+    ) -> list[StoredEvent]:
+        if limit == 0:
+            return []
+        key = "log" if session is None else f"log:{session}"
+        flat = await self._script("EVENT_LOG", [key, after_seq, max(limit, -1)], retry=True)
+        return _stored_list(flat)
+
+    async def queue_depths(self) -> list[QueueDepth]:
+        flat = await self._script("QUEUE_DEPTHS", [], retry=True)
+        depths = [
+            QueueDepth(flat[i], int(flat[i + 1]), float(flat[i + 2]))
+            for i in range(0, len(flat), 3)
+        ]
+        return sorted(depths, key=lambda d: d.session)
+
+    # -- model calls ----------------------------------------------------------
+
+    async def record_model_call(self, record: ModelCallRecord) -> None:
+        key = f"{self.prefix}calls:{record.session}"
+        row = json.dumps(dataclasses.asdict(record))
+        await self._run(lambda c: c.rpush(key, row), retry=False)
+
+    async def model_calls(self, session: str, limit: int = 100) -> list[ModelCallRecord]:
+        if limit == 0:
+            return []
+        key, start = f"{self.prefix}calls:{session}", -limit if limit > 0 else 0
+        rows = await self._run(lambda c: c.lrange(key, start, -1), retry=True)
+        return [ModelCallRecord(**json.loads(row)) for row in rows]
+
+
+def _text(value: bytes | str) -> str:
+    return value.decode() if isinstance(value, bytes) else value  # decode_responses: always str
+
+
+def _encode(messages: list[Message]) -> list[str]:
+    return [json.dumps(m, ensure_ascii=False) for m in messages]
