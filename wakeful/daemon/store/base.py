@@ -11,6 +11,7 @@ The SQLite backend is the embedded default; the Redis backend
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Protocol
@@ -44,6 +45,21 @@ class StoredEvent:
     reason: str | None = None
     parallel_answer: str | None = None
     accepted_at: float = 0.0
+
+    @classmethod
+    def from_row(cls, row: Sequence[Any]) -> StoredEvent:
+        """From (seq, event JSON, status, strategy, reason, parallel_answer, accepted_at),
+        the order both backends read them in; numbers may come as text (Redis)."""
+        seq, body, status, strategy, reason, answer, accepted_at = row
+        return cls(
+            seq=int(seq),
+            event=Event.model_validate_json(body),
+            status=EventStatus(status),
+            strategy=strategy,
+            reason=reason,
+            parallel_answer=answer,
+            accepted_at=float(accepted_at),
+        )
 
 
 @dataclass(frozen=True)

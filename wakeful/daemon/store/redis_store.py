@@ -81,21 +81,10 @@ def _optional(value: str | None) -> str:
     return "-" if value is None else "+" + value
 
 
-def _stored(fields: Sequence[Any]) -> StoredEvent:
-    seq, body, status, strategy, reason, answer, accepted_at = fields
-    return StoredEvent(
-        seq=int(seq),
-        event=Event.model_validate_json(body),
-        status=EventStatus(status),
-        strategy=strategy,
-        reason=reason,
-        parallel_answer=answer,
-        accepted_at=float(accepted_at),
-    )
-
-
 def _stored_list(flat: Sequence[Any]) -> list[StoredEvent]:
-    return [_stored(flat[i : i + FIELD_COUNT]) for i in range(0, len(flat), FIELD_COUNT)]
+    return [
+        StoredEvent.from_row(flat[i : i + FIELD_COUNT]) for i in range(0, len(flat), FIELD_COUNT)
+    ]
 
 
 @dataclass
@@ -121,7 +110,7 @@ class _Append:
             stored = StoredEvent(seq, self.event, self.status, self.strategy, self.reason,
                                  None, self.accepted_at)  # fmt: skip
             return AppendResult(stored, True)
-        return AppendResult(_stored(reply[2:]), created=reply[1] == self.token)
+        return AppendResult(StoredEvent.from_row(reply[2:]), created=reply[1] == self.token)
 
 
 class RedisStore:

@@ -77,19 +77,6 @@ CREATE INDEX IF NOT EXISTS model_calls_by_session ON model_calls(session, seq);
 EVENT_COLUMNS = "seq, body, status, strategy, reason, parallel_answer, accepted_at"
 
 
-def _row_to_event(row: tuple[Any, ...]) -> StoredEvent:
-    seq, body, status, strategy, reason, answer, accepted_at = row
-    return StoredEvent(
-        seq=seq,
-        event=Event.model_validate_json(body),
-        status=EventStatus(status),
-        strategy=strategy,
-        reason=reason,
-        parallel_answer=answer,
-        accepted_at=accepted_at,
-    )
-
-
 @dataclass
 class _Append:
     """One queued ``append``, committed with whatever else is queued at the time."""
@@ -115,7 +102,7 @@ def _insert(conn: sqlite3.Connection, r: _Append) -> AppendResult:
         stored = StoredEvent(seq, event, status, r.strategy, r.reason, accepted_at=r.accepted_at)
         return AppendResult(stored, True)
     row = conn.execute(f"SELECT {EVENT_COLUMNS} FROM events WHERE id = ?", (event.id,)).fetchone()
-    return AppendResult(_row_to_event(row), False)
+    return AppendResult(StoredEvent.from_row(row), False)
 
 
 class SqliteStore:
@@ -217,7 +204,7 @@ class SqliteStore:
                 (session,),
             ).fetchall()
         )
-        return [_row_to_event(row) for row in rows]
+        return [StoredEvent.from_row(row) for row in rows]
 
     async def consume(
         self,
@@ -288,7 +275,7 @@ class SqliteStore:
                 (*args_t, limit),
             ).fetchall()
         )
-        return [_row_to_event(row) for row in rows]
+        return [StoredEvent.from_row(row) for row in rows]
 
     async def queue_depths(self) -> list[QueueDepth]:
         rows = await self._run(
