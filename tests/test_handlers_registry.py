@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
-from typing import Any
 
 import anyio
 import pytest
@@ -48,7 +47,6 @@ class _FakeTool:
 
     description = "test tool"
     Args = _EmptyArgs
-    parameters: dict[str, Any] = _EmptyArgs.model_json_schema()
     read_only = True
 
     def __init__(
@@ -59,7 +57,7 @@ class _FakeTool:
         self._text, self._sleep_s, self._error = text, sleep_s, error
         self.finished = False
 
-    async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
+    async def run(self, args: _EmptyArgs, ctx: ToolContext) -> ToolOutput:
         await anyio.sleep(self._sleep_s)
         if self._error is not None:
             raise self._error

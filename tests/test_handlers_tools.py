@@ -11,6 +11,7 @@ from typing import Any
 import anyio
 import pytest
 
+from tests.tool_calls import run_tool
 from wakeful.handlers.base import ToolContext, ToolOutput
 from wakeful.handlers.clock import GetTime
 from wakeful.handlers.files import ReadFile
@@ -86,7 +87,7 @@ async def wait_for_file(path: Path, within_s: float = 10.0) -> str:
 @pytest.mark.anyio
 async def test_shell_exec_reports_status_duration_and_output(tmp_path: Path) -> None:
     """A finished command reports its exit status, duration and output."""
-    out = await ShellExec().run({"command": "echo hello; exit 2"}, make_ctx(tmp_path))
+    out = await run_tool(ShellExec(), {"command": "echo hello; exit 2"}, make_ctx(tmp_path))
     assert re.match(r"exit status 2 after \d+\.\d s\nhello\n$", out.text)
     assert out.data["exit_code"] == 2
 
@@ -96,16 +97,16 @@ async def test_shell_exec_runs_in_the_workspace_and_relative_cwd(tmp_path: Path)
     """Commands run in the workspace, or in cwd resolved inside it."""
     ctx = make_ctx(tmp_path)
     (ctx.workspace / "sub").mkdir()
-    out = await ShellExec().run({"command": "pwd"}, ctx)
+    out = await run_tool(ShellExec(), {"command": "pwd"}, ctx)
     assert out.text.splitlines()[1] == str(ctx.workspace)
-    out = await ShellExec().run({"command": "pwd", "cwd": "sub"}, ctx)
+    out = await run_tool(ShellExec(), {"command": "pwd", "cwd": "sub"}, ctx)
     assert out.text.splitlines()[1] == str(ctx.workspace / "sub")
 
 
 @pytest.mark.anyio
 async def test_shell_exec_missing_cwd_is_an_error(tmp_path: Path) -> None:
     """A cwd that does not exist is an error that says what to pass instead."""
-    out = await ShellExec().run({"command": "pwd", "cwd": "nope"}, make_ctx(tmp_path))
+    out = await run_tool(ShellExec(), {"command": "pwd", "cwd": "nope"}, make_ctx(tmp_path))
     assert out.is_error
     assert "not a directory" in out.text
 
@@ -114,8 +115,10 @@ async def test_shell_exec_missing_cwd_is_an_error(tmp_path: Path) -> None:
 async def test_shell_exec_timeout_stops_sleep_and_reports_it(tmp_path: Path) -> None:
     """`sleep 30` with timeout_s=1 is stopped after about a second and reported as timed out."""
     started = time.monotonic()
-    out = await ShellExec(grace_s=0.5).run(
-        {"command": "echo before; sleep 30", "timeout_s": 1}, make_ctx(tmp_path)
+    out = await run_tool(
+        ShellExec(grace_s=0.5),
+        {"command": "echo before; sleep 30", "timeout_s": 1},
+        make_ctx(tmp_path),
     )
     assert time.monotonic() - started < 4
     assert out.is_error
@@ -128,7 +131,7 @@ async def test_shell_exec_timeout_stops_sleep_and_reports_it(tmp_path: Path) -> 
 async def test_shell_exec_long_output_is_shaped_and_saved(tmp_path: Path) -> None:
     """Long output keeps head and tail, and the saved file holds every line."""
     ctx = make_ctx(tmp_path)
-    out = await ShellExec().run({"command": "seq 1 1000"}, ctx)
+    out = await run_tool(ShellExec(), {"command": "seq 1 1000"}, ctx)
     lines = out.text.splitlines()
     assert lines[1:3] == ["1", "2"]
     assert lines[-1] == "1000"
@@ -198,7 +201,7 @@ def test_ordinary_commands_are_not_refused(command: str) -> None:
 @pytest.mark.anyio
 async def test_shell_exec_refuses_a_dangerous_command(tmp_path: Path) -> None:
     """shell_exec returns an error explaining the refusal instead of running it."""
-    out = await ShellExec().run({"command": "rm -rf /"}, make_ctx(tmp_path))
+    out = await run_tool(ShellExec(), {"command": "rm -rf /"}, make_ctx(tmp_path))
     assert out.is_error
     assert out.text.startswith("refused:")
     assert "recursive delete" in out.text
@@ -216,7 +219,7 @@ async def test_read_file_pages_through_lines(tmp_path: Path) -> None:
     """The first page shows numbered lines 1-200 and the offset for the next page."""
     ctx = make_ctx(tmp_path)
     _write_lines(ctx.workspace / "big.txt", 500)
-    out = await ReadFile().run({"path": "big.txt"}, ctx)
+    out = await run_tool(ReadFile(), {"path": "big.txt"}, ctx)
     lines = out.text.splitlines()
     assert lines[0] == "     1\trow 1"
     assert lines[199] == "   200\trow 200"
@@ -228,7 +231,7 @@ async def test_read_file_last_page_says_end_of_file(tmp_path: Path) -> None:
     """Reading from an offset near the end returns the rest and says it is the end."""
     ctx = make_ctx(tmp_path)
     _write_lines(ctx.workspace / "big.txt", 500)
-    out = await ReadFile().run({"path": "big.txt", "offset": 450, "limit": 100}, ctx)
+    out = await run_tool(ReadFile(), {"path": "big.txt", "offset": 450, "limit": 100}, ctx)
     lines = out.text.splitlines()
     assert lines[0] == "   451\trow 451"
     assert len(lines) == 51
@@ -240,7 +243,7 @@ async def test_read_file_offset_past_end_is_an_error(tmp_path: Path) -> None:
     """An offset beyond the last line is an error that gives the valid range."""
     ctx = make_ctx(tmp_path)
     _write_lines(ctx.workspace / "small.txt", 3)
-    out = await ReadFile().run({"path": "small.txt", "offset": 10}, ctx)
+    out = await run_tool(ReadFile(), {"path": "small.txt", "offset": 10}, ctx)
     assert out.is_error
     assert "has 3 lines" in out.text
 
@@ -249,9 +252,9 @@ async def test_read_file_offset_past_end_is_an_error(tmp_path: Path) -> None:
 async def test_read_file_reads_saved_output_by_absolute_path(tmp_path: Path) -> None:
     """The full-output file named by shell_exec can be read with its absolute path."""
     ctx = make_ctx(tmp_path)
-    await ShellExec().run({"command": "seq 1 1000"}, ctx)
+    await run_tool(ShellExec(), {"command": "seq 1 1000"}, ctx)
     saved = next(ctx.output_dir.iterdir())
-    out = await ReadFile().run({"path": str(saved), "offset": 50, "limit": 2}, ctx)
+    out = await run_tool(ReadFile(), {"path": str(saved), "offset": 50, "limit": 2}, ctx)
     assert out.text.splitlines()[:2] == ["    51\t51", "    52\t52"]
 
 
@@ -261,9 +264,9 @@ async def test_read_file_errors_say_what_to_do(tmp_path: Path) -> None:
     ctx = make_ctx(tmp_path)
     (ctx.workspace / "dir").mkdir()
     (ctx.workspace / "blob.bin").write_bytes(b"\x7fELF\x00\x01\x02")
-    missing = await ReadFile().run({"path": "nope.txt"}, ctx)
-    directory = await ReadFile().run({"path": "dir"}, ctx)
-    binary = await ReadFile().run({"path": "blob.bin"}, ctx)
+    missing = await run_tool(ReadFile(), {"path": "nope.txt"}, ctx)
+    directory = await run_tool(ReadFile(), {"path": "dir"}, ctx)
+    binary = await run_tool(ReadFile(), {"path": "blob.bin"}, ctx)
     assert missing.is_error and "no such file" in missing.text
     assert directory.is_error and "is a directory" in directory.text
     assert binary.is_error and "looks binary" in binary.text
@@ -275,7 +278,7 @@ async def test_read_file_cuts_very_long_lines(tmp_path: Path) -> None:
     """A line longer than 2000 characters is cut and says how much was cut."""
     ctx = make_ctx(tmp_path)
     (ctx.workspace / "wide.txt").write_text("x" * 5000 + "\n")
-    out = await ReadFile().run({"path": "wide.txt"}, ctx)
+    out = await run_tool(ReadFile(), {"path": "wide.txt"}, ctx)
     assert "[3000 more characters cut]" in out.text
 
 
@@ -289,7 +292,7 @@ def _fixed_now() -> datetime:
 @pytest.mark.anyio
 async def test_get_time_in_a_time_zone(tmp_path: Path) -> None:
     """The time is given in the requested IANA zone, with weekday and abbreviation."""
-    out = await GetTime(now=_fixed_now).run({"timezone": "Asia/Tokyo"}, make_ctx(tmp_path))
+    out = await run_tool(GetTime(now=_fixed_now), {"timezone": "Asia/Tokyo"}, make_ctx(tmp_path))
     assert out.text.startswith("Monday, 2024-01-01 09:00:00 JST")
     assert out.data["iso"] == "2024-01-01T09:00:00+09:00"
 
@@ -297,7 +300,7 @@ async def test_get_time_in_a_time_zone(tmp_path: Path) -> None:
 @pytest.mark.anyio
 async def test_get_time_defaults_to_utc(tmp_path: Path) -> None:
     """Without a zone the time is in UTC."""
-    out = await GetTime(now=_fixed_now).run({}, make_ctx(tmp_path))
+    out = await run_tool(GetTime(now=_fixed_now), {}, make_ctx(tmp_path))
     assert out.text.startswith("Monday, 2024-01-01 00:00:00 UTC")
 
 
@@ -305,7 +308,7 @@ async def test_get_time_defaults_to_utc(tmp_path: Path) -> None:
 async def test_get_time_unknown_zone_is_an_error(tmp_path: Path) -> None:
     """An unknown or malformed zone name is an error with examples of valid ones."""
     for zone in ("Mars/Olympus", "../etc"):
-        out = await GetTime().run({"timezone": zone}, make_ctx(tmp_path))
+        out = await run_tool(GetTime(), {"timezone": zone}, make_ctx(tmp_path))
         assert out.is_error
         assert "unknown time zone" in out.text
 
@@ -314,7 +317,9 @@ async def test_get_time_unknown_zone_is_an_error(tmp_path: Path) -> None:
 async def test_reply_to_user_delivers_the_text(tmp_path: Path) -> None:
     """reply_to_user hands the text to ctx.reply and reports delivery."""
     replies: list[str] = []
-    out = await ReplyToUser().run({"text": "halfway there"}, make_ctx(tmp_path, replies=replies))
+    out = await run_tool(
+        ReplyToUser(), {"text": "halfway there"}, make_ctx(tmp_path, replies=replies)
+    )
     assert out == ToolOutput("delivered")
     assert replies == ["halfway there"]
 
@@ -334,7 +339,7 @@ def _two_tasks() -> FakeTasks:
 @pytest.mark.anyio
 async def test_task_status_describes_one_task(tmp_path: Path) -> None:
     """task_status with an id shows that task's state and progress."""
-    out = await TaskStatus().run({"task_id": "T1"}, make_ctx(tmp_path, tasks=_two_tasks()))
+    out = await run_tool(TaskStatus(), {"task_id": "T1"}, make_ctx(tmp_path, tasks=_two_tasks()))
     assert not out.is_error
     assert '"progress": 0.66' in out.text and "T2" not in out.text
 
@@ -342,7 +347,7 @@ async def test_task_status_describes_one_task(tmp_path: Path) -> None:
 @pytest.mark.anyio
 async def test_task_status_without_id_lists_all(tmp_path: Path) -> None:
     """task_status without an id lists every task."""
-    out = await TaskStatus().run({}, make_ctx(tmp_path, tasks=_two_tasks()))
+    out = await run_tool(TaskStatus(), {}, make_ctx(tmp_path, tasks=_two_tasks()))
     assert "T1" in out.text and "T2" in out.text
 
 
@@ -351,8 +356,8 @@ async def test_unknown_task_id_lists_known_ids(tmp_path: Path) -> None:
     """Both task tools answer an unknown id with the ids that do exist."""
     ctx = make_ctx(tmp_path, tasks=_two_tasks())
     for out in (
-        await TaskStatus().run({"task_id": "T9"}, ctx),
-        await CancelTask().run({"task_id": "T9"}, ctx),
+        await run_tool(TaskStatus(), {"task_id": "T9"}, ctx),
+        await run_tool(CancelTask(), {"task_id": "T9"}, ctx),
     ):
         assert out.is_error
         assert "unknown task id 'T9'" in out.text and "T1, T2" in out.text
@@ -362,6 +367,6 @@ async def test_unknown_task_id_lists_known_ids(tmp_path: Path) -> None:
 async def test_cancel_task_cancels_through_the_task_view(tmp_path: Path) -> None:
     """cancel_task asks the TaskView to cancel and shows the resulting state."""
     tasks = _two_tasks()
-    out = await CancelTask().run({"task_id": "T2"}, make_ctx(tmp_path, tasks=tasks))
+    out = await run_tool(CancelTask(), {"task_id": "T2"}, make_ctx(tmp_path, tasks=tasks))
     assert tasks.cancelled == ["T2"]
     assert "cancel requested for T2" in out.text and "cancelling" in out.text

@@ -13,6 +13,7 @@ import anyio
 import pytest
 
 from tests.processes import group_members
+from tests.tool_calls import run_tool
 from wakeful.channels.shell.lines import LineSplitter, OutputTail, parse_progress
 from wakeful.channels.shell.manager import ShellOptions, ShellTaskManager
 from wakeful.channels.shell.monitor import Pattern
@@ -134,12 +135,12 @@ async def test_monitor_pattern_raises_output_event(tmp_path: Path) -> None:
         tool = MonitorShell(manager)
         task = await manager.start("main", command, tmp_path, [])
         ctx = tool_context(tmp_path)
-        added = await tool.run(
-            {"task_id": task.task_id, "patterns": [r"epoch \d+"], "regex": True}, ctx
+        added = await run_tool(
+            tool, {"task_id": task.task_id, "patterns": [r"epoch \d+"], "regex": True}, ctx
         )
         assert not added.is_error, added.text
-        bad = await tool.run(
-            {"task_id": task.task_id, "patterns": ["(unclosed"], "regex": True}, ctx
+        bad = await run_tool(
+            tool, {"task_id": task.task_id, "patterns": ["(unclosed"], "regex": True}, ctx
         )
         assert bad.is_error and "not a valid Python regular expression" in bad.text
         gate.touch()
@@ -279,12 +280,12 @@ async def test_start_shell_tool_refuses_and_explains(tmp_path: Path) -> None:
         tool = StartShell(manager)
         ctx = tool_context(tmp_path)
         started = time.monotonic()
-        ok = await tool.run({"command": "sleep 600", "patterns": ["x"]}, ctx)
+        ok = await run_tool(tool, {"command": "sleep 600", "patterns": ["x"]}, ctx)
         assert time.monotonic() - started < 2
         info = json.loads(ok.text.split("\n", 1)[1])
         assert info["task_id"].startswith("shell-") and info["monitored_patterns"] == ["'x'"]
-        assert (await tool.run({"command": "ls", "cwd": "nope"}, ctx)).is_error
-        refused = await tool.run({"command": "rm -rf /"}, ctx)
+        assert (await run_tool(tool, {"command": "ls", "cwd": "nope"}, ctx)).is_error
+        refused = await run_tool(tool, {"command": "rm -rf /"}, ctx)
         assert refused.is_error and "refused" in refused.text
         await manager.cancel("main", info["task_id"])
 

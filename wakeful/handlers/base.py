@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from pydantic import BaseModel
+
 
 @dataclass(frozen=True)
 class ToolOutput:
@@ -41,10 +43,16 @@ class ToolContext:
 
 
 class Tool(Protocol):
+    """A tool; its arguments are its pydantic ``Args`` model, whose JSON schema is
+    what the model sees. The registry validates each call once and hands ``run``
+    the ``Args`` instance."""
+
     name: str
     description: str
-    parameters: dict[str, Any]  # JSON schema of the arguments object
     read_only: bool  # allowed in parallel side sessions
     timeout_s: float | None  # per-call wall-clock limit; None: the registry default
 
-    async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput: ...
+    @property
+    def Args(self) -> type[BaseModel]: ...
+
+    async def run(self, args: Any, ctx: ToolContext) -> ToolOutput: ...

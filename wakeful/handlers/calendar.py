@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
 
 import anyio
 from pydantic import BaseModel, ConfigDict, Field
@@ -43,15 +42,13 @@ class ListCalendarEvents:
         start: str | None = Field(default=None, description=f"window start; {_TIME_HELP}")
         end: str | None = Field(default=None, description=f"window end; {_TIME_HELP}")
 
-    parameters: dict[str, Any] = Args.model_json_schema()
     read_only = True
     timeout_s: float | None = 30.0
 
     def __init__(self, path: Path) -> None:
         self._path = path
 
-    async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
-        a = self.Args.model_validate(args)
+    async def run(self, a: Args, ctx: ToolContext) -> ToolOutput:
         try:
             start = _when(a.start, "start") if a.start else datetime.now(UTC)
             end = _when(a.end, "end") if a.end else start + timedelta(days=7)
@@ -81,15 +78,13 @@ class CheckCalendarConflicts:
         start: str = Field(description=f"slot start; {_TIME_HELP}")
         end: str = Field(description=f"slot end; {_TIME_HELP}")
 
-    parameters: dict[str, Any] = Args.model_json_schema()
     read_only = True
     timeout_s: float | None = 30.0
 
     def __init__(self, path: Path) -> None:
         self._path = path
 
-    async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
-        a = self.Args.model_validate(args)
+    async def run(self, a: Args, ctx: ToolContext) -> ToolOutput:
         try:
             start, end = _when(a.start, "start"), _when(a.end, "end")
             conflicts = await _entries(self._path, start, end)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -31,15 +30,13 @@ class GetTime:
 
         timezone: str | None = Field(default=None, description="IANA time zone name; omit for UTC")
 
-    parameters: dict[str, Any] = Args.model_json_schema()
     read_only = True
     timeout_s: float | None = 5.0
 
     def __init__(self, *, now: Callable[[], datetime] = _utc_now) -> None:
         self._now = now  # injectable so tests can fix the clock
 
-    async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
-        a = self.Args.model_validate(args)
+    async def run(self, a: Args, ctx: ToolContext) -> ToolOutput:
         zone_name = a.timezone or "UTC"
         try:
             zone = ZoneInfo(zone_name)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import anyio
 from pydantic import BaseModel, ConfigDict, Field
@@ -44,12 +43,10 @@ class ReadFile:
         offset: int = Field(default=0, ge=0, description="lines to skip from the start")
         limit: int = Field(default=200, ge=1, le=MAX_LIMIT, description="lines to return")
 
-    parameters: dict[str, Any] = Args.model_json_schema()
     read_only = True
     timeout_s: float | None = 30.0
 
-    async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
-        a = self.Args.model_validate(args)
+    async def run(self, a: Args, ctx: ToolContext) -> ToolOutput:
         candidate = Path(a.path)
         path = candidate if candidate.is_absolute() else ctx.workspace / candidate
         problem = await anyio.to_thread.run_sync(_check, path, a.path)

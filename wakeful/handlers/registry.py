@@ -11,7 +11,7 @@ import copy
 import dataclasses
 import json
 import re
-from typing import Any, Protocol
+from typing import Any
 
 import anyio
 import structlog
@@ -36,22 +36,15 @@ _NET_LINES = 1000
 _NET_CHARS = 60_000
 
 
-class ArgsTool(Tool, Protocol):
-    """A tool whose arguments are validated by its pydantic ``Args`` model."""
-
-    @property
-    def Args(self) -> type[BaseModel]: ...
-
-
 class ToolRegistry:
     """Tools by name, in registration order (so definitions are byte-stable)."""
 
     def __init__(self, *, default_timeout_s: float = DEFAULT_TIMEOUT_S) -> None:
-        self._tools: dict[str, ArgsTool] = {}
+        self._tools: dict[str, Tool] = {}
         self._default_timeout_s = default_timeout_s
         self._definitions: dict[bool, list[dict[str, Any]]] = {}
 
-    def register(self, tool: ArgsTool) -> None:
+    def register(self, tool: Tool) -> None:
         if not _NAME_PATTERN.match(tool.name):
             raise ValueError(f"tool name {tool.name!r} must match {_NAME_PATTERN.pattern}")
         if tool.name in self._tools:
@@ -59,7 +52,7 @@ class ToolRegistry:
         self._tools[tool.name] = tool
         self._definitions.clear()
 
-    def get(self, name: str) -> ArgsTool | None:
+    def get(self, name: str) -> Tool | None:
         return self._tools.get(name)
 
     def names(self) -> list[str]:
@@ -96,8 +89,8 @@ class ToolRegistry:
         return ToolOutput(_timeout_text(name, timeout_s), is_error=True, data={"timed_out": True})
 
 
-def parse_arguments(tool: ArgsTool, raw_arguments: str) -> dict[str, Any] | ToolOutput:
-    """The arguments object, untouched, or an error naming what is wrong."""
+def parse_arguments(tool: Tool, raw_arguments: str) -> BaseModel | ToolOutput:
+    """The validated ``Args``, or an error naming what is wrong."""
     # An empty string is how some providers send "no arguments".
     text = raw_arguments if raw_arguments.strip() else "{}"
     try:
@@ -115,13 +108,13 @@ def parse_arguments(tool: ArgsTool, raw_arguments: str) -> dict[str, Any] | Tool
             is_error=True,
         )
     try:
-        tool.Args.model_validate(value)
+        validated: BaseModel = tool.Args.model_validate(value)
     except ValidationError as exc:
         return ToolOutput(_validation_text(tool, exc), is_error=True)
-    return value
+    return validated
 
 
-async def _run_guarded(tool: ArgsTool, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
+async def _run_guarded(tool: Tool, args: BaseModel, ctx: ToolContext) -> ToolOutput:
     try:
         return await tool.run(args, ctx)
     except Exception as exc:  # a tool bug must not crash the loop; cancellation is not caught
@@ -154,7 +147,7 @@ def _timeout_text(name: str, timeout_s: float) -> str:
     )
 
 
-def _validation_text(tool: ArgsTool, exc: ValidationError) -> str:
+def _validation_text(tool: Tool, exc: ValidationError) -> str:
     problems = []
     properties = _properties(tool)
     for error in exc.errors():
@@ -184,8 +177,8 @@ def _type_name(schema: dict[str, Any]) -> str:
     return " or ".join(kinds) or "any JSON value"
 
 
-def _field_summary(tool: ArgsTool) -> str:
-    required = set(tool.parameters.get("required", []))
+def _field_summary(tool: Tool) -> str:
+    required = set(_schema(tool).get("required", []))
     parts = [
         f"{field} ({_type_name(schema)}{', required' if field in required else ''})"
         for field, schema in _properties(tool).items()
@@ -193,9 +186,15 @@ def _field_summary(tool: ArgsTool) -> str:
     return ", ".join(parts) or "(no fields)"
 
 
-def _properties(tool: ArgsTool) -> dict[str, Any]:
-    properties = tool.parameters.get("properties", {})
+def _properties(tool: Tool) -> dict[str, Any]:
+    properties = _schema(tool).get("properties", {})
     return properties if isinstance(properties, dict) else {}
+
+
+def _schema(tool: Tool) -> dict[str, Any]:
+    """The JSON schema of the tool's arguments (definitions are built once and cached)."""
+    schema: dict[str, Any] = tool.Args.model_json_schema()
+    return schema
 
 
 def _definition(tool: Tool) -> dict[str, Any]:
@@ -204,7 +203,7 @@ def _definition(tool: Tool) -> dict[str, Any]:
         "function": {
             "name": tool.name,
             "description": tool.description,
-            "parameters": _without_titles(tool.parameters),
+            "parameters": _without_titles(_schema(tool)),
         },
     }
 
@@ -233,7 +232,7 @@ def default_registry(
     """A registry with every built-in tool, in a fixed order."""
     registry = ToolRegistry(default_timeout_s=default_timeout_s)
     grace_s = DEFAULT_GRACE_S if shell_grace_s is None else shell_grace_s
-    tools: list[ArgsTool] = [
+    tools: list[Tool] = [
         ReplyToUser(),
         GetTime(),
         ReadFile(),

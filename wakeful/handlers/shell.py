@@ -5,7 +5,6 @@ from __future__ import annotations
 import re
 import signal
 from pathlib import Path
-from typing import Any
 
 import anyio
 from pydantic import BaseModel, ConfigDict, Field
@@ -79,7 +78,6 @@ class ShellExec:
             default=None, description="directory to run in, relative to the workspace"
         )
 
-    parameters: dict[str, Any] = Args.model_json_schema()
     read_only = False
     # The command's own timeout_s is enforced inside; this is only a backstop.
     timeout_s: float | None = MAX_TIMEOUT_S + 2 * DEFAULT_GRACE_S + 5
@@ -87,8 +85,7 @@ class ShellExec:
     def __init__(self, *, grace_s: float = DEFAULT_GRACE_S) -> None:
         self._grace_s = grace_s
 
-    async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
-        a = self.Args.model_validate(args)
+    async def run(self, a: Args, ctx: ToolContext) -> ToolOutput:
         cwd = await preflight(self.name, a.command, a.cwd, ctx.workspace)
         if isinstance(cwd, ToolOutput):
             return cwd

@@ -25,12 +25,10 @@ class TaskStatus:
 
         task_id: str | None = Field(default=None, description="omit to list all tasks")
 
-    parameters: dict[str, Any] = Args.model_json_schema()
     read_only = True
     timeout_s: float | None = 10.0
 
-    async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
-        a = self.Args.model_validate(args)
+    async def run(self, a: Args, ctx: ToolContext) -> ToolOutput:
         if a.task_id is None:
             tasks = ctx.tasks.list_tasks()
             if not tasks:
@@ -57,12 +55,10 @@ class CancelTask:
 
         task_id: str = Field(min_length=1, description="the id returned when it started")
 
-    parameters: dict[str, Any] = Args.model_json_schema()
     read_only = False
     timeout_s: float | None = 30.0
 
-    async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
-        a = self.Args.model_validate(args)
+    async def run(self, a: Args, ctx: ToolContext) -> ToolOutput:
         task = await ctx.tasks.cancel(a.task_id)
         if task is None:
             return _unknown(a.task_id, ctx.tasks)

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from pydantic import BaseModel, ConfigDict, Field
 
 from wakeful.handlers.base import ToolContext, ToolOutput
@@ -25,12 +23,10 @@ class ReplyToUser:
 
         text: str = Field(min_length=1, description="the message, as the user should read it")
 
-    parameters: dict[str, Any] = Args.model_json_schema()
     # Only talks to the owner, so parallel side sessions may use it.
     read_only = True
     timeout_s: float | None = 30.0
 
-    async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
-        a = self.Args.model_validate(args)
+    async def run(self, a: Args, ctx: ToolContext) -> ToolOutput:
         await ctx.reply(a.text)
         return ToolOutput("delivered")

@@ -42,15 +42,13 @@ class StartShell:
             description="texts that, when an output line contains one, raise a shell.output event",
         )
 
-    parameters: dict[str, Any] = Args.model_json_schema()
     read_only = False
     timeout_s: float | None = 30.0
 
     def __init__(self, manager: ShellTaskManager) -> None:
         self._manager = manager
 
-    async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
-        a = self.Args.model_validate(args)
+    async def run(self, a: Args, ctx: ToolContext) -> ToolOutput:
         cwd = await preflight(self.name, a.command, a.cwd, ctx.workspace)
         if isinstance(cwd, ToolOutput):
             return cwd
@@ -93,7 +91,6 @@ class MonitorShell:
         patterns: list[str] = Field(min_length=1, description="texts or regular expressions")
         regex: bool = Field(default=False, description="true: patterns are regular expressions")
 
-    parameters: dict[str, Any] = Args.model_json_schema()
     read_only = False
     timeout_s: float | None = 10.0
 
@@ -105,8 +102,7 @@ class MonitorShell:
             limit=options.events_per_window, window=options.window_s
         )
 
-    async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
-        a = self.Args.model_validate(args)
+    async def run(self, a: Args, ctx: ToolContext) -> ToolOutput:
         task = self._manager.get(ctx.session, a.task_id)
         if task is None:
             known = [t.task_id for t in self._manager.tasks_of(ctx.session)]

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, datetime
-from typing import Any
 
 import anyio
 from pydantic import BaseModel, ConfigDict, Field
@@ -47,15 +46,13 @@ class SetTimer:
         )
         name: str | None = Field(default=None, max_length=64, description="a short label")
 
-    parameters: dict[str, Any] = Args.model_json_schema()
     read_only = False
     timeout_s: float | None = 10.0
 
     def __init__(self, service: TimerService) -> None:
         self._service = service
 
-    async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
-        a = self.Args.model_validate(args)
+    async def run(self, a: Args, ctx: ToolContext) -> ToolOutput:
         try:
             schedule = make_schedule(
                 at=a.at, after=a.after, cron=a.cron, interval=a.interval, timezone=a.timezone
@@ -85,15 +82,13 @@ class CancelTimer:
 
         timer_id: str = Field(min_length=1, description="the id set_timer returned")
 
-    parameters: dict[str, Any] = Args.model_json_schema()
     read_only = False
     timeout_s: float | None = 10.0
 
     def __init__(self, service: TimerService) -> None:
         self._service = service
 
-    async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
-        a = self.Args.model_validate(args)
+    async def run(self, a: Args, ctx: ToolContext) -> ToolOutput:
         job = self._service.get(a.timer_id)
         if job is None or job.kwargs["session"] != ctx.session:
             known = [t["timer_id"] for t in self._service.timers(ctx.session)]
@@ -121,15 +116,13 @@ class ListTimers:
     class Args(BaseModel):
         model_config = ConfigDict(strict=True, extra="forbid")
 
-    parameters: dict[str, Any] = Args.model_json_schema()
     read_only = True
     timeout_s: float | None = 5.0
 
     def __init__(self, service: TimerService) -> None:
         self._service = service
 
-    async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
-        self.Args.model_validate(args)
+    async def run(self, a: Args, ctx: ToolContext) -> ToolOutput:
         await anyio.lowlevel.checkpoint()
         timers = self._service.timers(ctx.session)
         if not timers:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from email.message import EmailMessage
 from email.utils import format_datetime, getaddresses, make_msgid
-from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -70,7 +69,6 @@ class DraftEmail:
         reply_to_email_id: str | None = Field(default=None, description="email being answered")
         account: str | None = Field(default=None, description="sending account; default first")
 
-    parameters: dict[str, Any] = Args.model_json_schema()
     read_only = False
     timeout_s: float | None = 60.0
 
@@ -78,8 +76,7 @@ class DraftEmail:
         self._accounts = accounts
         self._outbox = outbox
 
-    async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
-        a = self.Args.model_validate(args)
+    async def run(self, a: Args, ctx: ToolContext) -> ToolOutput:
         try:
             msg, account = await self._compose(a)
         except (MailToolError, ValueError) as exc:
@@ -126,14 +123,12 @@ class SendEmail:
 
         draft_id: str = Field(min_length=1, description="the id draft_email returned")
 
-    parameters: dict[str, Any] = Args.model_json_schema()
     read_only = False
     timeout_s: float | None = 120.0
 
     def __init__(self, outbox: Outbox) -> None:
         self._outbox = outbox
 
-    async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
-        a = self.Args.model_validate(args)
+    async def run(self, a: Args, ctx: ToolContext) -> ToolOutput:
         outcome = await self._outbox.send(a.draft_id)
         return ToolOutput(outcome.text, is_error=not outcome.ok, data={"state": outcome.state})

@@ -6,8 +6,6 @@ says so instead of failing silently, and setting a flag twice is harmless.
 
 from __future__ import annotations
 
-from typing import Any
-
 from pydantic import BaseModel, ConfigDict, Field
 
 from wakeful.channels.email.accounts import MailAccounts
@@ -66,15 +64,13 @@ class MoveEmail:
         email_id: str = ID_FIELD
         mailbox: str = Field(min_length=1, description="the target folder")
 
-    parameters: dict[str, Any] = Args.model_json_schema()
     read_only = False
     timeout_s: float | None = 60.0
 
     def __init__(self, accounts: MailAccounts) -> None:
         self._accounts = accounts
 
-    async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
-        a = self.Args.model_validate(args)
+    async def run(self, a: Args, ctx: ToolContext) -> ToolOutput:
         return await move_message(self._accounts, a.email_id, a.mailbox, create=False)
 
 
@@ -90,15 +86,13 @@ class ArchiveEmail:
 
         email_id: str = ID_FIELD
 
-    parameters: dict[str, Any] = Args.model_json_schema()
     read_only = False
     timeout_s: float | None = 60.0
 
     def __init__(self, accounts: MailAccounts) -> None:
         self._accounts = accounts
 
-    async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
-        a = self.Args.model_validate(args)
+    async def run(self, a: Args, ctx: ToolContext) -> ToolOutput:
         try:
             account = account_for(self._accounts, split_email_id(a.email_id)[0])
         except (MailToolError, ValueError) as exc:
@@ -125,15 +119,13 @@ class FlagEmail:
         )
         remove: bool = Field(default=False, description="clear the flags instead of setting")
 
-    parameters: dict[str, Any] = Args.model_json_schema()
     read_only = False
     timeout_s: float | None = 60.0
 
     def __init__(self, accounts: MailAccounts) -> None:
         self._accounts = accounts
 
-    async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
-        a = self.Args.model_validate(args)
+    async def run(self, a: Args, ctx: ToolContext) -> ToolOutput:
         flags = [f.encode() for f in a.flags]
 
         def change(conn: ImapConnection, uid: int) -> list[str]:

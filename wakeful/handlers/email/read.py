@@ -47,15 +47,13 @@ class ReadEmail:
         offset: int = Field(default=0, ge=0, description="first body character to show")
         max_chars: int = Field(default=8000, ge=200, le=50_000, description="page size")
 
-    parameters: dict[str, Any] = Args.model_json_schema()
     read_only = True
     timeout_s: float | None = 60.0
 
     def __init__(self, accounts: MailAccounts) -> None:
         self._accounts = accounts
 
-    async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
-        a = self.Args.model_validate(args)
+    async def run(self, a: Args, ctx: ToolContext) -> ToolOutput:
 
         def fetch(conn: ImapConnection, uid: int) -> bytes:
             return conn.fetch_raw([uid]).get(uid, b"")
@@ -94,15 +92,13 @@ class SearchEmail:
         unseen_only: bool = Field(default=False, description="only messages not yet read")
         limit: int = Field(default=20, ge=1, le=MAX_SEARCH, description="most results")
 
-    parameters: dict[str, Any] = Args.model_json_schema()
     read_only = True
     timeout_s: float | None = 60.0
 
     def __init__(self, accounts: MailAccounts) -> None:
         self._accounts = accounts
 
-    async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
-        a = self.Args.model_validate(args)
+    async def run(self, a: Args, ctx: ToolContext) -> ToolOutput:
         try:
             criteria = _criteria(a)
             account = account_for(self._accounts, a.account)
