@@ -41,6 +41,15 @@ def format_value(value: float) -> str:
     return repr(float(value)) if not float(value).is_integer() else str(int(value))
 
 
+def _labelled_samples(
+    name: str, help_text: str, kind: str, values: Mapping[Labels, float]
+) -> Iterable[str]:
+    yield f"# HELP {name} {help_text}"
+    yield f"# TYPE {name} {kind}"
+    for labels, value in sorted(values.items()):
+        yield f"{name}{format_labels(labels)} {format_value(value)}"
+
+
 class Family(Protocol):
     name: str
 
@@ -62,10 +71,7 @@ class Counter:
         return self.values.get(_key(labels), 0.0)
 
     def render(self) -> Iterable[str]:
-        yield f"# HELP {self.name} {self.help}"
-        yield f"# TYPE {self.name} counter"
-        for labels, value in sorted(self.values.items()):
-            yield f"{self.name}{format_labels(labels)} {format_value(value)}"
+        return _labelled_samples(self.name, self.help, "counter", self.values)
 
 
 @dataclass
@@ -80,10 +86,7 @@ class Gauge:
         self.values[_key(labels)] = value
 
     def render(self) -> Iterable[str]:
-        yield f"# HELP {self.name} {self.help}"
-        yield f"# TYPE {self.name} gauge"
-        for labels, value in sorted(self.values.items()):
-            yield f"{self.name}{format_labels(labels)} {format_value(value)}"
+        return _labelled_samples(self.name, self.help, "gauge", self.values)
 
 
 @dataclass
