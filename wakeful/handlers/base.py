@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict
 
 
 @dataclass(frozen=True)
@@ -40,6 +40,13 @@ class ToolContext:
     output_dir: Path  # full outputs too long for the model are saved here
     tasks: TaskView
     reply: Callable[[str], Awaitable[None]]  # deliver text to the user now
+
+
+class ToolArgs(BaseModel):
+    """Base of every tool's ``Args``: the model's arguments are taken as sent (no
+    coercion of "5" into 5), and an unknown field is an error that names it."""
+
+    model_config = ConfigDict(strict=True, extra="forbid")
 
 
 class Tool(Protocol):

@@ -6,10 +6,10 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import anyio
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from wakeful.channels.email.ics import CalendarEntry, CalendarError, describe, load_entries
-from wakeful.handlers.base import ToolContext, ToolOutput
+from wakeful.handlers.base import ToolArgs, ToolContext, ToolOutput
 
 _TIME_HELP = "ISO 8601 time, e.g. 2026-03-02T14:00:00+00:00 (no zone: UTC)"
 
@@ -36,9 +36,7 @@ class ListCalendarEvents:
         'Example: {"start": "2026-03-02T00:00:00Z", "end": "2026-03-09T00:00:00Z"}'
     )
 
-    class Args(BaseModel):
-        model_config = ConfigDict(strict=True, extra="forbid")
-
+    class Args(ToolArgs):
         start: str | None = Field(default=None, description=f"window start; {_TIME_HELP}")
         end: str | None = Field(default=None, description=f"window end; {_TIME_HELP}")
 
@@ -72,9 +70,7 @@ class CheckCalendarConflicts:
         'Example: {"start": "2026-03-02T14:00:00Z", "end": "2026-03-02T15:00:00Z"}'
     )
 
-    class Args(BaseModel):
-        model_config = ConfigDict(strict=True, extra="forbid")
-
+    class Args(ToolArgs):
         start: str = Field(description=f"slot start; {_TIME_HELP}")
         end: str = Field(description=f"slot end; {_TIME_HELP}")
 

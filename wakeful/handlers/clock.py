@@ -6,9 +6,9 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
-from wakeful.handlers.base import ToolContext, ToolOutput
+from wakeful.handlers.base import ToolArgs, ToolContext, ToolOutput
 
 
 def _utc_now() -> datetime:
@@ -25,9 +25,7 @@ class GetTime:
         'Example: {"timezone": "Asia/Tokyo"}'
     )
 
-    class Args(BaseModel):
-        model_config = ConfigDict(strict=True, extra="forbid")
-
+    class Args(ToolArgs):
         timezone: str | None = Field(default=None, description="IANA time zone name; omit for UTC")
 
     read_only = True

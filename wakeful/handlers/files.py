@@ -6,9 +6,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import anyio
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
-from wakeful.handlers.base import ToolContext, ToolOutput
+from wakeful.handlers.base import ToolArgs, ToolContext, ToolOutput
 
 MAX_LIMIT = 2000
 MAX_LINE_CHARS = 2000
@@ -36,9 +36,7 @@ class ReadFile:
         'Example: {"path": "src/app.py", "offset": 200, "limit": 100}'
     )
 
-    class Args(BaseModel):
-        model_config = ConfigDict(strict=True, extra="forbid")
-
+    class Args(ToolArgs):
         path: str = Field(min_length=1, description="file path, relative to the workspace")
         offset: int = Field(default=0, ge=0, description="lines to skip from the start")
         limit: int = Field(default=200, ge=1, le=MAX_LIMIT, description="lines to return")

@@ -7,9 +7,9 @@ import signal
 from pathlib import Path
 
 import anyio
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
-from wakeful.handlers.base import ToolContext, ToolOutput
+from wakeful.handlers.base import ToolArgs, ToolContext, ToolOutput
 from wakeful.handlers.output import shape_output
 from wakeful.handlers.process import DEFAULT_GRACE_S, ProcessResult, run_process
 
@@ -67,9 +67,7 @@ class ShellExec:
         'Example: {"command": "pytest -q tests/test_api.py", "timeout_s": 300}'
     )
 
-    class Args(BaseModel):
-        model_config = ConfigDict(strict=True, extra="forbid")
-
+    class Args(ToolArgs):
         command: str = Field(min_length=1, description="the shell command line")
         timeout_s: int = Field(
             default=120, ge=1, le=MAX_TIMEOUT_S, description="seconds before it is stopped"

@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
-from wakeful.handlers.base import TaskView, ToolContext, ToolOutput
+from wakeful.handlers.base import TaskView, ToolArgs, ToolContext, ToolOutput
 
 
 class TaskStatus:
@@ -20,9 +20,7 @@ class TaskStatus:
         'Example: {"task_id": "T3"}'
     )
 
-    class Args(BaseModel):
-        model_config = ConfigDict(strict=True, extra="forbid")
-
+    class Args(ToolArgs):
         task_id: str | None = Field(default=None, description="omit to list all tasks")
 
     read_only = True
@@ -50,9 +48,7 @@ class CancelTask:
         'Example: {"task_id": "T3"}'
     )
 
-    class Args(BaseModel):
-        model_config = ConfigDict(strict=True, extra="forbid")
-
+    class Args(ToolArgs):
         task_id: str = Field(min_length=1, description="the id returned when it started")
 
     read_only = False

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
-from wakeful.handlers.base import ToolContext, ToolOutput
+from wakeful.handlers.base import ToolArgs, ToolContext, ToolOutput
 
 
 class ReplyToUser:
@@ -18,9 +18,7 @@ class ReplyToUser:
         'Example: {"text": "The build passed; now running the integration tests."}'
     )
 
-    class Args(BaseModel):
-        model_config = ConfigDict(strict=True, extra="forbid")
-
+    class Args(ToolArgs):
         text: str = Field(min_length=1, description="the message, as the user should read it")
 
     # Only talks to the owner, so parallel side sessions may use it.

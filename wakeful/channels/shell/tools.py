@@ -5,11 +5,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from wakeful.channels.shell.manager import ShellTaskManager
 from wakeful.channels.shell.monitor import Pattern, PatternError
-from wakeful.handlers.base import ToolContext, ToolOutput
+from wakeful.handlers.base import ToolArgs, ToolContext, ToolOutput
 from wakeful.handlers.shell import preflight
 
 
@@ -30,9 +30,7 @@ class StartShell:
         'Example: {"command": "make -j4 all", "patterns": ["error:"]}'
     )
 
-    class Args(BaseModel):
-        model_config = ConfigDict(strict=True, extra="forbid")
-
+    class Args(ToolArgs):
         command: str = Field(min_length=1, description="the shell command line")
         cwd: str | None = Field(
             default=None, description="directory to run in, relative to the workspace"
@@ -84,9 +82,7 @@ class MonitorShell:
         '"regex": true}}'
     )
 
-    class Args(BaseModel):
-        model_config = ConfigDict(strict=True, extra="forbid")
-
+    class Args(ToolArgs):
         task_id: str = Field(min_length=1, description="the id start_shell returned")
         patterns: list[str] = Field(min_length=1, description="texts or regular expressions")
         regex: bool = Field(default=False, description="true: patterns are regular expressions")

@@ -6,11 +6,11 @@ import json
 from datetime import UTC, datetime
 
 import anyio
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from wakeful.channels.timers.service import TimerRequest, TimerService
 from wakeful.daemon.schedules import ScheduleError, make_schedule
-from wakeful.handlers.base import ToolContext, ToolOutput
+from wakeful.handlers.base import ToolArgs, ToolContext, ToolOutput
 
 _MAX_MESSAGE = 4000
 
@@ -29,9 +29,7 @@ class SetTimer:
         'Example: {"after": "15m", "message": "check whether the build finished"}'
     )
 
-    class Args(BaseModel):
-        model_config = ConfigDict(strict=True, extra="forbid")
-
+    class Args(ToolArgs):
         message: str = Field(
             min_length=1,
             max_length=_MAX_MESSAGE,
@@ -77,9 +75,7 @@ class CancelTimer:
         'Example: {"timer_id": "t-3f2a9c01be"}'
     )
 
-    class Args(BaseModel):
-        model_config = ConfigDict(strict=True, extra="forbid")
-
+    class Args(ToolArgs):
         timer_id: str = Field(min_length=1, description="the id set_timer returned")
 
     read_only = False
@@ -113,8 +109,8 @@ class ListTimers:
         "It only reads. Example: {}"
     )
 
-    class Args(BaseModel):
-        model_config = ConfigDict(strict=True, extra="forbid")
+    class Args(ToolArgs):
+        pass  # no arguments (a docstring here would become the schema's description)
 
     read_only = True
     timeout_s: float | None = 5.0

@@ -5,7 +5,7 @@ from __future__ import annotations
 from email.message import EmailMessage
 from email.utils import format_datetime, getaddresses, make_msgid
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from wakeful.channels.email.accounts import MailAccount, MailAccounts
 from wakeful.channels.email.imap import ImapConnection
@@ -13,7 +13,7 @@ from wakeful.channels.email.inbound import split_email_id
 from wakeful.channels.email.message import ParsedEmail, parse_email
 from wakeful.channels.email.outbox import Outbox
 from wakeful.events import utcnow
-from wakeful.handlers.base import ToolContext, ToolOutput
+from wakeful.handlers.base import ToolArgs, ToolContext, ToolOutput
 from wakeful.handlers.email.common import MailToolError, account_for, on_message
 
 
@@ -59,9 +59,7 @@ class DraftEmail:
         'Example: {"reply_to_email_id": "imap:work:INBOX:1712345678:42", "body": "Thanks!"}'
     )
 
-    class Args(BaseModel):
-        model_config = ConfigDict(strict=True, extra="forbid")
-
+    class Args(ToolArgs):
         body: str = Field(min_length=1, description="the plain-text body")
         to: list[str] = Field(default_factory=list, description="recipient addresses")
         cc: list[str] = Field(default_factory=list, description="copy addresses")
@@ -118,9 +116,7 @@ class SendEmail:
         'the outcome is unknown. Example: {"draft_id": "draft-1a2b3c4d5e6f"}'
     )
 
-    class Args(BaseModel):
-        model_config = ConfigDict(strict=True, extra="forbid")
-
+    class Args(ToolArgs):
         draft_id: str = Field(min_length=1, description="the id draft_email returned")
 
     read_only = False

@@ -6,12 +6,12 @@ says so instead of failing silently, and setting a flag twice is harmless.
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from wakeful.channels.email.accounts import MailAccounts
 from wakeful.channels.email.imap import ImapConnection
 from wakeful.channels.email.inbound import split_email_id
-from wakeful.handlers.base import ToolContext, ToolOutput
+from wakeful.handlers.base import ToolArgs, ToolContext, ToolOutput
 from wakeful.handlers.email.common import MailToolError, account_for, on_message
 
 ID_FIELD = Field(min_length=1, description="the email's id, e.g. imap:work:INBOX:1712345678:42")
@@ -58,9 +58,7 @@ class MoveEmail:
         '{"email_id": "imap:work:INBOX:1712345678:42", "mailbox": "Receipts"}'
     )
 
-    class Args(BaseModel):
-        model_config = ConfigDict(strict=True, extra="forbid")
-
+    class Args(ToolArgs):
         email_id: str = ID_FIELD
         mailbox: str = Field(min_length=1, description="the target folder")
 
@@ -81,9 +79,7 @@ class ArchiveEmail:
         'of the inbox. Example: {"email_id": "imap:work:INBOX:1712345678:42"}'
     )
 
-    class Args(BaseModel):
-        model_config = ConfigDict(strict=True, extra="forbid")
-
+    class Args(ToolArgs):
         email_id: str = ID_FIELD
 
     read_only = False
@@ -110,9 +106,7 @@ class FlagEmail:
         '{"email_id": "imap:work:INBOX:1712345678:42", "flags": ["\\\\Flagged"]}'
     )
 
-    class Args(BaseModel):
-        model_config = ConfigDict(strict=True, extra="forbid")
-
+    class Args(ToolArgs):
         email_id: str = ID_FIELD
         flags: list[str] = Field(
             default_factory=lambda: ["\\Flagged"], min_length=1, description="flags to change"
