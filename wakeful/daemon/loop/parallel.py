@@ -102,12 +102,4 @@ def _side_context(loop: SessionLoop, call_id: str, replies: list[str]) -> ToolCo
         replies.append(text)
         loop.deps.feed.publish(loop.session, {"type": "reply", "text": text, "parallel": True})
 
-    deps = loop.deps
-    return ToolContext(
-        session=loop.session,
-        call_id=call_id,
-        workspace=deps.workspace,
-        output_dir=deps.output_dir,
-        tasks=loop.all_tasks,
-        reply=reply,
-    )
+    return loop.tool_context(call_id, reply)

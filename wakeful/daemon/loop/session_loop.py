@@ -322,9 +322,13 @@ class SessionLoop:
         async def reply(text: str) -> None:
             self._publish({"type": "reply", "text": text, "final": False})
 
+        return self.tool_context(call.id, reply)
+
+    def tool_context(self, call_id: str, reply: Callable[[str], Awaitable[None]]) -> ToolContext:
+        """What a tool call of this session runs with (main run or side session)."""
         return ToolContext(
             session=self.session,
-            call_id=call.id,
+            call_id=call_id,
             workspace=self.deps.workspace,
             output_dir=self.deps.output_dir,
             tasks=self.all_tasks,
