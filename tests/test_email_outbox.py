@@ -21,6 +21,16 @@ def email_config(imap: ImapServer, smtp: SmtpSink) -> str:
     return "\n".join(lines) + "\n"
 
 
+def mail_daemon_config(
+    data_dir: Path, model_server: FakeModelServer, imap: ImapServer, smtp: SmtpSink
+) -> tuple[Path, int]:
+    """A `wakeful run` config with the fake model and one mail account, and its port."""
+    port = free_port()
+    config = write_config(data_dir, model_server.base_url, port)
+    config.write_text(config.read_text() + email_config(imap, smtp))
+    return config, port
+
+
 def replier(body: dict[str, Any]) -> Reply:
     """Drafts a reply to the email, sends it, and sends again when the user says so."""
     messages = body["messages"]
@@ -69,9 +79,7 @@ def test_crash_between_send_and_record_does_not_resend(
     imap_server.append(make_message("pat@example.test", "Tuesday?", "Can we meet on Tuesday?"))
     model_server.responder = replier
     data_dir = tmp_path / "data"
-    port = free_port()
-    config = write_config(data_dir, model_server.base_url, port)
-    config.write_text(config.read_text() + email_config(imap_server, smtp_sink))
+    config, port = mail_daemon_config(data_dir, model_server, imap_server, smtp_sink)
     first = DaemonProcess(config, port)
 
     def crash(_mail: ReceivedMail) -> None:
@@ -99,9 +107,7 @@ def test_sent_copy_found_on_server_settles_as_sent(
     imap_server.append(make_message("pat@example.test", "Tuesday?", "Can we meet on Tuesday?"))
     model_server.responder = replier
     data_dir = tmp_path / "data"
-    port = free_port()
-    config = write_config(data_dir, model_server.base_url, port)
-    config.write_text(config.read_text() + email_config(imap_server, smtp_sink))
+    config, port = mail_daemon_config(data_dir, model_server, imap_server, smtp_sink)
     first = DaemonProcess(config, port)
 
     def file_then_crash(mail: ReceivedMail) -> None:

@@ -6,6 +6,7 @@ import os
 import signal
 import uuid
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -13,6 +14,16 @@ from tests.daemon_process import DaemonProcess, free_port, write_config
 from tests.fakes.model_server import FakeModelServer, Reply, ToolCallSpec
 from tests.processes import wait_for_pgid
 from tests.trajectory_validator import validate_both
+
+
+def answered_after_start(config: Path, port: int) -> list[dict[str, Any]]:
+    """Start the daemon, wait for its first answered model call, return the trajectory
+    and stop it cleanly (exit 0)."""
+    with DaemonProcess(config, port) as daemon:
+        daemon.wait_for_log('"outcome": "ok"')
+        messages = daemon.trajectory()
+        assert daemon.stop() == 0
+    return messages
 
 
 def test_kill_mid_stream_then_resume(tmp_path: Path, model_server: FakeModelServer) -> None:
@@ -25,10 +36,7 @@ def test_kill_mid_stream_then_resume(tmp_path: Path, model_server: FakeModelServ
         model_server.wait_for_requests(1)
         daemon.kill()
     model_server.push(Reply(text="Here is the story."))
-    with DaemonProcess(config, port) as daemon:
-        daemon.wait_for_log('"outcome": "ok"')
-        messages = daemon.trajectory()
-        assert daemon.stop() == 0
+    messages = answered_after_start(config, port)
     assert [m["role"] for m in messages] == ["user", "assistant"]
     assert messages[1]["content"] == "Here is the story."
     assert not any("HALF-WRITTEN" in str(m) for m in messages)
@@ -49,10 +57,7 @@ def test_kill_mid_tool_then_resume(tmp_path: Path, model_server: FakeModelServer
             pgid = wait_for_pgid(marker)
             daemon.kill()
         model_server.push(Reply(text="The job was cut off by a restart; I will check it."))
-        with DaemonProcess(config, port) as daemon:
-            daemon.wait_for_log('"outcome": "ok"')
-            messages = daemon.trajectory()
-            assert daemon.stop() == 0
+        messages = answered_after_start(config, port)
     finally:
         if pgid is not None:
             os.killpg(pgid, signal.SIGKILL)
@@ -76,10 +81,7 @@ def test_events_wait_for_a_model(tmp_path: Path, model_server: FakeModelServer) 
         assert "WAKEFUL_LLM__MODEL" in status["model"]["how_to_configure"]
         assert daemon.stop() == 0
     model_server.push(Reply(text="Got all three."))
-    with DaemonProcess(write_config(tmp_path, model_server.base_url, port), port) as daemon:
-        daemon.wait_for_log('"outcome": "ok"')
-        messages = daemon.trajectory()
-        assert daemon.stop() == 0
+    messages = answered_after_start(write_config(tmp_path, model_server.base_url, port), port)
     assert len(model_server.requests) == 1
     assert [m["role"] for m in messages] == ["user", "user", "user", "assistant"]
     assert "There are 3 unprocessed events above: 3 user messages." in messages[2]["content"]
@@ -110,10 +112,7 @@ def test_promised_result_lost_to_a_kill_is_reported(
             daemon.wait_for_log('"outcome": "ok"', count=2)
             daemon.kill()
         model_server.push(Reply(text="The job was lost in a crash; I will verify and rerun."))
-        with DaemonProcess(config, port) as daemon:
-            daemon.wait_for_log('"outcome": "ok"')
-            messages = daemon.trajectory()
-            assert daemon.stop() == 0
+        messages = answered_after_start(config, port)
     finally:
         if pgid is not None:
             os.killpg(pgid, signal.SIGKILL)
