@@ -90,11 +90,13 @@ async def measure(pool: ProcessPoolExecutor, url: str, n: int, clients: int, tag
     return [*row, f"{n / elapsed:.0f}", f"{cpu_us:.0f}", str(bad)]
 
 
-async def measure_wrk(h: Harness, directory: Path, seconds: float) -> tuple[list[str], int]:
-    """The same load from wrk: (row, requests wrk repeated because it ran out)."""
+async def measure_wrk(
+    h: Harness, directory: Path, seconds: float, before: int
+) -> tuple[list[str], int]:
+    """The same load from wrk, ``before`` events being stored already:
+    (row, requests wrk repeated because it ran out)."""
     host, port = h.running.url.removeprefix("http://").rsplit(":", 1)
     requests = signed_requests(host, int(port), "wrk", int(seconds * WRK_MAX_RATE))
-    before = len(await h.daemon.event_log(None, limit=1_000_000))
     cpu_before = time.process_time()
     done, elapsed, errors, ms = await anyio.to_thread.run_sync(
         run_wrk, h.running.url, requests, directory, CLIENTS, seconds
@@ -133,7 +135,7 @@ async def main(n: int, sync: str, log_level: str, wrk_seconds: float) -> None:
                 stored = len(await h.daemon.event_log(None, limit=1_000_000))
                 notes = [f"events stored: {stored} of {200 + n // 4 + n} sent"]
                 if wrk_seconds and wrk_available():
-                    row, repeated = await measure_wrk(h, directory, wrk_seconds)
+                    row, repeated = await measure_wrk(h, directory, wrk_seconds, stored)
                     rows.append(row)
                     if repeated:
                         notes.append(f"wrk ran out of requests and repeated {repeated}")

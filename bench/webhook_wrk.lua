@@ -29,9 +29,9 @@ function request()
 end
 
 function done(summary, latency, requests)
-  io.write(string.format("WRK %d %d %d %.0f %.0f %.0f %d\n",
+  io.write(string.format("WRK %d %d %d %.0f %.0f %.0f\n",
     summary.requests, summary.duration,
     summary.errors.status + summary.errors.connect + summary.errors.read
       + summary.errors.write + summary.errors.timeout,
-    latency:percentile(50), latency:percentile(99), latency.max, 0))
+    latency:percentile(50), latency:percentile(99), latency.max))
 end
