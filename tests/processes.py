@@ -1,4 +1,4 @@
-"""Finding the process group a test's shell command runs in, via /proc."""
+"""Finding the process group a test's shell command runs in (via /proc), and what it reports."""
 
 from __future__ import annotations
 
@@ -6,9 +6,11 @@ import os
 import time
 from pathlib import Path
 
+import anyio
+
 from wakeful.handlers.process import group_members
 
-__all__ = ["find_pgid", "group_members", "wait_for_pgid"]
+__all__ = ["find_pgid", "group_members", "wait_for_file", "wait_for_pgid"]
 
 
 def find_pgid(marker: str) -> int:
@@ -34,3 +36,16 @@ def wait_for_pgid(marker: str, timeout_s: float = 10.0) -> int:
             if time.monotonic() > deadline:
                 raise
             time.sleep(0.02)  # polling the process table: there is no event to await
+
+
+async def wait_for_file(path: Path, within_s: float = 10.0) -> str:
+    """The complete first line of ``path`` once the command under test wrote it."""
+    # The command reports from inside a shell; there is no event to await.
+    apath = anyio.Path(path)
+    with anyio.fail_after(within_s):
+        while True:
+            if await apath.exists():
+                text = await apath.read_text()
+                if text.endswith("\n"):
+                    return text.strip()
+            await anyio.sleep(0.02)

@@ -8,25 +8,13 @@ from pathlib import Path
 import anyio
 import pytest
 
+from tests.processes import wait_for_file
 from wakeful.handlers.process import group_alive, run_process
 
 
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
-
-
-async def wait_for_file(path: Path, within_s: float = 10.0) -> str:
-    """The complete first line of ``path`` once the command under test wrote it."""
-    # The command reports from inside a shell; there is no event to await.
-    apath = anyio.Path(path)
-    with anyio.fail_after(within_s):
-        while True:
-            if await apath.exists():
-                text = await apath.read_text()
-                if text.endswith("\n"):
-                    return text.strip()
-            await anyio.sleep(0.02)
 
 
 async def wait_group_gone(pgid: int, within_s: float) -> bool:

@@ -11,6 +11,7 @@ from typing import Any
 import anyio
 import pytest
 
+from tests.processes import wait_for_file
 from tests.tool_calls import run_tool
 from wakeful.handlers.base import ToolContext, ToolOutput
 from wakeful.handlers.clock import GetTime
@@ -66,19 +67,6 @@ def make_ctx(
         tasks=tasks or FakeTasks({}),
         reply=reply,
     )
-
-
-async def wait_for_file(path: Path, within_s: float = 10.0) -> str:
-    """The complete first line of ``path`` once the command under test wrote it."""
-    # The command reports from inside a shell; there is no event to await.
-    apath = anyio.Path(path)
-    with anyio.fail_after(within_s):
-        while True:
-            if await apath.exists():
-                text = await apath.read_text()
-                if text.endswith("\n"):
-                    return text.strip()
-            await anyio.sleep(0.02)
 
 
 # --- shell_exec -------------------------------------------------------------
