@@ -14,7 +14,7 @@ READY=1 datagram — sent after the store is open and the listener bound.
 - SIGTERM → exit 0 on an idle daemon.
 
 Baselines in the same run: the bare interpreter (`python -c pass`), the
-interpreter importing the daemon (`import wakeful.daemon.app`), and SIGTERM →
+interpreter importing the daemon (`import wakeful.daemon.lifespan`), and SIGTERM →
 exit of a minimal anyio process waiting on a signal receiver.
 """
 
@@ -164,7 +164,10 @@ def run(n: int) -> None:
         big_config = write_config(big, server.base_url, free_port())
         for _ in range(n):
             add("baseline: python -c pass", interpreter("pass"))
-            add("baseline: import wakeful.daemon.app", interpreter("import wakeful.daemon.app"))
+            add(
+                "baseline: import wakeful.daemon.lifespan",
+                interpreter("import wakeful.daemon.lifespan"),
+            )
             add("baseline: SIGTERM -> exit, bare anyio", signal_baseline())
             ready_s, proc = time_to_ready(empty)
             add("start -> READY, empty store", ready_s)

@@ -11,9 +11,9 @@ from typing import Any
 import anyio
 import httpx
 
-from wakeful.daemon.app import RunningDaemon, running_daemon
 from wakeful.daemon.config import Settings
 from wakeful.daemon.feed import FeedItem
+from wakeful.daemon.lifespan import RunningDaemon, running_daemon
 
 ADMIN_TOKEN = "test-admin-token-0123456789"
 

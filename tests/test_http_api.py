@@ -15,7 +15,7 @@ import uvicorn
 from anyio.streams.memory import MemoryObjectSendStream
 from starlette.applications import Starlette
 
-from wakeful.daemon.facade import DaemonUnavailable, FeedItem, SubmitResult
+from wakeful.daemon.front_door import DaemonUnavailable, FeedItem, SubmitResult
 from wakeful.daemon.http.app import create_app
 from wakeful.daemon.http.sse import StreamRegistry
 from wakeful.events import Event

@@ -83,7 +83,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     path = _config_path(args.config)
     settings = load_settings(path)
     # Imported here so the CLI works (init, send, status) without the daemon's deps.
-    from wakeful.daemon.app import run_daemon
+    from wakeful.daemon.service import run_daemon
 
     return run_daemon(settings, config_path=path, exit_process=True)  # SIGHUP re-reads path
 

@@ -14,8 +14,8 @@ from anyio.abc import TaskGroup
 from structlog.contextvars import bind_contextvars, reset_contextvars
 
 from wakeful.daemon import metrics
-from wakeful.daemon.facade import DaemonUnavailable, SubmitResult
 from wakeful.daemon.feed import Feed
+from wakeful.daemon.front_door import DaemonUnavailable, SubmitResult
 from wakeful.daemon.loop.parallel import answer_in_parallel
 from wakeful.daemon.loop.session_loop import SessionLoop
 from wakeful.daemon.router import Decision, Router, Strategy

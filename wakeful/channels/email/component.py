@@ -20,7 +20,7 @@ from wakeful.channels.email.db import MailDb
 from wakeful.channels.email.health import MailboxHealth
 from wakeful.channels.email.outbox import Outbox
 from wakeful.channels.email.watcher import MailboxWatcher
-from wakeful.daemon.services import ComponentHealth, Services
+from wakeful.daemon.components.context import ComponentHealth, Services
 from wakeful.handlers.calendar import CheckCalendarConflicts, ListCalendarEvents
 from wakeful.handlers.email.compose import DraftEmail, SendEmail
 from wakeful.handlers.email.manage import ArchiveEmail, FlagEmail, MoveEmail

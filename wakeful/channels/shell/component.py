@@ -20,7 +20,7 @@ from wakeful.channels.shell.records import RecordStore
 from wakeful.channels.shell.recovery import report_unfinished
 from wakeful.channels.shell.tools import MonitorShell, StartShell
 from wakeful.channels.shell.view import SessionShellTasks
-from wakeful.daemon.services import ComponentHealth, Services
+from wakeful.daemon.components.context import ComponentHealth, Services
 from wakeful.handlers.base import TaskView
 
 log = structlog.get_logger(__name__)

@@ -13,8 +13,8 @@ from wakeful.channels.timers.firing import TimerExecutor
 from wakeful.channels.timers.jobstore import PendingFire, SqliteJobStore
 from wakeful.channels.timers.service import TimerService
 from wakeful.channels.timers.tools import CancelTimer, ListTimers, SetTimer
+from wakeful.daemon.components.context import ComponentHealth, Services
 from wakeful.daemon.config import Settings
-from wakeful.daemon.services import ComponentHealth, Services
 
 log = structlog.get_logger(__name__)
 

@@ -24,7 +24,7 @@ from apscheduler.executors.base import BaseExecutor
 from apscheduler.job import Job
 
 from wakeful.channels.timers.jobstore import PendingFire, SqliteJobStore
-from wakeful.daemon.facade import DaemonUnavailable, SubmitResult
+from wakeful.daemon.front_door import DaemonUnavailable, SubmitResult
 from wakeful.events import Event
 
 log = structlog.get_logger(__name__)

@@ -12,9 +12,9 @@ from wakeful.channels.webhook.delivery import Hook
 from wakeful.channels.webhook.ingress import HookIngress
 from wakeful.channels.webhook.mapping import DeliveryFilter
 from wakeful.channels.webhook.secrets import resolve_secrets
+from wakeful.daemon.components.context import Services
 from wakeful.daemon.config import ConfigError, HookConfig, Settings
 from wakeful.daemon.logging import add_secrets
-from wakeful.daemon.services import Services
 
 
 def build_hook(config: HookConfig) -> Hook:

@@ -28,7 +28,7 @@ from wakeful.channels.webhook.delivery import (
     to_event,
 )
 from wakeful.channels.webhook.mapping import event_type
-from wakeful.daemon.facade import DaemonUnavailable, SubmitResult
+from wakeful.daemon.front_door import DaemonUnavailable, SubmitResult
 from wakeful.daemon.http.body import read_capped
 from wakeful.daemon.http.errors import ApiError
 from wakeful.events import Event, EventError

@@ -10,7 +10,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
-from wakeful.daemon.facade import Daemon, DaemonUnavailable
+from wakeful.daemon.front_door import DaemonUnavailable, FrontDoor
 from wakeful.daemon.http.auth import TokenCheck
 from wakeful.daemon.http.body import read_json_object
 from wakeful.daemon.http.errors import ApiError, http_error, server_error
@@ -25,7 +25,7 @@ class Api:
     """The route handlers, sharing the daemon, the token check and the limits."""
 
     def __init__(
-        self, daemon: Daemon, tokens: TokenCheck, max_body_bytes: int, heartbeat_s: float
+        self, daemon: FrontDoor, tokens: TokenCheck, max_body_bytes: int, heartbeat_s: float
     ) -> None:
         self.daemon = daemon
         self.tokens = tokens
@@ -98,7 +98,7 @@ class Api:
 
 
 def create_app(
-    daemon: Daemon,
+    daemon: FrontDoor,
     *,
     admin_token: str,
     max_body_bytes: int,

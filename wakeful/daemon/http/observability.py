@@ -20,7 +20,7 @@ from wakeful.daemon import metrics
 from wakeful.daemon.store.base import QueueDepth
 
 if TYPE_CHECKING:
-    from wakeful.daemon.core import WakefulDaemon
+    from wakeful.daemon.api_backend import ApiBackend
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 STORE_PROBE_S = 2.0
@@ -30,7 +30,7 @@ BLOCK_LOOP_ENV = "WAKEFUL_TEST_BLOCK_LOOP_ROUTE"
 
 
 class Observability:
-    def __init__(self, daemon: WakefulDaemon) -> None:
+    def __init__(self, daemon: ApiBackend) -> None:
         self.daemon = daemon
 
     async def _queue_depths(self) -> list[QueueDepth] | None:
@@ -110,7 +110,7 @@ def _numbers(data: object, prefix: str = "") -> list[tuple[str, float]]:
     return []
 
 
-def observability_routes(daemon: WakefulDaemon) -> list[BaseRoute]:
+def observability_routes(daemon: ApiBackend) -> list[BaseRoute]:
     views = Observability(daemon)
     routes: list[BaseRoute] = [
         Route("/readyz", views.readyz, methods=["GET"]),

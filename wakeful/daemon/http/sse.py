@@ -19,7 +19,7 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
-from wakeful.daemon.facade import DaemonUnavailable, FeedItem
+from wakeful.daemon.front_door import DaemonUnavailable, FeedItem
 from wakeful.daemon.http.errors import error_response
 
 FeedOpener = Callable[[], AbstractAsyncContextManager[AsyncIterator[FeedItem]]]

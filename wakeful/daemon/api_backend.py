@@ -1,4 +1,4 @@
-"""The running daemon as front doors see it (implements facade.Daemon)."""
+"""The running daemon as front doors see it: submit, status, logs (a FrontDoor)."""
 
 from __future__ import annotations
 
@@ -6,10 +6,10 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
+from wakeful.daemon.components.context import Services
 from wakeful.daemon.dispatcher import Dispatcher
-from wakeful.daemon.facade import SubmitResult
 from wakeful.daemon.feed import Feed, FeedItem
-from wakeful.daemon.services import Services
+from wakeful.daemon.front_door import SubmitResult
 from wakeful.daemon.sessions import Sessions
 from wakeful.daemon.store.base import Store, StoredEvent
 from wakeful.events import Event
@@ -36,7 +36,7 @@ def event_log_entry(stored: StoredEvent) -> dict[str, Any]:
     }
 
 
-class WakefulDaemon:
+class ApiBackend:
     def __init__(
         self,
         store: Store,

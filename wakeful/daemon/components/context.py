@@ -21,8 +21,8 @@ from anyio.abc import TaskGroup
 from starlette.routing import BaseRoute, Route
 
 from wakeful.daemon.config import Settings
-from wakeful.daemon.facade import SubmitResult
 from wakeful.daemon.feed import Feed
+from wakeful.daemon.front_door import SubmitResult
 from wakeful.daemon.loop.task_views import SessionTaskViews
 from wakeful.daemon.store.base import Store
 from wakeful.events import Event

@@ -1,8 +1,8 @@
 """The daemon's one lifespan: open everything in order, tear down in reverse.
 
 :func:`running_daemon` owns the store, the model provider, the session
-loops and the HTTP server inside one task group; :func:`run_daemon` is the
-``wakeful run`` entry point that adds logging and signal handling.
+loops, the components and the HTTP server inside one task group. What the
+process does around it (signals, systemd, exit) is :mod:`wakeful.daemon.service`.
 """
 
 from __future__ import annotations
@@ -15,26 +15,25 @@ from pathlib import Path
 import anyio
 import structlog
 
-from wakeful.daemon.components import default_components
+from wakeful.channels import default_components
+from wakeful.daemon.api_backend import ApiBackend
+from wakeful.daemon.components.context import Reloadable, Services
 from wakeful.daemon.config import LlmSection, Settings
-from wakeful.daemon.core import WakefulDaemon
 from wakeful.daemon.dispatcher import Dispatcher
-from wakeful.daemon.facade import SubmitResult
 from wakeful.daemon.feed import Feed
+from wakeful.daemon.front_door import SubmitResult
 from wakeful.daemon.http.app import create_app
 from wakeful.daemon.http.hot_routes import HotRoutes
 from wakeful.daemon.http.observability import observability_routes
 from wakeful.daemon.http.serve import QuietServer, bind_socket, serve_http
 from wakeful.daemon.http.sse import StreamRegistry
-from wakeful.daemon.lifecycle import exit_now, serve_until_signalled
-from wakeful.daemon.logging import add_secrets, configure_logging
+from wakeful.daemon.logging import add_secrets
 from wakeful.daemon.loop.limits import LoopLimits
 from wakeful.daemon.loop.session_loop import LoopDeps
 from wakeful.daemon.router import Router
 from wakeful.daemon.router.classifier import ModelClassifier
-from wakeful.daemon.services import Reloadable, Services
 from wakeful.daemon.sessions import Sessions
-from wakeful.daemon.store.base import Store, StoreUnavailable
+from wakeful.daemon.store.base import Store
 from wakeful.daemon.store.factory import open_store
 from wakeful.events import Event
 from wakeful.handlers.registry import default_registry
@@ -46,7 +45,7 @@ log = structlog.get_logger(__name__)
 
 @dataclass(frozen=True)
 class RunningDaemon:
-    daemon: WakefulDaemon
+    daemon: ApiBackend
     url: str  # e.g. http://127.0.0.1:8787
     admin_token: str
     data_dir: Path
@@ -143,7 +142,7 @@ async def _start(
     sessions = Sessions(deps, group)
     dispatcher = Dispatcher(store, Router(_classifier(settings, provider)), sessions, feed, group)
     dispatcher_box.append(dispatcher)
-    daemon = WakefulDaemon(store, dispatcher, sessions, feed, provider, services)
+    daemon = ApiBackend(store, dispatcher, sessions, feed, provider, services)
     reloadables: list[Reloadable] = []
     for component in default_components(settings):
         entered = await stack.enter_async_context(component(services))
@@ -188,47 +187,3 @@ async def _stop(running: RunningDaemon, server: QuietServer, group: anyio.abc.Ta
     running.streams.close_all()  # open SSE responses would hold uvicorn's shutdown
     server.request_exit()
     group.cancel_scope.cancel()
-
-
-def run_daemon(
-    settings: Settings, config_path: Path | None = None, *, exit_process: bool = False
-) -> int:
-    """``wakeful run``: serve until SIGTERM or SIGINT, then stop cleanly.
-
-    The systemd side (READY, watchdog, draining, SIGHUP) is in
-    :mod:`wakeful.daemon.lifecycle`; ``config_path`` is what SIGHUP re-reads.
-    ``exit_process`` (the CLI) ends the process as soon as everything is closed.
-    """
-    configure_logging(settings.daemon.log_level, secrets=settings.secret_values())
-    failures: list[str] = []
-    try:
-        anyio.run(
-            serve_until_signalled,
-            settings,
-            config_path,
-            backend_options={"use_uvloop": _has_uvloop()},
-        )
-    except* (OSError, StoreUnavailable) as group:  # raised from inside the lifespan's task groups
-        failures = [str(exc) for exc in _leaves(group)]
-    if failures:
-        log.error("cannot start", error="; ".join(failures))
-        return 1
-    if exit_process:
-        exit_now(0)
-    return 0
-
-
-def _leaves(group: BaseExceptionGroup[BaseException]) -> list[BaseException]:
-    return [
-        leaf
-        for exc in group.exceptions
-        for leaf in (_leaves(exc) if isinstance(exc, BaseExceptionGroup) else [exc])
-    ]
-
-
-def _has_uvloop() -> bool:
-    try:
-        import uvloop  # noqa: F401
-    except ImportError:
-        return False
-    return True

@@ -1,6 +1,6 @@
 """What ``wakeful run`` does between start and exit: tell systemd, obey signals.
 
-- READY=1 once :func:`~wakeful.daemon.app.running_daemon` has opened the
+- READY=1 once :func:`~wakeful.daemon.lifespan.running_daemon` has opened the
   store, run its migrations and bound the HTTP listener.
 - WATCHDOG=1 from a task on the event loop for the whole life of the process.
 - SIGTERM/SIGINT: STOPPING=1, refuse new events (503 + Retry-After), let each
@@ -17,21 +17,18 @@ import logging
 import os
 import signal
 import sys
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
 import anyio
 import structlog
-from pydantic import BaseModel
 
-from wakeful.daemon.config import ConfigError, Settings, load_settings
+from wakeful.daemon.config import Settings
+from wakeful.daemon.lifespan import RunningDaemon, running_daemon
 from wakeful.daemon.logging import configure_logging
-from wakeful.daemon.services import Reloadable
+from wakeful.daemon.reload import reload_settings
+from wakeful.daemon.store.base import StoreUnavailable
 from wakeful.daemon.systemd import Notifier, ping_watchdog, watchdog_interval
-
-if TYPE_CHECKING:
-    from wakeful.daemon.app import RunningDaemon
 
 log = structlog.get_logger(__name__)
 
@@ -39,14 +36,10 @@ log = structlog.get_logger(__name__)
 CLEANUP_S = 2.0
 # Time after draining for the lifespan to close HTTP, components and the store.
 TEARDOWN_S = 5.0
-# Keys applied live by the daemon itself; the rest need components or a restart.
-LIVE_KEYS = frozenset({"daemon.log_level"})
 
 
 async def serve_until_signalled(settings: Settings, config_path: Path | None) -> None:
     """The body of ``wakeful run``: returns after a graceful stop."""
-    from wakeful.daemon.app import running_daemon  # app imports this module
-
     notifier = Notifier.from_env()
     try:
         with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT, signal.SIGHUP) as signals:
@@ -101,76 +94,6 @@ async def drain(running: RunningDaemon, bound_s: float, notifier: Notifier) -> N
         )
 
 
-async def reload_settings(
-    current: Settings, config_path: Path | None, reloadables: Sequence[Reloadable]
-) -> Settings:
-    """SIGHUP: the new settings when they load, else the current ones."""
-    try:
-        new = load_settings(config_path)
-    except ConfigError as exc:
-        log.error("reload failed; the running configuration stays", error=str(exc))
-        return current
-    changed = changed_keys(current, new)
-    applied = [key for key in changed if key in LIVE_KEYS]
-    if "daemon.log_level" in applied:
-        configure_logging(new.daemon.log_level, secrets=new.secret_values())
-    sections: set[str] = set()
-    failures = []
-    for reloadable in reloadables:
-        try:
-            sections.update(await reloadable.reload(new))
-        except ValueError as exc:
-            failures.append(f"{type(reloadable).__name__}: {exc}")
-    handed = [key for key in changed if key.split(".")[0] in sections]
-    restart = [key for key in changed if key not in applied and key not in handed]
-    log.info(
-        "configuration reloaded",
-        applied=applied,
-        reloaded_by_components=handed,
-        not_reloaded=failures,
-        needs_restart=restart,
-    )
-    if restart:
-        log.warning("some changes take effect only after a restart", keys=restart)
-    return new
-
-
-def changed_keys(old: Settings, new: Settings) -> list[str]:
-    """``section.key`` names whose values differ (secrets compared, never shown)."""
-    before, after = _flat(old), _flat(new)
-    return sorted(key for key in before.keys() | after.keys() if before.get(key) != after.get(key))
-
-
-def _flat(settings: Settings) -> dict[str, Any]:
-    flat: dict[str, Any] = {}
-    for section in type(settings).model_fields:
-        value = getattr(settings, section)
-        if isinstance(value, BaseModel):
-            for key in type(value).model_fields:
-                flat[f"{section}.{key}"] = _comparable(getattr(value, key))
-        else:
-            flat[section] = _comparable(value)
-    return flat
-
-
-def _comparable(value: Any) -> Any:
-    if isinstance(value, list):
-        return [_comparable(item) for item in value]
-    if hasattr(value, "model_dump"):
-        return repr(value.model_dump(mode="json")) + repr(_secrets_of(value))
-    if hasattr(value, "get_secret_value"):
-        return value.get_secret_value()
-    return value
-
-
-def _secrets_of(model: Any) -> list[str]:
-    return [
-        v.get_secret_value()
-        for v in vars(model).values()
-        if hasattr(v, "get_secret_value") and v is not None
-    ]
-
-
 def exit_now(code: int) -> None:
     """End the process without the interpreter's teardown.
 
@@ -182,3 +105,47 @@ def exit_now(code: int) -> None:
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(code)
+
+
+def run_daemon(
+    settings: Settings, config_path: Path | None = None, *, exit_process: bool = False
+) -> int:
+    """``wakeful run``: serve until SIGTERM or SIGINT, then stop cleanly.
+
+    The systemd side (READY, watchdog, draining, SIGHUP) is in
+    :mod:`wakeful.daemon.service`; ``config_path`` is what SIGHUP re-reads.
+    ``exit_process`` (the CLI) ends the process as soon as everything is closed.
+    """
+    configure_logging(settings.daemon.log_level, secrets=settings.secret_values())
+    failures: list[str] = []
+    try:
+        anyio.run(
+            serve_until_signalled,
+            settings,
+            config_path,
+            backend_options={"use_uvloop": _has_uvloop()},
+        )
+    except* (OSError, StoreUnavailable) as group:  # raised from inside the lifespan's task groups
+        failures = [str(exc) for exc in _leaves(group)]
+    if failures:
+        log.error("cannot start", error="; ".join(failures))
+        return 1
+    if exit_process:
+        exit_now(0)
+    return 0
+
+
+def _leaves(group: BaseExceptionGroup[BaseException]) -> list[BaseException]:
+    return [
+        leaf
+        for exc in group.exceptions
+        for leaf in (_leaves(exc) if isinstance(exc, BaseExceptionGroup) else [exc])
+    ]
+
+
+def _has_uvloop() -> bool:
+    try:
+        import uvloop  # noqa: F401
+    except ImportError:
+        return False
+    return True

@@ -30,7 +30,7 @@ class SubmitResult:
     duplicate: bool  # True: already accepted earlier; nothing new was enqueued
 
 
-class Daemon(Protocol):
+class FrontDoor(Protocol):
     async def submit(self, event: Event) -> SubmitResult:
         """Store the event durably (deduplicated by id), then route it.
 

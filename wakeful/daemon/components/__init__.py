@@ -1,0 +1,1 @@
+"""How channels and tool families plug into the daemon (see ``context.py``)."""
