@@ -63,7 +63,7 @@ async def set_timers(h: Harness, deadlines: list[float], tmp: Path) -> None:
     async def one(i: int, deadline: float) -> None:
         at = datetime.fromtimestamp(deadline, UTC).isoformat()
         args = f'{{"at": "{at}", "message": "timer {i}"}}'
-        out = await h.running.services.tools.execute("set_timer", args, ctx)
+        out = await h.running.registrations.tools.execute("set_timer", args, ctx)
         assert not out.is_error, out.text
 
     async with anyio.create_task_group() as tg:
@@ -132,7 +132,7 @@ def raw_commits(directory: Path, n: int, synchronous: str) -> list[float]:
 
 
 def _executor(h: Harness) -> TimerExecutor:
-    tool: Any = h.running.services.tools.get("set_timer")
+    tool: Any = h.running.registrations.tools.get("set_timer")
     executor: TimerExecutor = tool._service.executor
     return executor
 

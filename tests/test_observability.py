@@ -85,7 +85,7 @@ async def test_readyz_follows_required_components(
 ) -> None:
     """/readyz is 200 until a required component or the store is down; optional ones don't count."""
     async with harness(daemon_settings(tmp_path, model_server.base_url)) as h:
-        health = h.running.services.health
+        health = h.running.registrations.health
         assert (await h.client.get("/readyz")).status_code == 200
         health["mail"] = ComponentHealth(ok=False, detail="imap down", required=False)
         assert (await h.client.get("/readyz")).status_code == 200

@@ -14,7 +14,7 @@ import pytest
 
 from tests.daemon_harness import Harness, daemon_settings, harness, watch_feed
 from tests.fakes.model_server import FakeModelServer, Reply, ToolCallSpec
-from wakeful.channels.timers.component import TimerReloader
+from wakeful.channels.timers.component import TimersComponent
 from wakeful.channels.timers.firing import TimerExecutor
 from wakeful.channels.timers.jobstore import PendingFire
 from wakeful.daemon.config import Settings, TimerConfig
@@ -34,7 +34,7 @@ async def call_tool(
 
     data_dir = h.running.data_dir
     ctx = ToolContext(session, "call_test", data_dir, data_dir, CombinedTaskView([]), reply)
-    return await h.running.services.tools.execute(name, json.dumps(args), ctx)
+    return await h.running.registrations.tools.execute(name, json.dumps(args), ctx)
 
 
 def settings_for(
@@ -170,7 +170,7 @@ async def test_double_fire_makes_one_event(tmp_path: Path, model_server: FakeMod
 
 
 def _executor(h: Harness) -> TimerExecutor:
-    set_timer = h.running.services.tools.get("set_timer")
+    set_timer = h.running.registrations.tools.get("set_timer")
     executor: TimerExecutor = set_timer._service.executor  # type: ignore[union-attr]
     return executor
 
@@ -241,7 +241,7 @@ async def test_list_cancel_and_status(tmp_path: Path, model_server: FakeModelSer
         assert [t["timer_id"] for t in listed.data["timers"]] == [timer_id]
         status = (await h.client.get("/api/status")).json()
         assert status["timers"]["active"] == 1
-        views = [view("main") for view in h.running.services.task_views]
+        views = [view("main") for view in h.running.registrations.task_views]
         described = [d for v in views if (d := v.describe(timer_id)) is not None]
         assert described[0]["state"] == "scheduled" and described[0]["kind"] == "timer"
         assert (await call_tool(h, "cancel_timer", {"timer_id": timer_id})).is_error is False
@@ -279,7 +279,7 @@ async def test_reload_applies_config_timers_without_a_restart(
     async with harness(settings) as h:
         await call_tool(h, "set_timer", {"after": "2h", "message": "mine"})
         before = next_fire_times((await h.client.get("/api/status")).json())
-        (reloader,) = [r for r in h.running.reloadables if isinstance(r, TimerReloader)]
+        (reloader,) = [r for r in h.running.reloadables if isinstance(r, TimersComponent)]
         changed = [
             config[0],
             {"name": "weekly", "cron": "0 8 * * 2", "message": "w"},

@@ -10,7 +10,7 @@ import pytest
 from tests.daemon_harness import daemon_settings, harness
 from tests.fakes.model_server import FakeModelServer
 from tests.webhook_fixtures import NEW_SECRET, sign_standard
-from wakeful.channels.webhook.component import WebhookReloader
+from wakeful.channels.webhook.component import WebhookComponent
 
 pytestmark = pytest.mark.anyio
 
@@ -21,7 +21,7 @@ async def test_reload_swaps_the_hooks(tmp_path: Path, model_server: FakeModelSer
     after = [{"name": "new", "secret": NEW_SECRET}]
     body = json.dumps({"hello": "world"}).encode()
     async with harness(daemon_settings(tmp_path, model_server.base_url, hooks=before)) as h:
-        (reloader,) = [r for r in h.running.reloadables if isinstance(r, WebhookReloader)]
+        (reloader,) = [r for r in h.running.reloadables if isinstance(r, WebhookComponent)]
         sections = await reloader.reload(
             daemon_settings(tmp_path, model_server.base_url, hooks=after)
         )
@@ -40,7 +40,7 @@ async def test_bad_reload_keeps_the_running_hooks(
     hooks = [{"name": "keep", "secret": NEW_SECRET}]
     body = b"{}"
     async with harness(daemon_settings(tmp_path, model_server.base_url, hooks=hooks)) as h:
-        (reloader,) = [r for r in h.running.reloadables if isinstance(r, WebhookReloader)]
+        (reloader,) = [r for r in h.running.reloadables if isinstance(r, WebhookComponent)]
         broken = daemon_settings(
             tmp_path,
             model_server.base_url,

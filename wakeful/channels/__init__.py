@@ -14,13 +14,14 @@ from wakeful.daemon.config import Settings
 
 
 def default_components(settings: Settings) -> list[Component]:
-    from wakeful.channels.shell import shell_component
-    from wakeful.channels.timers import timers_component
-    from wakeful.channels.webhook import webhook_component
+    """The components to configure and run, in order, fresh for one daemon."""
+    from wakeful.channels.shell import ShellComponent
+    from wakeful.channels.timers import TimersComponent
+    from wakeful.channels.webhook import WebhookComponent
 
-    components: list[Component] = [webhook_component, shell_component, timers_component]
-    if settings.email.accounts:
-        from wakeful.channels.email.component import email_component
+    components: list[Component] = [WebhookComponent(), ShellComponent(), TimersComponent()]
+    if settings.email.accounts or settings.email.calendar_path is not None:
+        from wakeful.channels.email.component import EmailComponent
 
-        components.append(email_component)
+        components.append(EmailComponent())
     return components

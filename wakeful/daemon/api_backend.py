@@ -6,7 +6,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
-from wakeful.daemon.components.context import Services
+from wakeful.daemon.components.context import Registrations
 from wakeful.daemon.dispatcher import Dispatcher
 from wakeful.daemon.feed import Feed, FeedItem
 from wakeful.daemon.front_door import SubmitResult
@@ -44,14 +44,14 @@ class ApiBackend:
         sessions: Sessions,
         feed: Feed,
         provider: ModelProvider,
-        services: Services,
+        registrations: Registrations,
     ) -> None:
         self.store = store
         self.dispatcher = dispatcher
         self.sessions = sessions
         self.feed = feed
         self.provider = provider
-        self.services = services
+        self.registrations = registrations
 
     async def start(self) -> None:
         """Recover after a restart: requeue held events, resume every session."""
@@ -81,9 +81,9 @@ class ApiBackend:
             model["how_to_configure"] = HOW_TO_CONFIGURE
         components = {
             name: {"ok": h.ok, "detail": h.detail, "required": h.required}
-            for name, h in self.services.health.items()
+            for name, h in self.registrations.health.items()
         }
-        extra = {name: provide() for name, provide in self.services.status_providers.items()}
+        extra = {name: provide() for name, provide in self.registrations.status_providers.items()}
         return {
             **extra,
             "components": components,

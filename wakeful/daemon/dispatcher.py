@@ -17,7 +17,7 @@ from wakeful.daemon import metrics
 from wakeful.daemon.feed import Feed
 from wakeful.daemon.front_door import DaemonUnavailable, SubmitResult
 from wakeful.daemon.loop.parallel import answer_in_parallel
-from wakeful.daemon.loop.session_loop import SessionLoop
+from wakeful.daemon.loop.session_loop import LoopDeps, SessionLoop
 from wakeful.daemon.router import Decision, Router, Strategy
 from wakeful.daemon.sessions import Sessions
 from wakeful.daemon.store.base import EventStatus, Store, StoredEvent, StoreUnavailable
@@ -33,17 +33,24 @@ STATUS_FOR = {
 
 
 class Dispatcher:
+    """Owns the session loops it routes to; they re-enter only through ``submit``."""
+
     def __init__(
-        self, store: Store, router: Router, sessions: Sessions, feed: Feed, group: TaskGroup
+        self, store: Store, router: Router, feed: Feed, group: TaskGroup, loop_deps: LoopDeps
     ) -> None:
         self._store = store
         self._router = router
-        self._sessions = sessions
+        self.sessions = Sessions(loop_deps, group, submit=self.submit_internal)
+        self._sessions = self.sessions
         self._feed = feed
         self._group = group
         self.stopping = False
         self.accepted = 0
         self.duplicates = 0
+
+    async def submit_internal(self, event: Event) -> SubmitResult:
+        """The daemon's own follow-up to work it already accepted (a late tool result)."""
+        return await self.submit(event, internal=True)
 
     async def submit(self, event: Event, *, internal: bool = False) -> SubmitResult:
         """``internal``: the daemon's own follow-up to work it already accepted

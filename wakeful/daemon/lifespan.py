@@ -17,11 +17,11 @@ import structlog
 
 from wakeful.channels import default_components
 from wakeful.daemon.api_backend import ApiBackend
-from wakeful.daemon.components.context import Reloadable, Services
+from wakeful.daemon.components.context import EventGate, Registrations, Reloadable
+from wakeful.daemon.components.supervision import configure_all, run_all
 from wakeful.daemon.config import LlmSection, Settings
 from wakeful.daemon.dispatcher import Dispatcher
 from wakeful.daemon.feed import Feed
-from wakeful.daemon.front_door import SubmitResult
 from wakeful.daemon.http.app import create_app
 from wakeful.daemon.http.hot_routes import HotRoutes
 from wakeful.daemon.http.observability import observability_routes
@@ -32,10 +32,8 @@ from wakeful.daemon.loop.limits import LoopLimits
 from wakeful.daemon.loop.session_loop import LoopDeps
 from wakeful.daemon.router import Router
 from wakeful.daemon.router.classifier import ModelClassifier
-from wakeful.daemon.sessions import Sessions
 from wakeful.daemon.store.base import Store
 from wakeful.daemon.store.factory import open_store
-from wakeful.events import Event
 from wakeful.handlers.registry import default_registry
 from wakeful.llm.base import ModelProvider
 from wakeful.llm.null_provider import HOW_TO_CONFIGURE, NullProvider
@@ -50,8 +48,8 @@ class RunningDaemon:
     admin_token: str
     data_dir: Path
     streams: StreamRegistry
-    services: Services
-    reloadables: list[Reloadable]  # what components offer for SIGHUP
+    registrations: Registrations  # what the components declared
+    reloadables: list[Reloadable]  # the components that take SIGHUP
 
 
 def make_provider(llm: LlmSection, api_key: str | None) -> ModelProvider:
@@ -88,9 +86,11 @@ async def running_daemon(settings: Settings) -> AsyncIterator[RunningDaemon]:
     store = await open_store(settings.store, data_dir)
     provider = make_provider(settings.llm, api_key)
     try:
-        async with anyio.create_task_group() as group, AsyncExitStack() as stack:
+        # Resources outside the task group: every task (sessions writing their
+        # placeholders, components' runs) has ended before what they use is closed.
+        async with AsyncExitStack() as resources, anyio.create_task_group() as group:
             running, server = await _start(
-                settings, store, provider, group, data_dir, admin_token, stack
+                settings, store, provider, group, data_dir, admin_token, resources
             )
             try:
                 yield running
@@ -109,24 +109,29 @@ async def _start(
     group: anyio.abc.TaskGroup,
     data_dir: Path,
     admin_token: str,
-    stack: AsyncExitStack,
+    resources: AsyncExitStack,
 ) -> tuple[RunningDaemon, QuietServer]:
     feed = Feed()
     workspace, output_dir = data_dir / "workspace", data_dir / "outputs"
     workspace.mkdir(exist_ok=True)
     output_dir.mkdir(exist_ok=True)
-    dispatcher_box: list[Dispatcher] = []
-
-    async def submit(event: Event) -> SubmitResult:
-        return await dispatcher_box[0].submit(event)
-
-    async def submit_internal(event: Event) -> SubmitResult:
-        return await dispatcher_box[0].submit(event, internal=True)
-
     tools = default_registry(
         default_timeout_s=settings.loop.tool_timeout_s, shell_grace_s=settings.loop.stop_grace_s
     )
-    services = Services(settings, data_dir, store, feed, tools, group, submit)
+    registrations = Registrations(tools)
+    components = default_components(settings)
+    gate = EventGate()
+    # Phase 1: every component declares its tools, routes and views; then they freeze.
+    await configure_all(
+        components,
+        settings=settings,
+        data_dir=data_dir,
+        store=store,
+        feed=feed,
+        registrations=registrations,
+        gate=gate,
+        resources=resources,
+    )
     deps = LoopDeps(
         store=store,
         provider=provider,
@@ -136,31 +141,30 @@ async def _start(
         system_prompt=settings.daemon.system_prompt,
         workspace=workspace,
         output_dir=output_dir,
-        submit=submit_internal,
-        task_views=services.task_views,  # the same list: components append to it
+        task_views=registrations.task_views,
     )
-    sessions = Sessions(deps, group)
-    dispatcher = Dispatcher(store, Router(_classifier(settings, provider)), sessions, feed, group)
-    dispatcher_box.append(dispatcher)
-    daemon = ApiBackend(store, dispatcher, sessions, feed, provider, services)
-    reloadables: list[Reloadable] = []
-    for component in default_components(settings):
-        entered = await stack.enter_async_context(component(services))
-        if isinstance(entered, Reloadable):
-            reloadables.append(entered)
+    router = Router(_classifier(settings, provider))
+    dispatcher = Dispatcher(store, router, feed, group, deps)
+    gate.open(dispatcher.submit)
+    daemon = ApiBackend(store, dispatcher, dispatcher.sessions, feed, provider, registrations)
+    # Phase 2: components run (each supervised); sessions resume once all have started.
+    await run_all(components, group, registrations)
     await daemon.start()
-    services.routes.extend(observability_routes(daemon))
     app = create_app(
         daemon,
         admin_token=admin_token,
         max_body_bytes=settings.server.max_body_bytes,
-        extra_routes=[*services.hot_routes, *services.routes],
+        extra_routes=[
+            *registrations.hot_routes,
+            *registrations.routes,
+            *observability_routes(daemon),
+        ],
     )
     host, port = settings.server.host_port()
     sock = bind_socket(host, port)
     bound_host, bound_port = sock.getsockname()[:2]
     servers: list[QuietServer] = []
-    await group.start(serve_http, HotRoutes(app, services.hot_routes), sock, servers)
+    await group.start(serve_http, HotRoutes(app, registrations.hot_routes), sock, servers)
     url = (
         f"http://[{bound_host}]:{bound_port}"
         if ":" in bound_host
@@ -169,8 +173,9 @@ async def _start(
     log.info("wakeful is listening", url=url, model=provider.describe())
     if not provider.configured:
         log.warning("events will be stored until a model is configured", how=HOW_TO_CONFIGURE)
+    reloadables: list[Reloadable] = [c for c in components if isinstance(c, Reloadable)]
     running = RunningDaemon(
-        daemon, url, admin_token, data_dir, app.state.streams, services, reloadables
+        daemon, url, admin_token, data_dir, app.state.streams, registrations, reloadables
     )
     return running, servers[0]
 

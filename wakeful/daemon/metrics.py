@@ -141,6 +141,9 @@ PLACEHOLDERS = Counter(
     "wakeful_placeholders_total", "Placeholder tool results written, by session."
 )
 TOOL_CALLS = Counter("wakeful_tool_calls_total", "Tool calls finished, by tool and outcome.")
+COMPONENT_CRASHES = Counter(
+    "wakeful_component_crashes_total", "Component run() failures (restarted), by component."
+)
 
 COUNTERS: tuple[Family, ...] = (
     EVENTS_ACCEPTED,
@@ -152,6 +155,7 @@ COUNTERS: tuple[Family, ...] = (
     INTERRUPTS,
     PLACEHOLDERS,
     TOOL_CALLS,
+    COMPONENT_CRASHES,
 )
 
 

@@ -5,19 +5,20 @@ from __future__ import annotations
 import anyio
 from anyio.abc import TaskGroup
 
-from wakeful.daemon.loop.session_loop import LoopDeps, SessionLoop
+from wakeful.daemon.loop.session_loop import LoopDeps, SessionLoop, Submit
 
 
 class Sessions:
-    def __init__(self, deps: LoopDeps, group: TaskGroup) -> None:
+    def __init__(self, deps: LoopDeps, group: TaskGroup, submit: Submit) -> None:
         self._deps = deps
         self._group = group
+        self._submit = submit
         self._loops: dict[str, SessionLoop] = {}
 
     def get(self, session: str) -> SessionLoop:
         loop = self._loops.get(session)
         if loop is None:
-            loop = self._loops[session] = SessionLoop(session, self._deps)
+            loop = self._loops[session] = SessionLoop(session, self._deps, self._submit)
             self._group.start_soon(loop.run_forever, self._group, name=f"session {session}")
         return loop
 

@@ -43,8 +43,17 @@ class ToolRegistry:
         self._tools: dict[str, Tool] = {}
         self._default_timeout_s = default_timeout_s
         self._definitions: dict[bool, list[dict[str, Any]]] = {}
+        self._frozen = False
+
+    def freeze(self) -> None:
+        """No more tools: a session's tool list must not change under its prompt cache."""
+        self._frozen = True
 
     def register(self, tool: Tool) -> None:
+        if self._frozen:
+            raise RuntimeError(
+                f"tool {tool.name!r} registered after the tool list was frozen at start-up"
+            )
         if not _NAME_PATTERN.match(tool.name):
             raise ValueError(f"tool name {tool.name!r} must match {_NAME_PATTERN.pattern}")
         if tool.name in self._tools:

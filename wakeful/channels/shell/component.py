@@ -1,35 +1,35 @@
 """The shell-task component: tools, task views, recovery, and owned tasks.
 
-Entered by the daemon's lifespan before sessions resume, so the tools are
-in every session's tool list from its first request. Its own task group owns
-every background command and the recovery pass; leaving the component (the
-daemon stopping) cancels them, which stops each command's process group.
+Configured before sessions resume, so the tools are in every session's tool
+list from its first request. Its run phase owns every background command and
+the recovery pass; the daemon stopping cancels them, which stops each
+command's process group.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from typing import Any
 
 import anyio
 import structlog
+from anyio.abc import TaskStatus
 
 from wakeful.channels.shell.manager import ShellOptions, ShellTaskManager
 from wakeful.channels.shell.records import RecordStore
 from wakeful.channels.shell.recovery import report_unfinished
 from wakeful.channels.shell.tools import MonitorShell, StartShell
 from wakeful.channels.shell.view import SessionShellTasks
-from wakeful.daemon.components.context import ComponentHealth, Services
+from wakeful.daemon.components.context import ComponentHealth, ComponentSetup
+from wakeful.daemon.config import Settings
 from wakeful.handlers.base import TaskView
 
 log = structlog.get_logger(__name__)
 
 
-def shell_options(services: Services) -> ShellOptions:
-    shell = services.settings.shell
+def shell_options(settings: Settings) -> ShellOptions:
+    shell = settings.shell
     return ShellOptions(
-        grace_s=services.settings.loop.stop_grace_s,
+        grace_s=settings.loop.stop_grace_s,
         events_per_window=shell.output_events_per_window,
         window_s=shell.output_window_s,
         memory_lines=shell.memory_lines,
@@ -37,26 +37,36 @@ def shell_options(services: Services) -> ShellOptions:
     )
 
 
-@asynccontextmanager
-async def shell_component(services: Services) -> AsyncIterator[ShellTaskManager]:
-    directory = services.data_dir / "tasks"
-    directory.mkdir(mode=0o700, exist_ok=True)
-    async with anyio.create_task_group() as group:
+class ShellComponent:
+    """start_shell / monitor_shell, their task views, and recovery after a restart."""
+
+    name = "shell"
+
+    async def configure(self, setup: ComponentSetup) -> None:
+        directory = setup.data_dir / "tasks"
+        directory.mkdir(mode=0o700, exist_ok=True)
         manager = ShellTaskManager(
-            RecordStore(directory), services.submit, group, shell_options(services)
+            RecordStore(directory), setup.submit, None, shell_options(setup.settings)
         )
-        services.tools.register(StartShell(manager))
-        services.tools.register(MonitorShell(manager))
+        self.manager = manager
+        setup.add_tool(StartShell(manager))
+        setup.add_tool(MonitorShell(manager))
 
         def view(session: str) -> TaskView:
             return SessionShellTasks(manager, session)
 
-        services.task_views.append(view)
-        services.status_providers["shell_tasks"] = lambda: _stats(manager)
-        services.health["shell"] = ComponentHealth(ok=True, detail="ready")
-        group.start_soon(_recover, manager, name="shell task recovery")
-        yield manager
-        group.cancel_scope.cancel()
+        setup.add_task_view(view)
+        setup.add_status("shell_tasks", lambda: _stats(manager))
+        setup.set_health("shell", ComponentHealth(ok=True, detail="ready"))
+
+    async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        # This group owns every background command; the daemon stopping cancels it,
+        # which stops each command's process group.
+        async with anyio.create_task_group() as group:
+            self.manager.attach(group)
+            group.start_soon(_recover, self.manager, name="shell task recovery")
+            task_status.started()
+            await anyio.sleep_forever()
 
 
 async def _recover(manager: ShellTaskManager) -> None:

@@ -49,13 +49,21 @@ class ShellOptions:
 
 class ShellTaskManager:
     def __init__(
-        self, records: RecordStore, submit: Submit, group: TaskGroup, options: ShellOptions
+        self,
+        records: RecordStore,
+        submit: Submit,
+        group: TaskGroup | None,
+        options: ShellOptions,
     ) -> None:
         self.records = records
         self.options = options
         self._submit = submit
-        self._group = group
+        self._group = group  # None until the component's run phase attaches its group
         self._tasks: dict[str, ShellTask] = {}
+
+    def attach(self, group: TaskGroup) -> None:
+        """The task group that owns every command from now on (the component's)."""
+        self._group = group
 
     # -- queries ------------------------------------------------------------------
 
@@ -99,6 +107,8 @@ class ShellTaskManager:
             raise
         self._tasks[task_id] = task
         self._forget_old()
+        if self._group is None:  # tools exist only once components run; a bug if reached
+            raise RuntimeError("shell tasks started before the shell component runs")
         self._group.start_soon(self._run, task, proc, name=f"shell task {task_id}")
         log.info("shell task started", task_id=task_id, session=session, pgid=proc.pid)
         return task

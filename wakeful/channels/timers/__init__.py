@@ -5,6 +5,6 @@ A due timer only enqueues a ``timer.trigger`` event with the id
 for the misfire policy and ``jobstore`` for how runs survive a crash.
 """
 
-from wakeful.channels.timers.component import timers_component
+from wakeful.channels.timers.component import TimersComponent
 
-__all__ = ["timers_component"]
+__all__ = ["TimersComponent"]

@@ -1,19 +1,18 @@
-"""The timers component: job store, scheduler, tools and status, in one lifespan."""
+"""The timers component: job store, scheduler, tools and status."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from typing import Any
 
 import anyio
 import structlog
+from anyio.abc import TaskStatus
 
 from wakeful.channels.timers.firing import TimerExecutor
 from wakeful.channels.timers.jobstore import PendingFire, SqliteJobStore
 from wakeful.channels.timers.service import TimerService
 from wakeful.channels.timers.tools import CancelTimer, ListTimers, SetTimer
-from wakeful.daemon.components.context import ComponentHealth, Services
+from wakeful.daemon.components.context import ComponentHealth, ComponentSetup
 from wakeful.daemon.config import Settings
 
 log = structlog.get_logger(__name__)
@@ -46,64 +45,67 @@ class TimerTaskView:
         return found
 
 
-class TimerReloader:
-    """SIGHUP: ``[[timers]]`` added, changed or removed in the config apply without a restart.
+class TimersComponent:
+    """set_timer / cancel_timer / list_timers, the scheduler and ``[[timers]]``."""
 
-    The same reconciliation as at start: an unchanged timer keeps its next run,
-    a changed one is rescheduled, one gone from the file is removed; timers set
-    by tools are never touched. Committed before the reload is reported done.
-    """
+    name = "timers"
 
-    def __init__(self, service: TimerService) -> None:
-        self.service = service
+    async def configure(self, setup: ComponentSetup) -> None:
+        settings = setup.settings
+        store = SqliteJobStore(
+            setup.data_dir / "wakeful.db", durable_synchronous=settings.store.sqlite_synchronous
+        )
+        await store.open()
+        setup.resources.push_async_callback(_close, store)
+        self.store = store
+        self.executor = TimerExecutor(store, None, setup.submit, settings.scheduler.misfire_grace_s)
+        self.service = TimerService(store, self.executor)
+        # Paused: jobs are loaded and the config's reconciled, so list_timers and the
+        # status bar are right from a session's first request; nothing fires yet.
+        self.service.start(settings.timers)
+        setup.resources.callback(self.service.stop)
+        _register(setup, self.service)
+
+    async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        async with anyio.create_task_group() as group:
+            group.start_soon(self.store.run_writer, name="timer job store writer")
+            self.executor.attach(group)
+            for fire in self.store.pending_fires:  # runs in flight when the daemon last stopped
+                group.start_soon(_replay, self.executor, fire, name=f"timer replay {fire.job_id}")
+            self.service.resume()
+            task_status.started()
+            # Cancelled when the daemon stops: fires still in flight stay recorded and
+            # are replayed at the next start.
+            await anyio.sleep_forever()
 
     async def reload(self, settings: Settings) -> list[str]:
+        """SIGHUP: ``[[timers]]`` added, changed or removed apply without a restart.
+
+        The same reconciliation as at start: an unchanged timer keeps its next run,
+        a changed one is rescheduled, one gone from the file is removed; timers set
+        by tools are never touched. Committed before the reload is reported done.
+        """
         self.service.sync_config(settings.timers)
         await self.service.store.flush(durable=True)
         return ["timers"]
 
 
-@asynccontextmanager
-async def timers_component(services: Services) -> AsyncIterator[TimerReloader]:
-    """Run the timer service for the daemon's lifetime."""
-    settings = services.settings
-    store = SqliteJobStore(
-        services.data_dir / "wakeful.db", durable_synchronous=settings.store.sqlite_synchronous
-    )
-    await store.open()
-    try:
-        async with anyio.create_task_group() as group:
-            group.start_soon(store.run_writer, name="timer job store writer")
-            executor = TimerExecutor(
-                store, group, services.submit, settings.scheduler.misfire_grace_s
-            )
-            service = TimerService(store, executor)
-            service.start(settings.timers)
-            _register(services, service)
-            for fire in store.pending_fires:  # runs in flight when the daemon last stopped
-                group.start_soon(_replay, executor, fire, name=f"timer replay {fire.job_id}")
-            try:
-                yield TimerReloader(service)
-            finally:
-                service.stop()
-                # Fires still in flight stay recorded and are replayed at the next start.
-                group.cancel_scope.cancel()
-    finally:
-        with anyio.CancelScope(shield=True), anyio.move_on_after(_STOP_DEADLINE_S):
-            await store.drain()
-        store.close()
+async def _close(store: SqliteJobStore) -> None:
+    with anyio.CancelScope(shield=True), anyio.move_on_after(_STOP_DEADLINE_S):
+        await store.drain()
+    store.close()
 
 
 async def _replay(executor: TimerExecutor, fire: PendingFire) -> None:
     await executor.fire(fire, replayed=True)
 
 
-def _register(services: Services, service: TimerService) -> None:
+def _register(setup: ComponentSetup, service: TimerService) -> None:
     for tool in (SetTimer(service), CancelTimer(service), ListTimers(service)):
-        services.tools.register(tool)
-    services.task_views.append(lambda session: TimerTaskView(service, session))
-    services.status_providers["timers"] = lambda: _status(service)
-    services.health["timers"] = ComponentHealth(True, "scheduler running")
+        setup.add_tool(tool)
+    setup.add_task_view(lambda session: TimerTaskView(service, session))
+    setup.add_status("timers", lambda: _status(service))
+    setup.set_health("timers", ComponentHealth(True, "scheduler running"))
 
 
 def _status(service: TimerService) -> dict[str, Any]:

@@ -149,22 +149,28 @@ class TimerExecutor(BaseExecutor):  # type: ignore[misc]
     def __init__(
         self,
         store: SqliteJobStore,
-        group: TaskGroup,
+        group: TaskGroup | None,
         submit: Submit,
         grace_s: float,
         on_outcome: Callable[[PendingFire, Outcome], None] | None = None,
     ) -> None:
         super().__init__()
         self._store = store
-        self._group = group
+        self._group = group  # None until the timers component runs and attaches its group
         self._submit = submit
         self._grace_s = grace_s
         self.on_outcome = on_outcome  # called after each commit (metrics, benchmarks)
+
+    def attach(self, group: TaskGroup) -> None:
+        """The task group that owns each fire from now on (the component's)."""
+        self._group = group
 
     def _do_submit_job(self, job: Job, run_times: list[datetime]) -> None:
         run_time = run_times[-1]  # coalesced: one run stands for all that fell due
         fire = PendingFire(job.id, run_time, fire_body(job, run_time, datetime.now(UTC)))
         self._store.record_fire(fire)  # queued before APScheduler's own update of the job
+        if self._group is None:  # the scheduler is resumed only after attach(); a bug if reached
+            raise RuntimeError("a timer fired before the timers component runs")
         self._group.start_soon(self._run, fire, name=f"timer fire {job.id}")
 
     async def _run(self, fire: PendingFire) -> None:

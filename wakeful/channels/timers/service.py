@@ -72,9 +72,12 @@ class TimerService:
     # -- lifecycle ------------------------------------------------------------------
 
     def start(self, config_timers: list[TimerConfig]) -> None:
-        """Load stored jobs, reconcile the config's, then begin firing."""
+        """Load stored jobs and reconcile the config's, without firing any yet."""
         self.scheduler.start(paused=True)
         self.sync_config(config_timers)
+
+    def resume(self) -> None:
+        """Begin firing (the run phase: events may be sent from now on)."""
         self.scheduler.resume()
 
     def stop(self) -> None:

@@ -1,5 +1,5 @@
 """Webhook ingress: ``POST /hooks/{name}``, verified, mapped and committed (SPEC §3)."""
 
-from wakeful.channels.webhook.component import webhook_component
+from wakeful.channels.webhook.component import WebhookComponent
 
-__all__ = ["webhook_component"]
+__all__ = ["WebhookComponent"]

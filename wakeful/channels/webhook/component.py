@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
-
+import anyio
+from anyio.abc import TaskStatus
 from starlette.routing import Route
 
 from wakeful.channels.webhook.auth import make_verifier
@@ -12,7 +11,7 @@ from wakeful.channels.webhook.delivery import Hook
 from wakeful.channels.webhook.ingress import HookIngress
 from wakeful.channels.webhook.mapping import DeliveryFilter
 from wakeful.channels.webhook.secrets import resolve_secrets
-from wakeful.daemon.components.context import Services
+from wakeful.daemon.components.context import ComponentSetup
 from wakeful.daemon.config import ConfigError, HookConfig, Settings
 from wakeful.daemon.logging import add_secrets
 
@@ -29,11 +28,20 @@ def build_hook(config: HookConfig) -> Hook:
     return Hook(config, verifier, DeliveryFilter.build(config.events, config.filters))
 
 
-class WebhookReloader:
-    """SIGHUP: hooks added, removed or changed in the config apply without a restart."""
+class WebhookComponent:
+    """``POST /hooks/{name}``; hooks apply again on SIGHUP."""
 
-    def __init__(self, ingress: HookIngress) -> None:
-        self._ingress = ingress
+    name = "webhooks"
+
+    async def configure(self, setup: ComponentSetup) -> None:
+        hooks = {config.name: build_hook(config) for config in setup.settings.hooks}
+        self._ingress = HookIngress(hooks, setup.submit)
+        # Registered even with no hooks, so a sender gets a 404 that says how to add one.
+        setup.add_route(Route("/hooks/{name}", self._ingress.handle, methods=["POST"]), hot=True)
+        setup.add_status("webhooks", self._ingress.stats)
+
+    async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        task_status.started()  # requests arrive through the route; nothing runs here
 
     async def reload(self, settings: Settings) -> list[str]:
         try:
@@ -42,13 +50,3 @@ class WebhookReloader:
             raise ValueError(str(exc)) from None
         self._ingress.replace_hooks(hooks)
         return ["hooks"]
-
-
-@asynccontextmanager
-async def webhook_component(services: Services) -> AsyncIterator[WebhookReloader]:
-    hooks = {config.name: build_hook(config) for config in services.settings.hooks}
-    ingress = HookIngress(hooks, services.submit)
-    # Registered even with no hooks, so a sender gets a 404 that says how to add one.
-    services.hot_routes.append(Route("/hooks/{name}", ingress.handle, methods=["POST"]))
-    services.status_providers["webhooks"] = ingress.stats
-    yield WebhookReloader(ingress)

@@ -1,23 +1,30 @@
-"""What a daemon component (a channel, the scheduler, systemd integration) gets.
+"""What a daemon component (a channel, a tool family) is given, in two phases.
 
-Components are async context managers entered by the lifespan in order,
-after the core exists and before sessions resume and HTTP is served, and
-exited in reverse. A component may register tools (before any session
-makes a model request, so the tool list is byte-stable for the session),
-add HTTP routes, start background tasks in ``group`` (which owns them), and
-report its health. It sends events only through ``submit`` — the
-dispatcher — so there is one path for events.
+Phase 1, **configure**: the component reads its config section and declares
+what it brings — tools, HTTP routes, task views, health, status figures — on
+its :class:`ComponentSetup`. It may open files and register their clean-up on
+``setup.resources``. It sends no events yet: ``submit`` refuses until every
+component is configured, so no session can call the model before every tool
+exists (the tool list is byte-stable from a session's first request).
+
+Then the lifespan freezes the registrations: a late one raises
+:class:`LateRegistration`, naming the component, which fails start-up.
+
+Phase 2, **run**: each component's ``run`` runs in its own supervised task
+group for the daemon's life (see ``supervision.py``); events go only through
+``submit`` — the dispatcher — so there is one path for events.
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from contextlib import AbstractAsyncContextManager
+from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
-from anyio.abc import TaskGroup
+import anyio
+from anyio.abc import TaskStatus
 from starlette.routing import BaseRoute, Route
 
 from wakeful.daemon.config import Settings
@@ -26,7 +33,14 @@ from wakeful.daemon.front_door import SubmitResult
 from wakeful.daemon.loop.task_views import SessionTaskViews
 from wakeful.daemon.store.base import Store
 from wakeful.events import Event
+from wakeful.handlers.base import Tool
 from wakeful.handlers.registry import ToolRegistry
+
+Submit = Callable[[Event], Awaitable[SubmitResult]]
+
+
+class LateRegistration(RuntimeError):
+    """A component declared something after the configure phase ended."""
 
 
 @dataclass
@@ -37,34 +51,114 @@ class ComponentHealth:
 
 
 @dataclass
-class Services:
-    settings: Settings
-    data_dir: Path
-    store: Store
-    feed: Feed
+class Registrations:
+    """Everything components declared; read by the lifespan once they are all configured."""
+
     tools: ToolRegistry
-    group: TaskGroup
-    submit: Callable[[Event], Awaitable[SubmitResult]]
     routes: list[BaseRoute] = field(default_factory=list)
     # Routes taken at high request rates (webhooks): also served ahead of the app's
     # middleware and router (wakeful.daemon.http.hot_routes), with the same answers.
     hot_routes: list[Route] = field(default_factory=list)
+    # Health may change while running (a mailbox goes down); the dict is read live.
     health: dict[str, ComponentHealth] = field(default_factory=dict)
     # Views of components' background tasks per session (task_status, status bar).
     task_views: list[SessionTaskViews] = field(default_factory=list)
     # name → callable returning extra figures for /api/status (and /metrics)
     status_providers: dict[str, Callable[[], dict[str, Any]]] = field(default_factory=dict)
+    frozen: bool = False
 
 
-Component = Callable[[Services], AbstractAsyncContextManager[object]]
+class EventGate:
+    """``submit`` for components: refuses until the run phase opens it."""
+
+    def __init__(self) -> None:
+        self._submit: Submit | None = None
+
+    def open(self, submit: Submit) -> None:
+        self._submit = submit
+
+    def for_component(self, name: str) -> Submit:
+        async def submit(event: Event) -> SubmitResult:
+            if self._submit is None:
+                raise LateRegistration(
+                    f"component {name!r} sent event {event.id!r} before every component was "
+                    "configured; send events from run(), not configure()"
+                )
+            return await self._submit(event)
+
+        return submit
+
+
+@dataclass
+class ComponentSetup:
+    """Phase 1: what a component may read and declare."""
+
+    name: str
+    settings: Settings
+    data_dir: Path
+    store: Store
+    feed: Feed
+    registrations: Registrations
+    # Clean-up for what configure opened, run in reverse when the daemon stops.
+    resources: AsyncExitStack
+    # Refuses until every component is configured; safe to hand to objects built now.
+    submit: Submit
+
+    def add_tool(self, tool: Tool) -> None:
+        self._check(f"tool {tool.name!r}")
+        self.registrations.tools.register(tool)
+
+    def add_route(self, route: BaseRoute, *, hot: bool = False) -> None:
+        self._check(f"HTTP route {getattr(route, 'path', route)!r}")
+        if hot and isinstance(route, Route):
+            self.registrations.hot_routes.append(route)
+        else:
+            self.registrations.routes.append(route)
+
+    def add_task_view(self, view: SessionTaskViews) -> None:
+        self._check("a task view")
+        self.registrations.task_views.append(view)
+
+    def add_status(self, name: str, provide: Callable[[], dict[str, Any]]) -> None:
+        self._check(f"status figures {name!r}")
+        self.registrations.status_providers[name] = provide
+
+    def set_health(self, key: str, health: ComponentHealth) -> None:
+        """Allowed in either phase: health is reported as it changes."""
+        self.registrations.health[key] = health
+
+    def _check(self, what: str) -> None:
+        if self.registrations.frozen:
+            raise LateRegistration(
+                f"component {self.name!r} registered {what} after start-up froze the "
+                "registrations; declare tools, routes, task views and status in configure()"
+            )
+
+
+class Component(Protocol):
+    """A channel or tool family: declares in ``configure``, works in ``run``."""
+
+    name: str
+
+    async def configure(self, setup: ComponentSetup) -> None: ...
+
+    async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        """Work until cancelled (the daemon stopping); return early if there is none.
+
+        Call ``task_status.started()`` once the component's tools can be called:
+        sessions resume only after every component has. Runs in the component's
+        own task group under a supervisor: an exception is logged and counted,
+        and ``run`` is called again after a backoff.
+        """
+        ...
 
 
 @runtime_checkable
 class Reloadable(Protocol):
-    """Optional: the object a component's context manager yields may implement this.
+    """Optional: a component that implements this is told about SIGHUP.
 
     On SIGHUP the daemon re-reads its configuration and calls ``reload`` on
-    each such object with the new settings (hooks, timers in config, …). It
+    each such component with the new settings (hooks, timers in config, …). It
     applies what can change live and returns the names of the top-level
     config sections it took over (e.g. ``["hooks"]``), or raises
     :class:`ValueError` saying what it could not apply; the daemon logs

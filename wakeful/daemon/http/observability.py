@@ -48,7 +48,7 @@ class Observability:
             problems.append("the daemon is stopping")
         if await self._queue_depths() is None:
             problems.append("the event store does not answer")
-        for name, health in self.daemon.services.health.items():
+        for name, health in self.daemon.registrations.health.items():
             if health.required and not health.ok:
                 problems.append(f"{name}: {health.detail}")
         if problems:
@@ -80,12 +80,12 @@ class Observability:
 
     def _components(self) -> list[metrics.Gauge]:
         up = metrics.Gauge("wakeful_component_up", "1 when a component reports itself healthy.")
-        for name, health in self.daemon.services.health.items():
+        for name, health in self.daemon.registrations.health.items():
             up.set(int(health.ok), component=name, required=str(health.required).lower())
         figures = metrics.Gauge(
             "wakeful_component_value", "Numeric figures components report (timers, tasks, …)."
         )
-        for name, provide in self.daemon.services.status_providers.items():
+        for name, provide in self.daemon.registrations.status_providers.items():
             for key, value in _numbers(provide()):
                 figures.set(value, component=name, key=key)
         return [up, figures]

@@ -60,7 +60,6 @@ class LoopDeps:
     system_prompt: str
     workspace: Path
     output_dir: Path
-    submit: Callable[[Event], Awaitable[object]]  # how late tool results re-enter
     # Components' task views (background shell tasks, …), added at start-up.
     task_views: list[SessionTaskViews] = field(default_factory=list)
 
@@ -72,10 +71,14 @@ class Interrupt:
     shutdown: bool = False  # the daemon is stopping: no late result will follow
 
 
+Submit = Callable[[Event], Awaitable[object]]
+
+
 class SessionLoop:
-    def __init__(self, session: str, deps: LoopDeps) -> None:
+    def __init__(self, session: str, deps: LoopDeps, submit: Submit) -> None:
         self.session = session
         self.deps = deps
+        self._submit = submit  # the dispatcher: how late tool results re-enter
         self.writer = TrajectoryWriter(deps.store, session)
         self.tasks = ToolTaskManager(
             session, deps.tools, self._tool_context, self._report_late_result
@@ -352,7 +355,7 @@ class SessionLoop:
 
     async def _submit_quietly(self, event: Event) -> None:
         try:
-            await self.deps.submit(event)
+            await self._submit(event)
         except Exception:
             log.exception("could not enqueue a late tool result", event_id=event.id)
 

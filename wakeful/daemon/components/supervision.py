@@ -1,0 +1,121 @@
+"""The two phases for every component: configure all, freeze, then run each supervised.
+
+A component's ``run`` that raises is logged, counted, marked unhealthy and
+started again after a backoff; the daemon stays up. A
+:class:`~wakeful.daemon.components.context.LateRegistration` is a programming
+error, not a transient one: it ends start-up with its one-line message.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from contextlib import AsyncExitStack
+from pathlib import Path
+
+import anyio
+import structlog
+from anyio.abc import TaskGroup, TaskStatus
+
+from wakeful.daemon import metrics
+from wakeful.daemon.components.context import (
+    Component,
+    ComponentHealth,
+    ComponentSetup,
+    EventGate,
+    LateRegistration,
+    Registrations,
+)
+from wakeful.daemon.config import Settings
+from wakeful.daemon.feed import Feed
+from wakeful.daemon.store.base import Store
+
+log = structlog.get_logger(__name__)
+
+BACKOFF_FIRST_S = 1.0
+BACKOFF_MAX_S = 60.0
+
+
+async def configure_all(
+    components: Sequence[Component],
+    *,
+    settings: Settings,
+    data_dir: Path,
+    store: Store,
+    feed: Feed,
+    registrations: Registrations,
+    gate: EventGate,
+    resources: AsyncExitStack,
+) -> None:
+    """Phase 1 for every component, in order; then nothing more may be declared."""
+    for component in components:
+        setup = ComponentSetup(
+            name=component.name,
+            settings=settings,
+            data_dir=data_dir,
+            store=store,
+            feed=feed,
+            registrations=registrations,
+            resources=resources,
+            submit=gate.for_component(component.name),
+        )
+        await component.configure(setup)
+    registrations.frozen = True
+    registrations.tools.freeze()
+
+
+async def run_all(
+    components: Sequence[Component], group: TaskGroup, registrations: Registrations
+) -> None:
+    """Phase 2: each component's ``run`` in its own supervised task, owned by ``group``.
+
+    Returns once every component has started (or failed its first start), so the
+    sessions that resume next can call every tool.
+    """
+    for component in components:
+        await group.start(supervise, component, registrations, name=f"component {component.name}")
+
+
+async def supervise(
+    component: Component,
+    registrations: Registrations,
+    *,
+    task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
+) -> None:
+    """Run ``component`` until cancelled, restarting it with backoff when it fails."""
+    backoff = BACKOFF_FIRST_S
+    started = False
+    while True:
+        try:
+            async with anyio.create_task_group() as own:
+                await own.start(_run_once, component)
+                if not started:
+                    started = True
+                    task_status.started()
+            return  # finished its work (or had none)
+        except Exception as exc:
+            if _holds(exc, LateRegistration):
+                raise
+            metrics.COMPONENT_CRASHES.inc(component=component.name)
+            log.exception("component failed; restarting it", component=component.name)
+            registrations.health[f"{component.name}:supervisor"] = ComponentHealth(
+                False, f"failed ({type(exc).__name__}: {exc}); restarting in {backoff:.0f} s"
+            )
+        if not started:  # start-up goes on without it; it keeps being retried
+            started = True
+            task_status.started()
+        await anyio.sleep(backoff)
+        registrations.health.pop(f"{component.name}:supervisor", None)
+        backoff = min(backoff * 2, BACKOFF_MAX_S)
+
+
+async def _run_once(
+    component: Component, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED
+) -> None:
+    await component.run(task_status=task_status)
+
+
+def _holds(exc: BaseException, kind: type[BaseException]) -> bool:
+    """``exc`` is ``kind`` or an exception group (a component's task group) holding one."""
+    if isinstance(exc, BaseExceptionGroup):
+        return any(_holds(inner, kind) for inner in exc.exceptions)
+    return isinstance(exc, kind)
