@@ -7,7 +7,7 @@ process does around it (signals, systemd, exit) is :mod:`wakeful.daemon.service`
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,7 +17,12 @@ import structlog
 
 from wakeful.channels import default_components
 from wakeful.daemon.api_backend import ApiBackend
-from wakeful.daemon.components.context import EventGate, Registrations, Reloadable
+from wakeful.daemon.components.context import (
+    Component,
+    EventGate,
+    Registrations,
+    Reloadable,
+)
 from wakeful.daemon.components.supervision import configure_all, run_all
 from wakeful.daemon.config import LlmSection, Settings
 from wakeful.daemon.dispatcher import Dispatcher
@@ -78,7 +83,10 @@ def loop_limits(settings: Settings) -> LoopLimits:
 
 
 @asynccontextmanager
-async def running_daemon(settings: Settings) -> AsyncIterator[RunningDaemon]:
+async def running_daemon(
+    settings: Settings, components: Sequence[Component] | None = None
+) -> AsyncIterator[RunningDaemon]:
+    """The daemon, serving; ``components`` replaces the registry's list (tests, tools)."""
     data_dir = settings.daemon.resolved_data_dir()
     admin_token = settings.server.resolve_admin_token(data_dir)
     api_key = settings.llm.resolve_api_key()
@@ -89,8 +97,10 @@ async def running_daemon(settings: Settings) -> AsyncIterator[RunningDaemon]:
         # Resources outside the task group: every task (sessions writing their
         # placeholders, components' runs) has ended before what they use is closed.
         async with AsyncExitStack() as resources, anyio.create_task_group() as group:
+            if components is None:
+                components = default_components(settings)
             running, server = await _start(
-                settings, store, provider, group, data_dir, admin_token, resources
+                settings, store, provider, group, data_dir, admin_token, resources, components
             )
             try:
                 yield running
@@ -110,6 +120,7 @@ async def _start(
     data_dir: Path,
     admin_token: str,
     resources: AsyncExitStack,
+    components: Sequence[Component],
 ) -> tuple[RunningDaemon, QuietServer]:
     feed = Feed()
     workspace, output_dir = data_dir / "workspace", data_dir / "outputs"
@@ -119,7 +130,6 @@ async def _start(
         default_timeout_s=settings.loop.tool_timeout_s, shell_grace_s=settings.loop.stop_grace_s
     )
     registrations = Registrations(tools)
-    components = default_components(settings)
     gate = EventGate()
     # Phase 1: every component declares its tools, routes and views; then they freeze.
     await configure_all(

@@ -23,6 +23,7 @@ from pathlib import Path
 import anyio
 import structlog
 
+from wakeful.daemon.components.context import LateRegistration
 from wakeful.daemon.config import Settings
 from wakeful.daemon.lifespan import RunningDaemon, running_daemon
 from wakeful.daemon.logging import configure_logging
@@ -125,7 +126,8 @@ def run_daemon(
             config_path,
             backend_options={"use_uvloop": _has_uvloop()},
         )
-    except* (OSError, StoreUnavailable) as group:  # raised from inside the lifespan's task groups
+    # Raised from inside the lifespan's task groups; each is one line that names the fix.
+    except* (OSError, StoreUnavailable, LateRegistration) as group:
         failures = [str(exc) for exc in _leaves(group)]
     if failures:
         log.error("cannot start", error="; ".join(failures))

@@ -84,10 +84,12 @@ async def supervise(
     """Run ``component`` until cancelled, restarting it with backoff when it fails."""
     backoff = BACKOFF_FIRST_S
     started = False
+    health_key = f"{component.name}:supervisor"
     while True:
         try:
             async with anyio.create_task_group() as own:
                 await own.start(_run_once, component)
+                registrations.health.pop(health_key, None)  # running (again)
                 if not started:
                     started = True
                     task_status.started()
@@ -97,14 +99,13 @@ async def supervise(
                 raise
             metrics.COMPONENT_CRASHES.inc(component=component.name)
             log.exception("component failed; restarting it", component=component.name)
-            registrations.health[f"{component.name}:supervisor"] = ComponentHealth(
-                False, f"failed ({type(exc).__name__}: {exc}); restarting in {backoff:.0f} s"
+            registrations.health[health_key] = ComponentHealth(
+                False, f"failed ({_describe(exc)}); restarting in {backoff:.0f} s"
             )
         if not started:  # start-up goes on without it; it keeps being retried
             started = True
             task_status.started()
         await anyio.sleep(backoff)
-        registrations.health.pop(f"{component.name}:supervisor", None)
         backoff = min(backoff * 2, BACKOFF_MAX_S)
 
 
@@ -119,3 +120,10 @@ def _holds(exc: BaseException, kind: type[BaseException]) -> bool:
     if isinstance(exc, BaseExceptionGroup):
         return any(_holds(inner, kind) for inner in exc.exceptions)
     return isinstance(exc, kind)
+
+
+def _describe(exc: BaseException) -> str:
+    """The failure itself, not the task group that carried it."""
+    while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
+        exc = exc.exceptions[0]
+    return f"{type(exc).__name__}: {exc}"
