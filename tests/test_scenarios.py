@@ -31,7 +31,7 @@ async def test_cancel_stops_model_and_tool(tmp_path: Path, model_server: FakeMod
             pgid = await anyio.to_thread.run_sync(processes.wait_for_pgid, marker)
             await h.send("cancel")
             await feed.wait_for(lambda i: i.get("text") == "Stopped, as you asked.")
-            if not [m for m in await h.trajectory() if _is_late_result(m)]:
+            if not _late_result_before_reply(await h.trajectory()):
                 # The killed tool's result came after the cancel's batch was taken:
                 # it gets a turn of its own. (Otherwise both were in one batch.)
                 await feed.wait_for(lambda i: i.get("text") == "Noted: the job was cancelled.")
@@ -49,6 +49,13 @@ async def test_cancel_stops_model_and_tool(tmp_path: Path, model_server: FakeMod
     assert messages[1]["tool_calls"][0]["id"] in late
     tool_messages = [m for m in messages if m["role"] == "tool"]
     assert len(tool_messages) == 1  # the real result came as an event, not a second tool message
+
+
+def _late_result_before_reply(messages: list[dict[str, Any]]) -> bool:
+    """The late result was batched with the cancel (it precedes the reply to it)."""
+    late = [i for i, m in enumerate(messages) if _is_late_result(m)]
+    replies = [i for i, m in enumerate(messages) if m.get("content") == "Stopped, as you asked."]
+    return bool(late and replies and late[0] < replies[0])
 
 
 def _is_late_result(message: dict[str, Any]) -> bool:

@@ -15,9 +15,10 @@ import pytest
 from tests.daemon_harness import Harness, daemon_settings, harness, watch_feed
 from tests.fakes.model_server import FakeModelServer, Reply, ToolCallSpec
 from wakeful.channels.timers.component import TimersComponent
+from wakeful.channels.timers.config import TimerConfig
 from wakeful.channels.timers.firing import TimerExecutor
 from wakeful.channels.timers.jobstore import PendingFire
-from wakeful.daemon.config import Settings, TimerConfig
+from wakeful.daemon.config import Settings
 from wakeful.daemon.loop.task_views import CombinedTaskView
 from wakeful.handlers.base import ToolContext, ToolOutput
 

@@ -21,10 +21,11 @@ from wakeful.channels.webhook.auth import (
     standard_key,
 )
 from wakeful.channels.webhook.component import build_hook
+from wakeful.channels.webhook.config import HookConfig, HookFilter
 from wakeful.channels.webhook.delivery import BadDelivery, delivery_id, parse_payload
 from wakeful.channels.webhook.mapping import DeliveryFilter, render_template
 from wakeful.channels.webhook.secrets import resolve_secrets
-from wakeful.daemon.config import ConfigError, HookConfig, HookFilter, load_settings
+from wakeful.daemon.config import ConfigError, load_settings
 
 GITHUB_SECRET = "It's a Secret to Everybody"
 GITHUB_BODY = b"Hello, World!"

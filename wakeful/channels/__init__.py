@@ -9,15 +9,18 @@ is not used.
 
 from __future__ import annotations
 
-from wakeful.daemon.components.context import Component
-from wakeful.daemon.config import Settings
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # the core's config imports this package: no run-time imports of the core
+    from wakeful.daemon.components.context import Component
+    from wakeful.daemon.config import Settings
 
 
 def default_components(settings: Settings) -> list[Component]:
     """The components to configure and run, in order, fresh for one daemon."""
-    from wakeful.channels.shell import ShellComponent
-    from wakeful.channels.timers import TimersComponent
-    from wakeful.channels.webhook import WebhookComponent
+    from wakeful.channels.shell.component import ShellComponent
+    from wakeful.channels.timers.component import TimersComponent
+    from wakeful.channels.webhook.component import WebhookComponent
 
     components: list[Component] = [WebhookComponent(), ShellComponent(), TimersComponent()]
     if settings.email.accounts or settings.email.calendar_path is not None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from wakeful.daemon.config import EmailAccountConfig
+from wakeful.channels.email.config import EmailAccountConfig
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,7 @@ import anyio.lowlevel
 from imapclient import IMAPClient
 from imapclient.exceptions import LoginError
 
-from wakeful.daemon.config import EmailAccountConfig
+from wakeful.channels.email.config import EmailAccountConfig
 
 T = TypeVar("T")
 

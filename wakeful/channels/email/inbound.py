@@ -7,8 +7,8 @@ from datetime import datetime
 from fnmatch import fnmatch
 from typing import Any
 
+from wakeful.channels.email.config import EmailAccountConfig
 from wakeful.channels.email.message import ParsedEmail, cap_text
-from wakeful.daemon.config import EmailAccountConfig
 from wakeful.events import Event, utcnow
 
 

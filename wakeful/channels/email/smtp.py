@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import aiosmtplib
 
-from wakeful.daemon.config import EmailAccountConfig
+from wakeful.channels.email.config import EmailAccountConfig
 
 
 class NotSent(Exception):

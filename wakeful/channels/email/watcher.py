@@ -16,12 +16,12 @@ from functools import partial
 import anyio
 import structlog
 
+from wakeful.channels.email.config import EmailAccountConfig
 from wakeful.channels.email.db import Cursor, MailDb
 from wakeful.channels.email.health import MailboxHealth, backoff_s
 from wakeful.channels.email.imap import AuthFailed, ImapConnection, in_thread
 from wakeful.channels.email.inbound import build_event, email_id, skip_reason
 from wakeful.channels.email.message import parse_email
-from wakeful.daemon.config import EmailAccountConfig
 from wakeful.daemon.front_door import DaemonUnavailable, SubmitResult
 from wakeful.events import Event
 

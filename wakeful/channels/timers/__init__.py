@@ -4,7 +4,3 @@ A due timer only enqueues a ``timer.trigger`` event with the id
 ``timer:<job id>:<scheduled time>`` through the dispatcher; see ``firing``
 for the misfire policy and ``jobstore`` for how runs survive a crash.
 """
-
-from wakeful.channels.timers.component import TimersComponent
-
-__all__ = ["TimersComponent"]

@@ -21,9 +21,9 @@ from apscheduler.job import Job
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from apscheduler.schedulers.base import BaseScheduler
 
+from wakeful.channels.timers.config import TimerConfig
 from wakeful.channels.timers.firing import JOB_FUNC, TimerExecutor, iso_utc
 from wakeful.channels.timers.jobstore import SqliteJobStore
-from wakeful.daemon.config import TimerConfig
 from wakeful.daemon.schedules import Schedule
 
 log = structlog.get_logger(__name__)

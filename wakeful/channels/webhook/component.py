@@ -7,12 +7,13 @@ from anyio.abc import TaskStatus
 from starlette.routing import Route
 
 from wakeful.channels.webhook.auth import make_verifier
+from wakeful.channels.webhook.config import HookConfig
 from wakeful.channels.webhook.delivery import Hook
 from wakeful.channels.webhook.ingress import HookIngress
 from wakeful.channels.webhook.mapping import DeliveryFilter
 from wakeful.channels.webhook.secrets import resolve_secrets
 from wakeful.daemon.components.context import ComponentSetup
-from wakeful.daemon.config import ConfigError, HookConfig, Settings
+from wakeful.daemon.config import ConfigError, Settings
 from wakeful.daemon.logging import add_secrets
 
 

@@ -15,8 +15,8 @@ from urllib.parse import parse_qs
 
 from wakeful.channels.webhook import github
 from wakeful.channels.webhook.auth import Verifier
+from wakeful.channels.webhook.config import HookConfig
 from wakeful.channels.webhook.mapping import DeliveryFilter, raw_text, render_template
-from wakeful.daemon.config import HookConfig
 from wakeful.events import Event
 
 # In order of preference: the signed Standard Webhooks id, GitHub's, a generic key.

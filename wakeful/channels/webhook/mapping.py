@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from wakeful.daemon.config import HookFilter
+from wakeful.channels.webhook.config import HookFilter
 
 MISSING_TEXT = "(missing)"
 MAX_VALUE_CHARS = 300

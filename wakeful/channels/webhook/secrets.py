@@ -10,7 +10,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from wakeful.daemon.config import ConfigError, HookConfig
+from wakeful.channels.webhook.config import HookConfig
+from wakeful.daemon.config_base import ConfigError
 
 
 def resolve_secrets(hook: HookConfig) -> list[str]:

@@ -1,0 +1,91 @@
+"""``[email]``: mail accounts (IMAP in, SMTP out) and the calendar file."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
+
+from wakeful.daemon.config_base import ConfigError, Section, read_secret_file
+from wakeful.events import SESSION_PATTERN
+
+Security = Literal["tls", "starttls", "none"]
+
+
+class EmailAccountConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(min_length=1, examples=["work"])
+    imap_host: str = Field(examples=["imap.example.com"])
+    imap_port: int = Field(default=993, ge=1, le=65535, examples=[993])
+    imap_security: Security = Field(default="tls", examples=["tls"])
+    smtp_host: str = Field(default="", examples=["smtp.example.com"])
+    smtp_port: int = Field(default=587, ge=1, le=65535, examples=[587])
+    smtp_security: Security = Field(default="starttls", examples=["starttls"])
+    username: str = Field(examples=["me@example.com"])
+    password: SecretStr | None = None
+    password_file: Path | None = Field(default=None, examples=["/etc/wakeful/mail-password"])
+    address: str = Field(default="", examples=["me@example.com"])
+    mailboxes: list[str] = Field(default_factory=lambda: ["INBOX"], examples=[["INBOX"]])
+    archive_mailbox: str = Field(default="Archive", examples=["Archive"])
+    session: str = Field(default="main", examples=["main"])
+    owner_senders: list[str] = Field(default_factory=list, examples=[["me@example.com"]])
+    # Everything below has a default; see wakeful/channels/email/ for how each is used.
+    sent_mailbox: str = Field(default="Sent", examples=["Sent"])
+    initial_sync: Literal["new", "all"] = Field(default="new", examples=["new"])
+    idle_reissue_s: float = Field(default=29 * 60, gt=0, le=29 * 60, examples=[1740])
+    poll_interval_s: float = Field(default=60.0, gt=0, examples=[60])
+    timeout_s: float = Field(default=30.0, gt=0, examples=[30])
+    reconnect_min_s: float = Field(default=1.0, gt=0, examples=[1])
+    reconnect_max_s: float = Field(default=300.0, gt=0, examples=[300])
+    alert_after_s: float = Field(default=300.0, gt=0, examples=[300])
+    body_max_chars: int = Field(default=20_000, ge=200, examples=[20000])
+    only_senders: list[str] = Field(default_factory=list, examples=[["*@example.com"]])
+    ignore_senders: list[str] = Field(default_factory=list, examples=[["*@ads.example.com"]])
+    ignore_subjects: list[str] = Field(default_factory=list, examples=[["(?i)newsletter"]])
+
+    @field_validator("ignore_subjects")
+    @classmethod
+    def _regexes(cls, value: list[str]) -> list[str]:
+        for pattern in value:
+            try:
+                re.compile(pattern)
+            except re.error as exc:
+                raise ValueError(f"{pattern!r} is not a valid regular expression: {exc}") from None
+        return value
+
+    @field_validator("session")
+    @classmethod
+    def _session_name(cls, value: str) -> str:
+        if not SESSION_PATTERN.match(value):
+            raise ValueError("must be a session name such as 'main'")
+        return value
+
+    @field_validator("mailboxes")
+    @classmethod
+    def _some_mailbox(cls, value: list[str]) -> list[str]:
+        if not value:
+            raise ValueError("list at least one mailbox to watch")
+        return value
+
+    def resolve_password(self) -> str:
+        """password, else password_file's first line."""
+        if self.password is not None and self.password.get_secret_value():
+            return self.password.get_secret_value()
+        if self.password_file is not None:
+            key = f"email.accounts[{self.name}].password_file"
+            return read_secret_file(self.password_file, key)
+        raise ConfigError(
+            f"email.accounts[{self.name}]: set password_file (or password) for {self.username}"
+        )
+
+
+class EmailSection(Section):
+    accounts: list[EmailAccountConfig] = Field(default_factory=list)
+    calendar_path: Path | None = Field(default=None, examples=["~/calendar.ics"])
+
+
+class EmailSettings(BaseModel):
+    email: EmailSection = Field(default_factory=EmailSection)
