@@ -16,7 +16,13 @@ from pathlib import Path
 from typing import Any
 
 from wakeful.daemon.cli_client import CliError, DaemonClient
-from wakeful.daemon.config import STARTER_CONFIG, ConfigError, Settings, load_settings
+from wakeful.daemon.config import (
+    STARTER_CONFIG,
+    ConfigError,
+    Settings,
+    find_config_file,
+    load_settings,
+)
 
 NO_MODEL_HELP = (
     "No model is configured, so events are stored but not answered yet.\n"
@@ -56,16 +62,7 @@ def _error(message: str) -> None:
 
 
 def _config_path(given: str | None) -> Path | None:
-    if given:
-        path = Path(given)
-    elif os.environ.get("WAKEFUL_CONFIG"):
-        path = Path(os.environ["WAKEFUL_CONFIG"])
-    else:
-        default = Path("wakeful.toml")
-        return default if default.is_file() else None
-    if not path.is_file():
-        raise ConfigError(f"config file {path} does not exist (create one with `wakeful init`)")
-    return path
+    return find_config_file(given)
 
 
 def _settings(args: argparse.Namespace) -> Settings:
@@ -282,12 +279,7 @@ def _parser() -> argparse.ArgumentParser:
         prog="wakeful",
         description="wakeful: an event-driven agent daemon, and a client for it.",
     )
-    parser.add_argument(
-        "-c",
-        "--config",
-        help="config file (default: $WAKEFUL_CONFIG, else ./wakeful.toml if present, "
-        "else built-in defaults)",
-    )
+    _config_arg(parser, None)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     _add(sub, "run", cmd_run, "run the daemon in the foreground (logs to stdout)")
     init = _add(sub, "init", cmd_init, "write a commented starter config file")
@@ -318,7 +310,22 @@ def _add(
 ) -> argparse.ArgumentParser:
     parser: argparse.ArgumentParser = sub.add_parser(name, help=help_text, description=help_text)
     parser.set_defaults(func=func)
+    # Also after the subcommand (`wakeful run -c FILE`, as the units write it); SUPPRESS
+    # keeps a -c given before the subcommand when none follows it.
+    _config_arg(parser, argparse.SUPPRESS)
     return parser
+
+
+def _config_arg(parser: argparse.ArgumentParser, default: str | None) -> None:
+    parser.add_argument(
+        "-c",
+        "--config",
+        default=default,
+        metavar="FILE",
+        help="config file (default: $WAKEFUL_CONFIG, else the first of ./wakeful.toml, "
+        "$XDG_CONFIG_HOME/wakeful/wakeful.toml, /etc/wakeful/wakeful.toml; else the "
+        "embedded defaults)",
+    )
 
 
 def _session_arg(parser: argparse.ArgumentParser) -> None:

@@ -43,9 +43,15 @@ class DaemonClient:
     @classmethod
     def from_settings(cls, settings: Settings) -> DaemonClient:
         server = settings.server
-        data_dir = settings.daemon.resolved_data_dir()
-        # Resolved exactly as the server does, so both sides agree on the token.
-        token = server.resolve_admin_token(data_dir)
+        data_dir = settings.daemon.data_dir_path()  # a client creates nothing
+        # Found exactly as the server finds it, so both sides agree on the token.
+        token = server.client_admin_token(data_dir)
+        if token is None:
+            raise CliError(
+                f"no admin token at {data_dir / 'admin-token'} yet: is `wakeful run` running? "
+                "It writes the token at its first start; give the CLI the daemon's config (-c)",
+                exit_code=1,
+            )
         if server.admin_token is not None:
             origin = "[server] admin_token"
         elif server.admin_token_file is not None:

@@ -29,6 +29,7 @@ from wakeful.daemon.config_base import (
     Section,
     credential_path,
     read_secret_file,
+    set_config_dir,
 )
 from wakeful.daemon.config_starter import STARTER_CONFIG
 
@@ -68,14 +69,15 @@ class DaemonSection(Section):
             raise ValueError(f"must be one of {', '.join(LOG_LEVELS)}")
         return value.lower()
 
+    def data_dir_path(self) -> Path:
+        """Where the data lives, the same for the daemon and the CLI; creates nothing."""
+        if self.data_dir is not None:
+            return self.data_dir.expanduser()
+        return default_data_dir()
+
     def resolved_data_dir(self) -> Path:
-        """The data directory (created, owner-only, if missing)."""
-        path = self.data_dir
-        if path is None:
-            # systemd may pass several colon-separated directories; ours is the first.
-            state = os.environ.get("STATE_DIRECTORY", "").split(":")[0]
-            path = Path(state) if state else Path.home() / ".local" / "share" / "wakeful"
-        path = path.expanduser()
+        """The daemon's data directory (created, owner-only, if missing)."""
+        path = self.data_dir_path()
         try:
             path.mkdir(parents=True, exist_ok=True, mode=0o700)
         except OSError as exc:
@@ -84,6 +86,55 @@ class DaemonSection(Section):
                 'set a writable directory, e.g. data_dir = "~/.local/share/wakeful"'
             ) from None
         return path
+
+
+def default_data_dir() -> Path:
+    """``$STATE_DIRECTORY`` (systemd), else the first that exists of
+    ``$XDG_STATE_HOME/wakeful`` (~/.local/state/wakeful: the user unit's StateDirectory),
+    /var/lib/wakeful (the system unit's, for root) and ~/.local/share/wakeful (made by
+    earlier versions, so an upgrade loses nothing); else the first of those the daemon
+    may create (/var/lib/wakeful for root).
+    """
+    # systemd may pass several colon-separated directories; ours is the first.
+    state = os.environ.get("STATE_DIRECTORY", "").split(":")[0]
+    if state:
+        return Path(state)
+    xdg_state = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    user_dir = Path(xdg_state) / "wakeful"
+    system_dir = Path("/var/lib/wakeful")
+    legacy = Path.home() / ".local" / "share" / "wakeful"
+    is_root = os.geteuid() == 0
+    candidates = [user_dir, *([system_dir] if is_root else []), legacy]
+    found = next((path for path in candidates if (path / "wakeful.db").exists()), None)
+    if found is not None:
+        return found
+    return system_dir if is_root else user_dir
+
+
+def config_search_path() -> list[Path]:
+    """Where a config file is looked for when neither ``-c`` nor ``$WAKEFUL_CONFIG`` names one."""
+    xdg_config = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    return [
+        Path("wakeful.toml"),
+        Path(xdg_config) / "wakeful" / "wakeful.toml",
+        Path("/etc/wakeful/wakeful.toml"),
+    ]
+
+
+def find_config_file(given: str | None) -> Path | None:
+    """``-c FILE``, else ``$WAKEFUL_CONFIG``, else the first of :func:`config_search_path`
+    that exists; None: the embedded defaults. A named file that is missing is an error."""
+    named = given or os.environ.get("WAKEFUL_CONFIG")
+    if named:
+        path = Path(named).expanduser()
+        if not path.is_file():
+            origin = "-c" if given else "$WAKEFUL_CONFIG"
+            raise ConfigError(
+                f"config file {path} ({origin}) does not exist; create one with "
+                f"`wakeful init --path {path}`"
+            )
+        return path
+    return next((path for path in config_search_path() if path.is_file()), None)
 
 
 def split_bind(value: str) -> tuple[str, int]:
@@ -119,6 +170,14 @@ class ServerSection(Section):
         if self.admin_token_file is not None:
             return read_secret_file(self.admin_token_file, "server.admin_token_file")
         return _generated_token(data_dir / ADMIN_TOKEN_FILENAME)
+
+    def client_admin_token(self, data_dir: Path) -> str | None:
+        """The token as a client finds it: like the daemon, but never generates one
+        (None: the daemon has not written it yet, so it never ran with this config)."""
+        generated = data_dir / ADMIN_TOKEN_FILENAME
+        if self.admin_token is None and self.admin_token_file is None and not generated.exists():
+            return None
+        return self.resolve_admin_token(data_dir)
 
 
 def _generated_token(path: Path) -> str:
@@ -254,6 +313,7 @@ def _secrets_in(value: Any) -> list[SecretStr]:
 def load_settings(path: Path | None) -> Settings:
     """Load ``path`` (or only defaults when None) and apply environment overrides."""
     data: dict[str, Any] = {}
+    set_config_dir(path.resolve().parent if path is not None else None)
     if path is not None:
         try:
             data = tomllib.loads(path.read_text(encoding="utf-8"))

@@ -20,12 +20,34 @@ class Section(BaseModel):
     model_config = ConfigDict(extra="forbid", validate_default=True)
 
 
+# The directory of the config file last loaded (``load_settings`` sets it): where a
+# relative ``*_file`` is found outside systemd, so the CLI on the same host reads the
+# same secrets as the service (/etc/wakeful/credentials/admin-token).
+_config_dir: Path | None = None
+
+
+def set_config_dir(directory: Path | None) -> None:
+    global _config_dir
+    _config_dir = directory
+
+
 def credential_path(path: Path) -> Path:
-    """A relative ``*_file`` names a systemd credential (``LoadCredential=``) when
-    ``$CREDENTIALS_DIRECTORY`` is set; otherwise paths are used as written."""
-    credentials = os.environ.get("CREDENTIALS_DIRECTORY")
+    """Where a ``*_file`` is read from.
+
+    Absolute: as written. Relative: a systemd credential (``LoadCredential=``) in
+    ``$CREDENTIALS_DIRECTORY`` when set; else ``credentials/<name>`` or ``<name>``
+    beside the config file; else relative to the working directory.
+    """
     path = path.expanduser()
-    return Path(credentials) / path if credentials and not path.is_absolute() else path
+    if path.is_absolute():
+        return path
+    credentials = os.environ.get("CREDENTIALS_DIRECTORY")
+    if credentials:
+        return Path(credentials) / path
+    if _config_dir is not None:
+        beside = [_config_dir / "credentials" / path, _config_dir / path]
+        return next((candidate for candidate in beside if candidate.exists()), beside[0])
+    return path
 
 
 def read_secret_file(path: Path, key: str) -> str:

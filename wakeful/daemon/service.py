@@ -24,7 +24,7 @@ import anyio
 import structlog
 
 from wakeful.daemon.components.context import LateRegistration
-from wakeful.daemon.config import Settings
+from wakeful.daemon.config import ConfigError, Settings
 from wakeful.daemon.lifespan import RunningDaemon, running_daemon
 from wakeful.daemon.logging import configure_logging
 from wakeful.daemon.reload import reload_settings
@@ -119,6 +119,7 @@ def run_daemon(
     """
     configure_logging(settings.daemon.log_level, secrets=settings.secret_values())
     failures: list[str] = []
+    code = 0
     try:
         anyio.run(
             serve_until_signalled,
@@ -127,11 +128,15 @@ def run_daemon(
             backend_options={"use_uvloop": _has_uvloop()},
         )
     # Raised from inside the lifespan's task groups; each is one line that names the fix.
+    except* ConfigError as group:  # a secret file missing, a hook without a secret, ...
+        failures, code = [str(exc) for exc in _leaves(group)], 2
     except* (OSError, StoreUnavailable, LateRegistration) as group:
-        failures = [str(exc) for exc in _leaves(group)]
+        failures, code = [str(exc) for exc in _leaves(group)], 1
     if failures:
-        log.error("cannot start", error="; ".join(failures))
-        return 1
+        message = "; ".join(failures)
+        log.error("cannot start", error=message)
+        print(f"wakeful: cannot start: {message}", file=sys.stderr)
+        return code
     if exit_process:
         exit_now(0)
     return 0

@@ -11,7 +11,7 @@ import os
 from pathlib import Path
 
 from wakeful.channels.webhook.config import HookConfig
-from wakeful.daemon.config_base import ConfigError
+from wakeful.daemon.config_base import ConfigError, credential_path
 
 
 def resolve_secrets(hook: HookConfig) -> list[str]:
@@ -37,7 +37,7 @@ def resolve_secrets(hook: HookConfig) -> list[str]:
 
 
 def _read_lines(hook_name: str, secret_file: Path) -> list[str]:
-    path = secret_file.expanduser()
+    path = credential_path(secret_file)
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
