@@ -138,3 +138,26 @@ def test_start_up_errors_are_one_line_exit_2(tmp_path: Path, toml: str, expected
     )
     assert result.stderr.count("\n") == 1 and expected in result.stderr
     assert "Traceback" not in result.stdout + result.stderr
+
+
+def test_version() -> None:
+    """`wakeful --version` names the installed version."""
+    result = subprocess.run([WAKEFUL, "--version"], capture_output=True, text=True, timeout=30)
+    assert result.returncode == 0
+    assert result.stdout.startswith("wakeful 0.") and result.stdout.count("\n") == 1
+
+
+def test_a_bind_beyond_loopback_is_warned_about(tmp_path: Path) -> None:
+    """Listening on 0.0.0.0 logs a warning that says how to stay local."""
+    from tests.daemon_process import DaemonProcess, free_port, write_config
+
+    port = free_port()
+    config = write_config(tmp_path, None, port)
+    config.write_text(config.read_text().replace("127.0.0.1:", "0.0.0.0:"))
+    with DaemonProcess(config, port) as daemon:
+        daemon.wait_for_log("listening beyond this machine")
+        assert daemon.stop() == 0
+    loopback = tmp_path / "loopback"
+    with DaemonProcess(write_config(loopback, None, port), port) as daemon:
+        assert daemon.stop() == 0
+        assert not any("listening beyond" in line for line in daemon.lines)

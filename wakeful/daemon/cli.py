@@ -280,6 +280,7 @@ def _parser() -> argparse.ArgumentParser:
         description="wakeful: an event-driven agent daemon, and a client for it.",
     )
     _config_arg(parser, None)
+    parser.add_argument("--version", action="version", version=f"wakeful {_version()}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     _add(sub, "run", cmd_run, "run the daemon in the foreground (logs to stdout)")
     init = _add(sub, "init", cmd_init, "write a commented starter config file")
@@ -336,6 +337,15 @@ def _timeout_arg(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--timeout", type=float, default=300.0, help="seconds to wait for the run to end"
     )
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("wakeful")
+    except PackageNotFoundError:  # run from a source tree that was never installed
+        return "(not installed)"
 
 
 def _positive_int(text: str) -> int:

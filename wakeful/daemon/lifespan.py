@@ -7,6 +7,7 @@ process does around it (signals, systemd, exit) is :mod:`wakeful.daemon.service`
 
 from __future__ import annotations
 
+import ipaddress
 from collections.abc import AsyncIterator, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
@@ -181,6 +182,12 @@ async def _start(
         else (f"http://{bound_host}:{bound_port}")
     )
     log.info("wakeful is listening", url=url, model=provider.describe())
+    if not is_loopback(bound_host):
+        log.warning(
+            "listening beyond this machine: the admin API and webhooks are reachable from "
+            "the network; put a TLS reverse proxy in front or bind to 127.0.0.1",
+            bind=f"{bound_host}:{bound_port}",
+        )
     if not provider.configured:
         log.warning("events will be stored until a model is configured", how=HOW_TO_CONFIGURE)
     reloadables: list[Reloadable] = [c for c in components if isinstance(c, Reloadable)]
@@ -188,6 +195,13 @@ async def _start(
         daemon, url, admin_token, data_dir, app.state.streams, registrations, reloadables
     )
     return running, servers[0]
+
+
+def is_loopback(host: str) -> bool:
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return host == "localhost"
 
 
 def _classifier(settings: Settings, provider: ModelProvider) -> ModelClassifier | None:
