@@ -8,8 +8,10 @@ Protocol error"); the secrets come in as environment overrides instead. Debian's
 python3 builds the venv, because ``ProtectHome=yes`` (rightly) hides a Python that
 lives under /root.
 
-It takes about 40 s (a venv install and a whole service manager). The target it boots has ``DefaultDependencies=no``, so systemd starts nothing but
-this unit (a default target would run tmpfiles clean-up on the shared file system).
+It takes about 40 s (a venv install and a whole service manager). The target it
+boots has ``DefaultDependencies=no``, the tmpfiles units are masked and /tmp and
+/var/tmp are private to the namespace: the file system is shared with the host, and
+``systemd-tmpfiles --boot`` would empty them.
 """
 
 from __future__ import annotations
