@@ -19,6 +19,7 @@ from wakeful.channels import default_components
 from wakeful.daemon.api_backend import ApiBackend
 from wakeful.daemon.components.context import Reloadable, Services
 from wakeful.daemon.config import LlmSection, Settings
+from wakeful.daemon.data_dir_lock import hold_data_dir_lock
 from wakeful.daemon.dispatcher import Dispatcher
 from wakeful.daemon.feed import Feed
 from wakeful.daemon.front_door import SubmitResult
@@ -82,24 +83,25 @@ def loop_limits(settings: Settings) -> LoopLimits:
 @asynccontextmanager
 async def running_daemon(settings: Settings) -> AsyncIterator[RunningDaemon]:
     data_dir = settings.daemon.resolved_data_dir()
-    admin_token = settings.server.resolve_admin_token(data_dir)
-    api_key = settings.llm.resolve_api_key()
-    add_secrets([s for s in (admin_token, api_key) if s])
-    store = await open_store(settings.store, data_dir)
-    provider = make_provider(settings.llm, api_key)
-    try:
-        async with anyio.create_task_group() as group, AsyncExitStack() as stack:
-            running, server = await _start(
-                settings, store, provider, group, data_dir, admin_token, stack
-            )
-            try:
-                yield running
-            finally:
-                await _stop(running, server, group)
-    finally:
-        with anyio.CancelScope(shield=True):
-            await provider.aclose()
-            await store.aclose()
+    with hold_data_dir_lock(data_dir):  # before anything reads or writes data_dir
+        admin_token = settings.server.resolve_admin_token(data_dir)
+        api_key = settings.llm.resolve_api_key()
+        add_secrets([s for s in (admin_token, api_key) if s])
+        store = await open_store(settings.store, data_dir)
+        provider = make_provider(settings.llm, api_key)
+        try:
+            async with anyio.create_task_group() as group, AsyncExitStack() as stack:
+                running, server = await _start(
+                    settings, store, provider, group, data_dir, admin_token, stack
+                )
+                try:
+                    yield running
+                finally:
+                    await _stop(running, server, group)
+        finally:
+            with anyio.CancelScope(shield=True):
+                await provider.aclose()
+                await store.aclose()
 
 
 async def _start(

@@ -24,6 +24,7 @@ import anyio
 import structlog
 
 from wakeful.daemon.config import Settings
+from wakeful.daemon.data_dir_lock import DataDirLocked
 from wakeful.daemon.lifespan import RunningDaemon, running_daemon
 from wakeful.daemon.logging import configure_logging
 from wakeful.daemon.reload import reload_settings
@@ -125,7 +126,8 @@ def run_daemon(
             config_path,
             backend_options={"use_uvloop": _has_uvloop()},
         )
-    except* (OSError, StoreUnavailable) as group:  # raised from inside the lifespan's task groups
+    # Raised from inside the lifespan's task groups (or, for the lock, before them).
+    except* (OSError, StoreUnavailable, DataDirLocked) as group:
         failures = [str(exc) for exc in _leaves(group)]
     if failures:
         log.error("cannot start", error="; ".join(failures))
