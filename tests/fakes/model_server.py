@@ -50,6 +50,7 @@ class RecordedRequest:
     aborted: bool = False
     completed: bool = False
     aborted_at: float | None = None
+    raw: bytes = b""  # the body exactly as sent, for byte-identity checks (prompt cache)
 
 
 class _Uvicorn(uvicorn.Server):
@@ -129,10 +130,12 @@ class FakeModelServer:
 
     # --- recording and waiting ---------------------------------------------
 
-    def _record(self, body: dict[str, Any], headers: dict[str, str]) -> RecordedRequest:
+    def _record(
+        self, body: dict[str, Any], headers: dict[str, str], raw: bytes = b""
+    ) -> RecordedRequest:
         with self._cond:
             index = len(self.requests)
-            record = RecordedRequest(body, time.monotonic(), index, headers)
+            record = RecordedRequest(body, time.monotonic(), index, headers, raw=raw)
             self.requests.append(record)
             if self.validate:
                 self._validate(record)
@@ -231,7 +234,7 @@ class FakeModelServer:
         except ValueError:
             body = {"unparsable": raw.decode(errors="replace")}
         headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]}
-        record = self._record(body, headers)
+        record = self._record(body, headers, raw)
         reply = self._next_reply(body)
         async with anyio.create_task_group() as tg:
             tg.start_soon(self._watch_disconnect, receive, record, tg.cancel_scope)
