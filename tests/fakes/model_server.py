@@ -34,6 +34,7 @@ import uvicorn
 from uvicorn._types import ASGIReceiveCallable, ASGISendCallable, HTTPScope, Scope
 
 from tests.fakes.model_replies import Reply, ReplyRenderer, ToolCallSpec, load_script, text_reply
+from tests.fakes.reasoning_rules import ReasoningRules, reasoning_violations
 from tests.trajectory_validator import TrajectoryError, validate_both
 
 __all__ = ["FakeModelServer", "RecordedRequest", "Reply", "ToolCallSpec"]
@@ -97,8 +98,11 @@ class _Uvicorn(uvicorn.Server):
 class FakeModelServer:
     """An OpenAI-compatible `/v1/chat/completions` endpoint with a script."""
 
-    def __init__(self, port: int = 0, *, validate: bool = True) -> None:
+    def __init__(
+        self, port: int = 0, *, validate: bool = True, reasoning_rules: ReasoningRules = "openai"
+    ) -> None:
         self.validate = validate
+        self.reasoning_rules: ReasoningRules = reasoning_rules  # what replayed reasoning may be
         self.requests: list[RecordedRequest] = []
         self.violations: list[str] = []
         self.responder: Responder = lambda _body: text_reply()
@@ -147,6 +151,9 @@ class FakeModelServer:
             validate_both(record.body.get("messages") or [], record.body.get("tools"))
         except TrajectoryError as exc:
             self.violations.append(f"request {record.index}: {exc}")
+        messages = record.body.get("messages") or []
+        for problem in reasoning_violations(messages, self.reasoning_rules):
+            self.violations.append(f"request {record.index}: {problem}")
 
     def _finish(self, record: RecordedRequest, *, aborted: bool) -> None:
         with self._cond:

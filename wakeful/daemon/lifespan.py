@@ -66,6 +66,7 @@ def make_provider(llm: LlmSection, api_key: str | None) -> ModelProvider:
         model=llm.model,
         timeout_s=llm.timeout_s,
         max_retries=llm.max_retries,
+        replay_reasoning=llm.replay_reasoning,
     )
 
 
