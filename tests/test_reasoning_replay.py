@@ -10,6 +10,7 @@ import pytest
 
 from tests.daemon_harness import daemon_settings, harness, watch_feed
 from tests.fakes.model_server import FakeModelServer, Reply, ToolCallSpec
+from wakeful.daemon.config import Settings
 from wakeful.llm import ModelRequest, OpenAIProvider
 from wakeful.llm.reasoning import wire_messages
 
@@ -20,17 +21,26 @@ DETAILS = [
     {"type": "reasoning.text", "text": "Check the clock.", "signature": "sig-1", "format": "x"},
     {"type": "reasoning.encrypted", "data": "opaque-blob", "format": "x"},
 ]
+DEEPSEEK_TURNS = (
+    Reply(reasoning="I need the clock.", tool_calls=[TIME_CALL]),
+    Reply(reasoning="Now answer.", text="It is noon."),
+    Reply(reasoning="Say goodbye.", text="bye"),
+)
 
 
-async def run_two_turns(h: Any, model_server: FakeModelServer, *replies: Reply) -> None:
-    """Turn 1: a tool call and its answer; turn 2: one more question."""
+async def stored_after_two_turns(
+    settings: Settings, model_server: FakeModelServer, *replies: Reply
+) -> list[dict[str, Any]]:
+    """Turn 1: a tool call and its answer; turn 2: one more question. Returns the
+    stored assistant messages."""
     model_server.push(*replies)
-    async with watch_feed(h) as feed:
+    async with harness(settings) as h, watch_feed(h) as feed:
         await h.send("what time is it?")
         await feed.wait_for(lambda i: i["type"] == "reply")
         await feed.wait_for(lambda i: i["type"] == "run" and i["state"] == "idle")
         await h.send("thanks")
         await feed.wait_for(lambda i: i["type"] == "reply" and i["text"] == "bye")
+        return assistants(await h.trajectory())
 
 
 def assistants(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -43,15 +53,8 @@ async def test_deepseek_gets_reasoning_back_with_tool_calls_only(
     """auto: reasoning_content goes back on the tool-call turn and nowhere else,
     on every later request too; the trajectory keeps all of it."""
     model_server.reasoning_rules = "deepseek"
-    async with harness(daemon_settings(tmp_path, model_server.base_url)) as h:
-        await run_two_turns(
-            h,
-            model_server,
-            Reply(reasoning="I need the clock.", tool_calls=[TIME_CALL]),
-            Reply(reasoning="Now answer.", text="It is noon."),
-            Reply(reasoning="Say goodbye.", text="bye"),
-        )
-        stored = assistants(await h.trajectory())
+    settings = daemon_settings(tmp_path, model_server.base_url)
+    stored = await stored_after_two_turns(settings, model_server, *DEEPSEEK_TURNS)
     assert [m["reasoning"]["text"] for m in stored] == [
         "I need the clock.",
         "Now answer.",
@@ -75,16 +78,8 @@ async def test_vanilla_openai_gets_no_reasoning_fields(
     """never: an endpoint that accepts no reasoning field is sent none; the
     trajectory still has it."""
     settings = daemon_settings(tmp_path, model_server.base_url, llm={"replay_reasoning": "never"})
-    async with harness(settings) as h:
-        await run_two_turns(
-            h,
-            model_server,
-            Reply(reasoning="Clock.", tool_calls=[TIME_CALL]),
-            Reply(text="It is noon."),
-            Reply(text="bye"),
-        )
-        stored = assistants(await h.trajectory())
-    assert stored[0]["reasoning"]["text"] == "Clock."
+    stored = await stored_after_two_turns(settings, model_server, *DEEPSEEK_TURNS)
+    assert stored[0]["reasoning"]["text"] == "I need the clock."
     assert len(model_server.requests) == 3
     assert model_server.violations == []  # the "openai" rules: no reasoning field at all
 
@@ -95,14 +90,8 @@ async def test_reasoning_of_another_model_is_not_replayed(
     """auto: after the configured model changes, the old model's reasoning stays
     stored but is not sent to the new one (a vanilla endpoint would reject it)."""
     model_server.reasoning_rules = "deepseek"
-    async with harness(daemon_settings(tmp_path, model_server.base_url)) as h:
-        await run_two_turns(
-            h,
-            model_server,
-            Reply(reasoning="Clock.", tool_calls=[TIME_CALL]),
-            Reply(reasoning="Answer.", text="It is noon."),
-            Reply(reasoning="Bye.", text="bye"),
-        )
+    settings = daemon_settings(tmp_path, model_server.base_url)
+    await stored_after_two_turns(settings, model_server, *DEEPSEEK_TURNS)
     model_server.reasoning_rules = "openai"
     other = daemon_settings(tmp_path, model_server.base_url, llm={"model": "other-model"})
     async with harness(other) as h, watch_feed(h) as feed:
@@ -111,6 +100,7 @@ async def test_reasoning_of_another_model_is_not_replayed(
         await feed.wait_for(lambda i: i["type"] == "reply")
         stored = assistants(await h.trajectory())
     assert stored[0]["reasoning"]["model"] == "fake-model"
+    assert "reasoning_content" not in assistants(model_server.requests[-1].body["messages"])[0]
     assert model_server.requests[-1].body["model"] == "other-model"
     assert model_server.violations == []
 
@@ -122,20 +112,18 @@ async def test_openrouter_details_are_collected_and_replayed_whole(
     data) are stored as streamed and sent back as the details on every turn."""
     model_server.reasoning_rules = "openrouter"
     settings = daemon_settings(tmp_path, model_server.base_url, llm={"replay_reasoning": "always"})
-    async with harness(settings) as h:
-        await run_two_turns(
-            h,
-            model_server,
-            Reply(
-                reasoning="Clock.",
-                reasoning_field="reasoning",
-                reasoning_details=DETAILS,
-                tool_calls=[TIME_CALL],
-            ),
-            Reply(text="It is noon.", reasoning="Noon.", reasoning_field="reasoning"),
-            Reply(text="bye"),
-        )
-        stored = assistants(await h.trajectory())
+    stored = await stored_after_two_turns(
+        settings,
+        model_server,
+        Reply(
+            reasoning="Clock.",
+            reasoning_field="reasoning",
+            reasoning_details=DETAILS,
+            tool_calls=[TIME_CALL],
+        ),
+        Reply(text="It is noon.", reasoning="Noon.", reasoning_field="reasoning"),
+        Reply(text="bye"),
+    )
     first = stored[0]["reasoning"]
     assert (first["text"], first["format"]) == ("Clock.", "reasoning")
     assert first["details"] == [{**detail, "index": i} for i, detail in enumerate(DETAILS)]
