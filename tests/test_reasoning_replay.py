@@ -138,7 +138,7 @@ async def test_provider_strips_stored_reasoning_by_default(
 ) -> None:
     """The stored field never goes on the wire; plain turns carry nothing."""
     stored = {"text": "t", "format": "reasoning_content", "model": "fake-model"}
-    messages = [
+    messages: list[dict[str, Any]] = [
         {"role": "user", "content": "hi"},
         {"role": "assistant", "content": "hello", "reasoning": stored},
         {"role": "user", "content": "again"},

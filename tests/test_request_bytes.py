@@ -9,6 +9,7 @@ for every running session after an upgrade.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -18,7 +19,7 @@ from wakeful.llm import ModelRequest, OpenAIProvider
 
 GOLDEN = Path(__file__).parent / "golden" / "request_without_reasoning.json"
 
-SESSION = [
+SESSION: list[dict[str, Any]] = [
     {"role": "system", "content": "You are wakeful. Ünïcode — kept as is."},
     {"role": "user", "content": "[Unprocessed event 1/1] The user asks: list the files"},
     {
@@ -43,7 +44,7 @@ async def request_body(model_server: FakeModelServer, provider: OpenAIProvider) 
     model_server.push(Reply(text="ok"))
     tools = default_registry().definitions()
     await provider.complete(ModelRequest(messages=SESSION, tools=tools))
-    return model_server.requests[-1].raw
+    return model_server.raw_bodies[-1]
 
 
 @pytest.mark.anyio

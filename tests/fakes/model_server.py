@@ -51,7 +51,6 @@ class RecordedRequest:
     aborted: bool = False
     completed: bool = False
     aborted_at: float | None = None
-    raw: bytes = b""  # the body exactly as sent, for byte-identity checks (prompt cache)
 
 
 class _Uvicorn(uvicorn.Server):
@@ -104,6 +103,9 @@ class FakeModelServer:
         self.validate = validate
         self.reasoning_rules: ReasoningRules = reasoning_rules  # what replayed reasoning may be
         self.requests: list[RecordedRequest] = []
+        # Each request's body exactly as sent (same index), for byte-identity
+        # checks: prompt caches key on bytes.
+        self.raw_bodies: list[bytes] = []
         self.violations: list[str] = []
         self.responder: Responder = lambda _body: text_reply()
         self._queue: deque[Reply] = deque()
@@ -139,8 +141,9 @@ class FakeModelServer:
     ) -> RecordedRequest:
         with self._cond:
             index = len(self.requests)
-            record = RecordedRequest(body, time.monotonic(), index, headers, raw=raw)
+            record = RecordedRequest(body, time.monotonic(), index, headers)
             self.requests.append(record)
+            self.raw_bodies.append(raw)
             if self.validate and whole:
                 self._validate(record)
             self._cond.notify_all()
@@ -235,7 +238,7 @@ class FakeModelServer:
         if scope["method"] != "POST" or not scope["path"].endswith("/chat/completions"):
             await _send_json(send, 404, {"error": {"message": "not found", "type": "invalid"}})
             return
-        raw = await _read_body(receive)
+        raw = await _read_whole_body(receive)
         headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]}
         if raw is None:
             # The client hung up before its body was whole (cancelled while
@@ -357,7 +360,11 @@ class FakeModelServer:
         self.close()
 
 
-async def _read_body(receive: ASGIReceiveCallable) -> bytes | None:
+async def _read_body(receive: ASGIReceiveCallable) -> bytes:
+    return await _read_whole_body(receive) or b""
+
+
+async def _read_whole_body(receive: ASGIReceiveCallable) -> bytes | None:
     """The whole request body, or None when the client left before sending all of it."""
     chunks: list[bytes] = []
     while True:
