@@ -116,7 +116,8 @@ async def test_reasoning_is_kept_apart_from_content(
         deltas.append(text)
 
     response = await provider.complete(REQUEST, on_delta)
-    assert (response.reasoning, response.content) == ("Think first.", "Answer.")
+    assert response.reasoning is not None
+    assert (response.reasoning.text, response.content) == ("Think first.", "Answer.")
     assert deltas == ["Answer."]
 
 

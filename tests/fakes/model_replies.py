@@ -44,6 +44,10 @@ class ToolCallSpec:
 class Reply:
     text: str = ""
     reasoning: str = ""  # streamed first as `reasoning_content`, like vLLM and DeepSeek
+    reasoning_field: str = "reasoning_content"  # or "reasoning", like OpenRouter and Ollama
+    # OpenRouter's `reasoning_details` items, each streamed in two fragments
+    # (its text, then the rest: signature, encrypted data, …) under one index.
+    reasoning_details: Sequence[dict[str, Any]] = ()
     tool_calls: Sequence[ToolCallSpec] = ()
     token_delay_s: float = 0.0
     first_token_delay_s: float = 0.0
@@ -132,7 +136,12 @@ class ReplyRenderer:
         """Role chunk, text tokens and tool-call fragments: everything before the finish."""
         yield self._chunk({"role": "assistant", "content": "", "refusal": None})
         for token in tokenize(self.reply.reasoning):
-            yield self._chunk({"reasoning_content": token})
+            yield self._chunk({self.reply.reasoning_field: token})
+        for index, detail in enumerate(self.reply.reasoning_details):
+            head = {k: v for k, v in detail.items() if k in ("type", "text")}
+            tail = {k: v for k, v in detail.items() if k not in ("type", "text")}
+            for part in (head, tail):
+                yield self._chunk({"reasoning_details": [{**part, "index": index}]})
         for token in tokenize(self.reply.text):
             yield self._chunk({"content": token})
         for call in self.calls:

@@ -34,6 +34,7 @@ import uvicorn
 from uvicorn._types import ASGIReceiveCallable, ASGISendCallable, HTTPScope, Scope
 
 from tests.fakes.model_replies import Reply, ReplyRenderer, ToolCallSpec, load_script, text_reply
+from tests.fakes.reasoning_rules import ReasoningRules, reasoning_violations
 from tests.trajectory_validator import TrajectoryError, validate_both
 
 __all__ = ["FakeModelServer", "RecordedRequest", "Reply", "ToolCallSpec"]
@@ -96,9 +97,15 @@ class _Uvicorn(uvicorn.Server):
 class FakeModelServer:
     """An OpenAI-compatible `/v1/chat/completions` endpoint with a script."""
 
-    def __init__(self, port: int = 0, *, validate: bool = True) -> None:
+    def __init__(
+        self, port: int = 0, *, validate: bool = True, reasoning_rules: ReasoningRules = "openai"
+    ) -> None:
         self.validate = validate
+        self.reasoning_rules: ReasoningRules = reasoning_rules  # what replayed reasoning may be
         self.requests: list[RecordedRequest] = []
+        # Each request's body exactly as sent (same index), for byte-identity
+        # checks: prompt caches key on bytes.
+        self.raw_bodies: list[bytes] = []
         self.violations: list[str] = []
         self.responder: Responder = lambda _body: text_reply()
         self._queue: deque[Reply] = deque()
@@ -129,12 +136,15 @@ class FakeModelServer:
 
     # --- recording and waiting ---------------------------------------------
 
-    def _record(self, body: dict[str, Any], headers: dict[str, str]) -> RecordedRequest:
+    def _record(
+        self, body: dict[str, Any], headers: dict[str, str], raw: bytes = b"", *, whole: bool = True
+    ) -> RecordedRequest:
         with self._cond:
             index = len(self.requests)
             record = RecordedRequest(body, time.monotonic(), index, headers)
             self.requests.append(record)
-            if self.validate:
+            self.raw_bodies.append(raw)
+            if self.validate and whole:
                 self._validate(record)
             self._cond.notify_all()
         return record
@@ -144,6 +154,9 @@ class FakeModelServer:
             validate_both(record.body.get("messages") or [], record.body.get("tools"))
         except TrajectoryError as exc:
             self.violations.append(f"request {record.index}: {exc}")
+        messages = record.body.get("messages") or []
+        for problem in reasoning_violations(messages, self.reasoning_rules):
+            self.violations.append(f"request {record.index}: {problem}")
 
     def _finish(self, record: RecordedRequest, *, aborted: bool) -> None:
         with self._cond:
@@ -225,13 +238,18 @@ class FakeModelServer:
         if scope["method"] != "POST" or not scope["path"].endswith("/chat/completions"):
             await _send_json(send, 404, {"error": {"message": "not found", "type": "invalid"}})
             return
-        raw = await _read_body(receive)
+        raw = await _read_whole_body(receive)
+        headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]}
+        if raw is None:
+            # The client hung up before its body was whole (cancelled while
+            # sending): no API would see this request, so there is nothing to check.
+            self._finish(self._record({}, headers, whole=False), aborted=True)
+            return
         try:
             body = json.loads(raw)
         except ValueError:
             body = {"unparsable": raw.decode(errors="replace")}
-        headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]}
-        record = self._record(body, headers)
+        record = self._record(body, headers, raw)
         reply = self._next_reply(body)
         async with anyio.create_task_group() as tg:
             tg.start_soon(self._watch_disconnect, receive, record, tg.cancel_scope)
@@ -343,15 +361,19 @@ class FakeModelServer:
 
 
 async def _read_body(receive: ASGIReceiveCallable) -> bytes:
+    return await _read_whole_body(receive) or b""
+
+
+async def _read_whole_body(receive: ASGIReceiveCallable) -> bytes | None:
+    """The whole request body, or None when the client left before sending all of it."""
     chunks: list[bytes] = []
     while True:
         message = await receive()
         if message["type"] != "http.request":
-            break
+            return None
         chunks.append(message.get("body", b""))
         if not message.get("more_body", False):
-            break
-    return b"".join(chunks)
+            return b"".join(chunks)
 
 
 async def _send_event(send: ASGISendCallable, data: str) -> None:

@@ -230,6 +230,11 @@ class LlmSection(Section):
     api_key_file: Path | None = Field(default=None, examples=["/etc/wakeful/openai-key"])
     timeout_s: float = Field(default=60.0, gt=0, examples=[60])
     max_retries: int = Field(default=2, ge=0, le=20, examples=[2])
+    # Reasoning is always kept in the trajectory (SPEC §4 rule 1); this says
+    # what of it is sent back. auto: on tool-call turns, to the model that
+    # produced it (what DeepSeek's thinking mode needs; vanilla OpenAI streams
+    # none, so gets none); always: on every assistant turn; never: not at all.
+    replay_reasoning: Literal["auto", "always", "never"] = Field(default="auto", examples=["auto"])
 
     @field_validator("base_url")
     @classmethod

@@ -26,6 +26,7 @@ from wakeful.daemon.components.context import (
 )
 from wakeful.daemon.components.supervision import configure_all, run_all
 from wakeful.daemon.config import LlmSection, Settings
+from wakeful.daemon.data_dir_lock import hold_data_dir_lock
 from wakeful.daemon.dispatcher import Dispatcher
 from wakeful.daemon.feed import Feed
 from wakeful.daemon.http.app import create_app
@@ -69,6 +70,7 @@ def make_provider(llm: LlmSection, api_key: str | None) -> ModelProvider:
         model=llm.model,
         timeout_s=llm.timeout_s,
         max_retries=llm.max_retries,
+        replay_reasoning=llm.replay_reasoning,
     )
 
 
@@ -89,28 +91,29 @@ async def running_daemon(
 ) -> AsyncIterator[RunningDaemon]:
     """The daemon, serving; ``components`` replaces the registry's list (tests, tools)."""
     data_dir = settings.daemon.resolved_data_dir()
-    admin_token = settings.server.resolve_admin_token(data_dir)
-    api_key = settings.llm.resolve_api_key()
-    add_secrets([s for s in (admin_token, api_key) if s])
-    store = await open_store(settings.store, data_dir)
-    provider = make_provider(settings.llm, api_key)
-    try:
-        # Resources outside the task group: every task (sessions writing their
-        # placeholders, components' runs) has ended before what they use is closed.
-        async with AsyncExitStack() as resources, anyio.create_task_group() as group:
-            if components is None:
-                components = default_components(settings)
-            running, server = await _start(
-                settings, store, provider, group, data_dir, admin_token, resources, components
-            )
-            try:
-                yield running
-            finally:
-                await _stop(running, server, group)
-    finally:
-        with anyio.CancelScope(shield=True):
-            await provider.aclose()
-            await store.aclose()
+    with hold_data_dir_lock(data_dir):  # before anything reads or writes data_dir
+        admin_token = settings.server.resolve_admin_token(data_dir)
+        api_key = settings.llm.resolve_api_key()
+        add_secrets([s for s in (admin_token, api_key) if s])
+        store = await open_store(settings.store, data_dir)
+        provider = make_provider(settings.llm, api_key)
+        try:
+            # Resources outside the task group: every task (sessions writing their
+            # placeholders, components' runs) has ended before what they use is closed.
+            async with AsyncExitStack() as resources, anyio.create_task_group() as group:
+                if components is None:
+                    components = default_components(settings)
+                running, server = await _start(
+                    settings, store, provider, group, data_dir, admin_token, resources, components
+                )
+                try:
+                    yield running
+                finally:
+                    await _stop(running, server, group)
+        finally:
+            with anyio.CancelScope(shield=True):
+                await provider.aclose()
+                await store.aclose()
 
 
 async def _start(

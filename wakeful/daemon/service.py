@@ -25,6 +25,7 @@ import structlog
 
 from wakeful.daemon.components.context import LateRegistration
 from wakeful.daemon.config import ConfigError, Settings
+from wakeful.daemon.data_dir_lock import DataDirLocked
 from wakeful.daemon.lifespan import RunningDaemon, running_daemon
 from wakeful.daemon.logging import configure_logging
 from wakeful.daemon.reload import reload_settings
@@ -127,10 +128,11 @@ def run_daemon(
             config_path,
             backend_options={"use_uvloop": _has_uvloop()},
         )
-    # Raised from inside the lifespan's task groups; each is one line that names the fix.
+    # Raised from inside the lifespan's task groups (or, for the lock, before them);
+    # each is one line that names the fix.
     except* ConfigError as group:  # a secret file missing, a hook without a secret, ...
         failures, code = [str(exc) for exc in _leaves(group)], 2
-    except* (OSError, StoreUnavailable, LateRegistration) as group:
+    except* (OSError, StoreUnavailable, LateRegistration, DataDirLocked) as group:
         failures, code = [str(exc) for exc in _leaves(group)], 1
     if failures:
         message = "; ".join(failures)

@@ -13,6 +13,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from wakeful.llm.reasoning import REASONING_KEY, Reasoning
+
 Message = dict[str, Any]
 ToolDefinition = dict[str, Any]
 DeltaCallback = Callable[[str], Awaitable[None]]
@@ -67,13 +69,17 @@ class ModelResponse:
     usage: Usage
     model: str
     latency_s: float
-    reasoning: str | None = None
+    reasoning: Reasoning | None = None
 
     def as_message(self) -> Message:
-        """The assistant message exactly as it goes into the trajectory (rule 1)."""
+        """The assistant message exactly as it goes into the trajectory (rule 1):
+        content, tool calls and the reasoning as the provider returned it.
+        The provider decides what of the reasoning goes back on the wire."""
         message: Message = {"role": "assistant", "content": self.content or None}
         if self.tool_calls:
             message["tool_calls"] = [call.as_message_part() for call in self.tool_calls]
+        if self.reasoning is not None:
+            message[REASONING_KEY] = self.reasoning.as_field()
         return message
 
 

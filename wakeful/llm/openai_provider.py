@@ -27,6 +27,7 @@ from wakeful.llm.base import (
     ToolCall,
     Usage,
 )
+from wakeful.llm.reasoning import ReasoningCollector, ReplayPolicy, wire_messages
 
 # Local servers (llama.cpp, LM Studio, vLLM, Ollama) need no key, but the SDK
 # refuses to start without one.
@@ -60,7 +61,7 @@ class _Accumulator:
     """Folds stream chunks into one completion."""
 
     text: list[str] = field(default_factory=list)
-    reasoning: list[str] = field(default_factory=list)
+    reasoning: ReasoningCollector = field(default_factory=ReasoningCollector)
     calls: dict[int, _PartialCall] = field(default_factory=dict)
     finish_reason: str | None = None
     usage: Usage = field(default_factory=Usage)
@@ -81,9 +82,8 @@ class _Accumulator:
         return added
 
     def _add_delta(self, delta: ChoiceDelta) -> str:
-        reasoning = _reasoning_text(delta)
-        if reasoning:
-            self.reasoning.append(reasoning)
+        if delta.model_extra:
+            self.reasoning.add(delta.model_extra)
         for part in delta.tool_calls or []:
             call = self.calls.setdefault(part.index, _PartialCall())
             call.id = part.id or call.id
@@ -96,26 +96,18 @@ class _Accumulator:
             return delta.content
         return ""
 
-    def response(self, fallback_model: str, latency_s: float) -> ModelResponse:
+    def response(self, requested_model: str, latency_s: float) -> ModelResponse:
         return ModelResponse(
             content="".join(self.text),
             tool_calls=tuple(self.calls[i].build() for i in sorted(self.calls)),
             finish_reason=self.finish_reason,
             usage=self.usage,
-            model=self.model or fallback_model,
+            model=self.model or requested_model,
             latency_s=latency_s,
-            reasoning="".join(self.reasoning) or None,
+            # Tagged with the model we asked for (servers often answer with a
+            # dated name): replay compares it with the next request's model.
+            reasoning=self.reasoning.result(requested_model),
         )
-
-
-def _reasoning_text(delta: ChoiceDelta) -> str:
-    """Reasoning arrives as a non-standard field whose name depends on the server."""
-    extra = delta.model_extra or {}
-    for key in ("reasoning_content", "reasoning"):
-        value = extra.get(key)
-        if isinstance(value, str):
-            return value
-    return ""
 
 
 def _usage(usage: CompletionUsage) -> Usage:
@@ -146,11 +138,13 @@ class OpenAIProvider:
         timeout_s: float = 60.0,
         max_retries: int = 2,
         extra_headers: dict[str, str] | None = None,
+        replay_reasoning: ReplayPolicy = "auto",
     ) -> None:
         self._base_url = base_url
         self._safe_url = redact_url(base_url)
         self._model = model
         self._max_retries = max_retries
+        self._replay_reasoning: ReplayPolicy = replay_reasoning
         self._client = openai.AsyncOpenAI(
             base_url=base_url,
             api_key=api_key or _DUMMY_KEY,
@@ -190,9 +184,10 @@ class OpenAIProvider:
         # TypedDict transform (tens of ms for a long trajectory, against well
         # under 1 ms for json.dumps). Our messages and tools are plain JSON
         # already, so post the body as it is, with the same auth and stream type.
+        model = request.model or self._model
         body: dict[str, object] = {
-            "model": request.model or self._model,
-            "messages": request.messages,
+            "model": model,
+            "messages": wire_messages(request.messages, self._replay_reasoning, model),
             "stream": True,
             "stream_options": {"include_usage": True},
         }

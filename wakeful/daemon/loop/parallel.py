@@ -17,9 +17,10 @@ import structlog
 from wakeful.daemon.loop.session_loop import SessionLoop
 from wakeful.daemon.router.decision import Strategy
 from wakeful.daemon.store.base import EventStatus, StoredEvent
-from wakeful.daemon.trajectory.normalizer import normalize, unanswered_calls
+from wakeful.daemon.trajectory.normalizer import normalize
+from wakeful.daemon.trajectory.placeholders import tool_message
 from wakeful.handlers.base import ToolContext
-from wakeful.llm.base import ModelRequest, ProviderError
+from wakeful.llm.base import ModelRequest, ProviderError, ToolCall
 
 log = structlog.get_logger(__name__)
 
@@ -32,18 +33,24 @@ SIDE_QUESTION_NOTE = (
 Message = dict[str, Any]
 
 
-def snapshot_for_side_session(messages: list[Message]) -> tuple[list[Message], str]:
-    """The main trajectory up to its last complete step, and a note on what is running.
+def side_request_messages(
+    system_prompt: str, main: list[Message], side: list[Message]
+) -> tuple[list[Message], dict[str, str]]:
+    """One side-session request: the main trajectory and the side turns, through
+    the normalizer like every request, and the main task's running calls.
 
     A step whose tools are still running is cut off rather than given
     placeholders: the side session must not make the main task look interrupted.
     """
-    running = unanswered_calls(messages)
-    if not running:
-        return normalize(messages).messages, ""
-    cut = max(i for i, m in enumerate(messages) if m.get("role") == "assistant")
-    note = "The main task is currently running: " + ", ".join(sorted(set(running.values())))
-    return normalize(messages[:cut]).messages, note
+    normalized = normalize([*main, *side], cut_unfinished=True)
+    system = {"role": "system", "content": system_prompt}
+    return [system, *normalized.messages], normalized.unfinished
+
+
+def running_note(unfinished: dict[str, str]) -> str:
+    if not unfinished:
+        return ""
+    return "The main task is currently running: " + ", ".join(sorted(set(unfinished.values())))
 
 
 async def answer_in_parallel(loop: SessionLoop, stored: StoredEvent) -> None:
@@ -70,31 +77,38 @@ async def _side_session(loop: SessionLoop, question: str) -> str:
     # only the read-only tools are actually run.
     tools = deps.tools.definitions()
     allowed = {tool["function"]["name"] for tool in deps.tools.definitions(read_only=True)}
-    snapshot, running_note = snapshot_for_side_session(await loop.writer.messages())
+    # A copy: the main loop goes on appending to its trajectory meanwhile.
+    main = list(await loop.writer.messages())
+    _, running = side_request_messages(deps.system_prompt, main, [])
     allowed_note = "Tools you may use here: " + ", ".join(sorted(allowed))
-    ask = "\n".join(filter(None, [SIDE_QUESTION_NOTE, allowed_note, running_note, question]))
-    messages: list[Message] = [
-        {"role": "system", "content": deps.system_prompt},
-        *snapshot,
-        {"role": "user", "content": ask},
-    ]
+    ask = "\n".join(
+        filter(None, [SIDE_QUESTION_NOTE, allowed_note, running_note(running), question])
+    )
+    side: list[Message] = [{"role": "user", "content": ask}]
     replies: list[str] = []
     for _ in range(deps.limits.parallel_max_model_calls):
+        messages, _ = side_request_messages(deps.system_prompt, main, side)
         response = await deps.provider.complete(ModelRequest(messages=messages, tools=tools))
         if not response.tool_calls:
             if response.content and response.content not in replies:
                 deps.feed.publish(loop.session, {"type": "reply", "text": response.content})
                 replies.append(response.content)
             return "\n".join(replies) or "(no answer)"
-        messages.append(response.as_message())
+        side.append(response.as_message())
         for call in response.tool_calls:
-            if call.name in allowed:
-                context = _side_context(loop, call.id, replies)
-                text = (await deps.tools.execute(call.name, call.arguments, context)).text
-            else:
-                text = f"{call.name} is not available in a side session (read-only tools only)."
-            messages.append({"role": "tool", "tool_call_id": call.id, "content": text})
+            side.append(
+                tool_message(call.id, await _side_tool_result(loop, call, allowed, replies))
+            )
     return "\n".join(replies) or "(the side session ran out of model calls)"
+
+
+async def _side_tool_result(
+    loop: SessionLoop, call: ToolCall, allowed: set[str], replies: list[str]
+) -> str:
+    if call.name not in allowed:
+        return f"{call.name} is not available in a side session (read-only tools only)."
+    context = _side_context(loop, call.id, replies)
+    return (await loop.deps.tools.execute(call.name, call.arguments, context)).text
 
 
 def _side_context(loop: SessionLoop, call_id: str, replies: list[str]) -> ToolContext:

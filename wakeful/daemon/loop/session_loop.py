@@ -195,7 +195,7 @@ class SessionLoop:
     async def _call_model(self, run: Run) -> ModelResponse | None:
         request = await self._build_request(run)
         run.model_calls += 1
-        streamed: list[str] = []
+        streamed = self.writer.begin_model_step()  # rule 4: the writer holds the partial text
 
         async def on_delta(text: str) -> None:
             streamed.append(text)
@@ -210,7 +210,7 @@ class SessionLoop:
             return None
         if scope.cancelled_caught or response is None:
             cause = self._interrupt.cause if self._interrupt else "an interrupt"
-            self.writer.discard_partial_output(sum(map(len, streamed)), cause)
+            self.writer.discard_partial_output(streamed, cause)
             run.interrupts += 1
             await self._record_call(run, None, time.monotonic() - started, "interrupted")
             return None

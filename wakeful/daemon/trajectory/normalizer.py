@@ -8,6 +8,10 @@ deterministic:
 * a tool result whose call is not the immediately preceding assistant
   message's (an orphan, or a second result for the same id) is dropped.
 
+A side session (SPEC §5 parallel) asks for ``cut_unfinished``: a step whose
+calls are still running is left out whole instead of given placeholders, so
+the side session's request does not make the main task look interrupted.
+
 The result satisfies both the OpenAI rule (tool messages follow their
 assistant message and answer every ``tool_call_id``) and, after the usual
 conversion, Anthropic's (every ``tool_use`` answered in the next message).
@@ -28,10 +32,13 @@ class Normalized:
     messages: list[Message]
     placeholders: list[Message] = field(default_factory=list)
     dropped: list[Message] = field(default_factory=list)
+    # cut_unfinished: the steps left out, and their unanswered calls (id → tool).
+    cut: list[Message] = field(default_factory=list)
+    unfinished: dict[str, str] = field(default_factory=dict)
 
     @property
     def changed(self) -> bool:
-        return bool(self.placeholders or self.dropped)
+        return bool(self.placeholders or self.dropped or self.cut)
 
 
 def open_calls(message: Message) -> dict[str, str]:
@@ -42,9 +49,11 @@ def open_calls(message: Message) -> dict[str, str]:
     return {call["id"]: call["function"]["name"] for call in calls}
 
 
-def normalize(messages: list[Message]) -> Normalized:
+def normalize(messages: list[Message], *, cut_unfinished: bool = False) -> Normalized:
+    """The trajectory as a model request may carry it (see the module docstring)."""
     result = Normalized(messages=[])
     waiting: dict[str, str] = {}
+    step_start = 0  # where the assistant message of the open step is in result.messages
     for message in messages:
         if message.get("role") == "tool":
             call_id = message.get("tool_call_id")
@@ -54,10 +63,11 @@ def normalize(messages: list[Message]) -> Normalized:
             else:
                 result.dropped.append(message)
             continue
-        _close(waiting, result)
+        _close(waiting, result, step_start, cut_unfinished)
+        step_start = len(result.messages)
         result.messages.append(message)
         waiting = open_calls(message)
-    _close(waiting, result)
+    _close(waiting, result, step_start, cut_unfinished)
     return result
 
 
@@ -72,9 +82,15 @@ def unanswered_calls(messages: list[Message]) -> dict[str, str]:
     return waiting
 
 
-def _close(waiting: dict[str, str], result: Normalized) -> None:
-    for call_id, tool in waiting.items():
-        placeholder = tool_message(call_id, missing_result_placeholder(tool=tool, call_id=call_id))
-        result.messages.append(placeholder)
-        result.placeholders.append(placeholder)
+def _close(waiting: dict[str, str], result: Normalized, step_start: int, cut: bool) -> None:
+    """End the open step: placeholders for its unanswered calls, or (cut) leave it out."""
+    if waiting and cut:
+        result.cut.extend(result.messages[step_start:])
+        del result.messages[step_start:]
+        result.unfinished.update(waiting)
+    elif waiting:
+        for call_id, tool in waiting.items():
+            text = missing_result_placeholder(tool=tool, call_id=call_id)
+            result.messages.append(tool_message(call_id, text))
+            result.placeholders.append(result.messages[-1])
     waiting.clear()

@@ -6,7 +6,9 @@ Everything the agent loop writes to a session's trajectory goes through
 1. :meth:`TrajectoryWriter.record_assistant_message` — the moment it is complete.
 2. :meth:`TrajectoryWriter.record_tool_result` — only when the call has finished.
 3. :meth:`TrajectoryWriter.close_interrupted_calls` — placeholders for unfinished calls.
-4. :meth:`TrajectoryWriter.discard_partial_output` — partial model output never lands.
+4. :meth:`TrajectoryWriter.discard_partial_output` — partial model output never lands:
+   the text streamed so far is held in the writer's :class:`PartialOutput` for
+   the step, and discarding it empties it and bars the step from being recorded.
 5. :meth:`TrajectoryWriter.append_queued_batch` — queued events go in together.
 
 And :meth:`TrajectoryWriter.repair_after_restart` runs the normalizer over
@@ -44,6 +46,33 @@ class InterruptedCall:
     shutdown: bool = False  # the daemon itself is stopping: no late result will follow
 
 
+class PartialOutputDiscarded(RuntimeError):
+    """Something tried to record (or add to) a model step whose output was discarded."""
+
+
+class PartialOutput:
+    """The text one model step has streamed so far; the writer hands it out
+    (:meth:`TrajectoryWriter.begin_model_step`) and alone may discard it."""
+
+    def __init__(self) -> None:
+        self._chunks: list[str] = []
+        self.discarded = False
+
+    def append(self, text: str) -> None:
+        if self.discarded:
+            raise PartialOutputDiscarded("a discarded model step cannot stream more text")
+        self._chunks.append(text)
+
+    def text(self) -> str:
+        return "".join(self._chunks)
+
+    def _discard(self) -> int:
+        chars = sum(map(len, self._chunks))
+        self._chunks.clear()
+        self.discarded = True
+        return chars
+
+
 class TrajectoryWriter:
     def __init__(self, store: Store, session: str) -> None:
         self.store = store
@@ -52,6 +81,7 @@ class TrajectoryWriter:
         # The loop is the trajectory's only writer, so it keeps a copy rather
         # than re-reading the whole trajectory before every model request.
         self._messages: list[Message] | None = None
+        self._step: PartialOutput | None = None  # the model step being streamed, if any
 
     async def messages(self) -> list[Message]:
         if self._messages is None:
@@ -77,8 +107,17 @@ class TrajectoryWriter:
         cached.extend(messages)
         return messages
 
+    def begin_model_step(self) -> PartialOutput:
+        """Where the next model step's streamed text is held until it is whole."""
+        self._step = PartialOutput()
+        return self._step
+
     async def record_assistant_message(self, response: ModelResponse) -> Message:
-        """Rule 1: the assistant message, with its tool calls, as soon as it is whole."""
+        """Rule 1: the assistant message, with its reasoning and tool calls, as
+        soon as it is whole — never for a step whose output was discarded."""
+        if self._step is not None and self._step.discarded:
+            raise PartialOutputDiscarded("the model step was interrupted; its output was discarded")
+        self._step = None
         message = response.as_message()
         if not message.get("content") and not message.get("tool_calls"):
             # APIs reject an empty assistant turn; say plainly that it was empty.
@@ -101,9 +140,10 @@ class TrajectoryWriter:
             await self._append(messages, meta={"placeholder": True})
         return messages
 
-    def discard_partial_output(self, partial_chars: int, cause: str) -> None:
-        """Rule 4: an interrupted stream is dropped whole; nothing of it is written."""
-        log.info("model stream interrupted", discarded_chars=partial_chars, cause=cause)
+    def discard_partial_output(self, partial: PartialOutput, cause: str) -> None:
+        """Rule 4: an interrupted stream is dropped whole; nothing of it is written,
+        now or later (the step can no longer be recorded)."""
+        log.info("model stream interrupted", discarded_chars=partial._discard(), cause=cause)
 
     async def repair_after_restart(self) -> Normalized:
         """Normalize what a crash left and persist the placeholders it needed."""
