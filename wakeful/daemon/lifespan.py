@@ -16,6 +16,7 @@ import anyio
 import structlog
 
 from wakeful.channels import default_components
+from wakeful.channels.chat_local.channel import LocalChat
 from wakeful.daemon.api_backend import ApiBackend
 from wakeful.daemon.components.context import Reloadable, Services
 from wakeful.daemon.config import LlmSection, Settings
@@ -30,6 +31,9 @@ from wakeful.daemon.http.sse import StreamRegistry
 from wakeful.daemon.logging import add_secrets
 from wakeful.daemon.loop.limits import LoopLimits
 from wakeful.daemon.loop.session_loop import LoopDeps
+from wakeful.daemon.outbox.deliverer import Deliverer
+from wakeful.daemon.outbox.factory import open_outbox
+from wakeful.daemon.outbox.service import Outbox
 from wakeful.daemon.router import Router
 from wakeful.daemon.router.classifier import ModelClassifier
 from wakeful.daemon.sessions import Sessions
@@ -127,6 +131,9 @@ async def _start(
         default_timeout_s=settings.loop.tool_timeout_s, shell_grace_s=settings.loop.stop_grace_s
     )
     services = Services(settings, data_dir, store, feed, tools, group, submit)
+    messages = await open_outbox(store)
+    outbox = Outbox(messages, Deliverer(messages, [LocalChat(feed)]))
+    await group.start(outbox.deliverer.run)  # marks sends a crash interrupted "unknown" first
     deps = LoopDeps(
         store=store,
         provider=provider,
@@ -137,6 +144,7 @@ async def _start(
         workspace=workspace,
         output_dir=output_dir,
         submit=submit_internal,
+        outbox=outbox,
         task_views=services.task_views,  # the same list: components append to it
     )
     sessions = Sessions(deps, group)
@@ -155,6 +163,7 @@ async def _start(
         admin_token=admin_token,
         max_body_bytes=settings.server.max_body_bytes,
         extra_routes=[*services.hot_routes, *services.routes],
+        outbox=outbox,
     )
     host, port = settings.server.host_port()
     sock = bind_socket(host, port)
