@@ -46,12 +46,15 @@ class Outbox:
     async def send(
         self, session: str, text: str, *, key: str, answering: Event | None = None
     ) -> OutgoingMessage:
-        """Store the message (once per key) and wake the deliverer."""
+        """Store the message (once per key), then deliver it in this task: a reply
+        reaches the channel before the caller goes on (the run's "idle" comes after
+        its replies). Retries and leftovers of a restart are the deliverer task's."""
         message = NewMessage(
             session, self.target(session, answering), text, key, answering.id if answering else None
         )
         record = await self.messages.add(message)
-        self.deliverer.notify()
+        if record.state is DeliveryState.PENDING:
+            await self.deliverer.deliver(record)
         return record
 
     async def send_and_report(
