@@ -68,7 +68,7 @@ class Deliverer:
         """The message once a delivery attempt has settled (or as it is after timeout)."""
         event = self._settled.setdefault(message_id, anyio.Event())
         message = await self.outbox.get(message_id)
-        if message is None or message.state not in (PENDING, SENDING):
+        if _has_settled(message):
             return message
         with anyio.move_on_after(timeout_s):
             await event.wait()
@@ -119,3 +119,10 @@ class Deliverer:
             event.set()
         while len(self.receipts) > 1000:
             self.receipts.pop(next(iter(self.receipts)))
+
+
+def _has_settled(message: OutgoingMessage | None) -> bool:
+    """Past an attempt: not in flight, and not pending unless a "try later" put it back."""
+    if message is None or message.state is SENDING:
+        return message is None
+    return message.state is not PENDING or message.attempts > 0
