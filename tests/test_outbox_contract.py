@@ -7,6 +7,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 
 import anyio
+import anyio.lowlevel
 import pytest
 
 from tests.redis_server import REDIS_URL
@@ -144,7 +145,7 @@ class Recording:
         self.error = error
 
     async def deliver(self, message: OutgoingMessage) -> Receipt:
-        await anyio.sleep(0)  # let a competing attempt run, if there is one
+        await anyio.lowlevel.checkpoint()  # let a competing attempt run, if there is one
         self.delivered.append(message)
         if self.error is not None:
             raise self.error
