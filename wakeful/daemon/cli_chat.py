@@ -100,9 +100,9 @@ class Follower:
     def _follow_once(self) -> None:
         deadline = time.monotonic() + 365 * 86400
         with self._client.stream(self._session, deadline, STREAM_READ_TIMEOUT_S) as items:
-            self.subscribed.set()
             # Subscribed first: whatever was said before is in the unread list now.
             self._screen.show_unread()
+            self.subscribed.set()  # the prompt comes after what was unread
             for item in items:
                 self._handle(item)
 
