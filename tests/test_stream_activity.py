@@ -1,0 +1,110 @@
+"""The session stream over real HTTP: text deltas as the model streams, then the reply
+with its outbox id; tool activity (started / finished); and reply_to_user's honest answer."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from tests.daemon_harness import daemon_settings, harness
+from tests.fakes.model_server import FakeModelServer, Reply, ToolCallSpec
+
+pytestmark = pytest.mark.anyio
+
+
+async def items_until(
+    lines: AsyncIterator[str], done: Callable[[list[dict[str, Any]]], bool]
+) -> list[dict[str, Any]]:
+    items: list[dict[str, Any]] = []
+    async for line in lines:
+        if line.startswith("data: "):
+            items.append(json.loads(line.removeprefix("data: ")))
+            if done(items):
+                return items
+    raise AssertionError("the stream ended early")
+
+
+def run_idle(items: list[dict[str, Any]]) -> bool:
+    return items[-1]["type"] == "run" and items[-1]["state"] == "idle"
+
+
+def replied_after_second_note(items: list[dict[str, Any]]) -> bool:
+    texts = [i["text"] for i in items if i["type"] == "reply"]
+    return "second note" in texts and "ok" in texts[texts.index("second note") :]
+
+
+async def test_stream_carries_deltas_reply_with_id_and_tool_activity(
+    tmp_path: Path, model_server: FakeModelServer
+) -> None:
+    model_server.push(
+        Reply(tool_calls=[ToolCallSpec("shell_exec", {"command": "echo forty-two"}, id="c1")]),
+        Reply(text="The answer is forty-two, as computed."),
+    )
+    async with (
+        harness(daemon_settings(tmp_path, model_server.base_url)) as h,
+        h.client.stream("GET", "/api/sessions/main/stream") as response,
+    ):
+        lines = response.aiter_lines()
+        assert await anext(lines) == ": ready"
+        await h.send("what is six times seven?")
+        with anyio.fail_after(10):
+            items = await items_until(lines, run_idle)
+        unread = (await h.client.get("/api/sessions/main/outbox?unread=1")).json()["messages"]
+    kinds = [i["type"] for i in items]
+    tools = [i for i in items if i["type"] == "tool"]
+    assert [(t["state"], t["name"], t["call_id"]) for t in tools] == [
+        ("started", "shell_exec", "c1"),
+        ("finished", "shell_exec", "c1"),
+    ]
+    assert "echo forty-two" in tools[0]["preview"] and "forty-two" in tools[1]["preview"]
+    assert tools[1]["outcome"] == "done" and tools[1]["elapsed_s"] >= 0
+    reply_at = kinds.index("reply")
+    deltas = [i["text"] for i in items[:reply_at] if i["type"] == "delta"]
+    assert len(deltas) > 1 and "".join(deltas) == "The answer is forty-two, as computed."
+    assert kinds.index("tool") < kinds.index("delta")  # the text came after the tool ran
+    reply = items[reply_at]
+    assert reply["text"] == "The answer is forty-two, as computed."
+    [stored] = unread  # shown live, yet unread until a client acknowledges it
+    assert (reply["id"], reply["channel"]) == (stored["id"], "chat:web")
+
+
+async def test_reply_to_user_reports_whether_anyone_saw_it(
+    tmp_path: Path, model_server: FakeModelServer
+) -> None:
+    """With nobody connected it says "queued … nobody is connected", with a client
+    connected "delivered … (1 client connected)"; either way the text is in the outbox."""
+    model_server.push(
+        Reply(tool_calls=[ToolCallSpec("reply_to_user", {"text": "first note"})]),
+        Reply(text="ok"),
+        Reply(tool_calls=[ToolCallSpec("reply_to_user", {"text": "second note"})]),
+        Reply(text="ok"),
+    )
+    async with harness(daemon_settings(tmp_path, model_server.base_url)) as h:
+        await h.send("tell me something")
+        with anyio.fail_after(10):
+            await model_server.await_requests(2)
+            await model_server.await_completion(1)
+        async with h.client.stream("GET", "/api/sessions/main/stream") as response:
+            lines = response.aiter_lines()
+            assert await anext(lines) == ": ready"
+            await h.send("and again")
+            with anyio.fail_after(10):
+                await items_until(lines, replied_after_second_note)
+        messages = (await h.client.get("/api/sessions/main/outbox")).json()["messages"]
+    tool_results = [m["content"] for m in await_tool_results(model_server)]
+    assert tool_results[0].startswith("queued for chat:web; nobody is connected")
+    assert tool_results[1] == "delivered to chat:web (1 client connected)"
+    assert [m["text"] for m in messages] == ["first note", "ok", "second note", "ok"]
+
+
+def await_tool_results(model_server: FakeModelServer) -> list[dict[str, Any]]:
+    results = []
+    for request in model_server.requests:
+        results += [m for m in request.body["messages"] if m["role"] == "tool"]
+    unique = {m["tool_call_id"]: m for m in results}
+    return list(unique.values())
