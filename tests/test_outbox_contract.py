@@ -195,3 +195,14 @@ async def test_unknown_channel_fails_with_its_name(outbox: OutgoingMessages) -> 
     stored = await outbox.get(message.id)
     assert stored is not None and stored.state is DeliveryState.FAILED
     assert "no channel named 'slack:#ops'" in stored.last_error
+
+
+async def test_add_claimed_stores_a_new_message_already_sending(outbox: OutgoingMessages) -> None:
+    """One write: new → sending with one attempt, as read back; a known key is not claimed."""
+    claimed, mine = await outbox.add_claimed(new("k", "hi"))
+    assert mine and (claimed.state, claimed.attempts, claimed.text) == (SENDING, 1, "hi")
+    assert await outbox.get(claimed.id) == claimed
+    again, mine_again = await outbox.add_claimed(new("k", "other"))
+    assert (again, mine_again) == (claimed, False)
+    assert await outbox.add(new("k")) == claimed
+    assert await outbox.pending() == []

@@ -18,7 +18,7 @@ from anyio.abc import TaskStatus
 
 from wakeful.daemon.outbox.channels import Channel, NeverDeliverable, Receipt, TryLater
 from wakeful.daemon.outbox.port import OutgoingMessages
-from wakeful.daemon.outbox.record import OutgoingMessage
+from wakeful.daemon.outbox.record import NewMessage, OutgoingMessage
 from wakeful.daemon.outbox.states import STOPPED_MID_SEND, DeliveryState
 
 log = structlog.get_logger(__name__)
@@ -73,6 +73,22 @@ class Deliverer:
         with anyio.move_on_after(timeout_s):
             await event.wait()
         return await self.outbox.get(message_id)
+
+    async def deliver_new(self, message: NewMessage) -> OutgoingMessage:
+        """Store ``message`` claimed and deliver it now; a known key is not sent again
+        (it is delivered only if it is still pending)."""
+        channel = self.channels.get(message.channel)
+        if channel is None:
+            record = await self.outbox.add(message)
+            await self.deliver(record)
+            return record
+        record, claimed = await self.outbox.add_claimed(message)
+        if claimed:
+            await self._attempt(channel, record)
+            self._settle(record.id)
+        elif record.state is PENDING:
+            await self.deliver(record)
+        return record
 
     async def deliver(self, message: OutgoingMessage) -> None:
         channel = self.channels.get(message.channel)

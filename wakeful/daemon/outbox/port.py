@@ -13,6 +13,12 @@ class OutgoingMessages(Protocol):
         """Store ``message`` as pending; the same key again returns the first record."""
         ...
 
+    async def add_claimed(self, message: NewMessage) -> tuple[OutgoingMessage, bool]:
+        """Like ``add``, but a new message is stored already claimed (``sending``, one
+        attempt) in the same write — one commit before the channel instead of two.
+        True when this call created and claimed it; else the existing record."""
+        ...
+
     async def get(self, message_id: int) -> OutgoingMessage | None: ...
 
     async def pending(self, limit: int = 100) -> list[OutgoingMessage]:

@@ -24,16 +24,18 @@ SCRIPTS = {
 local p = ARGV[1]
 local msg = p .. 'outbox:msg:'
 local existing = redis.call('GET', p .. 'outbox:key:' .. ARGV[2])
-if existing then return redis.call('HGETALL', msg .. existing) end
+if existing then return {0, redis.call('HGETALL', msg .. existing)} end
 local id = redis.call('INCR', p .. 'outbox:seq')
+local state, attempts = 'pending', 0
+if ARGV[8] == '1' then state, attempts = 'sending', 1 end
 redis.call('HSET', msg .. id, 'id', id, 'key', ARGV[2], 'session', ARGV[3], 'channel', ARGV[4],
   'text', ARGV[5], 'answers', ARGV[6], 'created_at', ARGV[7], 'updated_at', ARGV[7],
-  'state', 'pending', 'attempts', 0, 'last_error', '', 'acked_at', '')
+  'state', state, 'attempts', attempts, 'last_error', '', 'acked_at', '')
 redis.call('SET', p .. 'outbox:key:' .. ARGV[2], id)
-redis.call('ZADD', p .. 'outbox:state:pending', id, id)
+redis.call('ZADD', p .. 'outbox:state:' .. state, id, id)
 redis.call('ZADD', p .. 'outbox:unread:' .. ARGV[3], id, id)
 redis.call('ZADD', p .. 'outbox:session:' .. ARGV[3], id, id)
-return redis.call('HGETALL', msg .. id)
+return {1, id}
 """,
     "MOVE": """
 local p = ARGV[1]
@@ -43,7 +45,7 @@ redis.call('HSET', k, 'state', ARGV[4], 'last_error', ARGV[6], 'updated_at', ARG
 redis.call('HINCRBY', k, 'attempts', ARGV[5])
 redis.call('ZREM', p .. 'outbox:state:' .. ARGV[3], ARGV[2])
 redis.call('ZADD', p .. 'outbox:state:' .. ARGV[4], ARGV[2], ARGV[2])
-return 1
+return redis.call('HGETALL', k)
 """,
     "ACK": """
 local p = ARGV[1]
@@ -112,10 +114,29 @@ class RedisOutbox:
         return [_record(row) for row in rows]
 
     async def add(self, message: NewMessage) -> OutgoingMessage:
+        return (await self._add(message, claim=False))[0]
+
+    async def add_claimed(self, message: NewMessage) -> tuple[OutgoingMessage, bool]:
+        return await self._add(message, claim=True)
+
+    async def _add(self, message: NewMessage, *, claim: bool) -> tuple[OutgoingMessage, bool]:
         m = message
-        args = [m.key, m.session, m.channel, m.text, m.answers or "", repr(time.time())]
-        # Safe to repeat: a second run finds the key and returns the first record.
-        return _record(await self._script("ADD", args, retry=True))
+        args: list[str | int] = [m.key, m.session, m.channel, m.text, m.answers or "",
+                repr(time.time()),
+                int(claim)]  # fmt: skip
+        # Safe to repeat: a second run finds the key and returns the first record
+        # (a claim it made is then reported as not ours: it stays for the restart
+        # check, never sent twice).
+        now = float(args[5])
+        created, found = await self._script("ADD", args, retry=True)
+        if created != 1:
+            return _record(found), False
+        # Built here rather than read back: parsing a whole hash costs more than the write.
+        state = DeliveryState.SENDING if claim else DeliveryState.PENDING
+        return OutgoingMessage(
+            int(found), m.session, m.channel, m.text, m.key, state, int(claim), "", now, now,
+            m.answers,
+        ), True  # fmt: skip
 
     async def get(self, message_id: int) -> OutgoingMessage | None:
         key = f"{self._store.prefix}outbox:msg:{message_id}"
@@ -137,7 +158,7 @@ class RedisOutbox:
         # Not repeated on a dropped connection: a compare-and-set that did happen
         # would then report "lost the race".
         moved = await self._script("MOVE", args, retry=False)
-        return await self.get(message_id) if moved == 1 else None
+        return _record(moved) if moved else None
 
     async def mark_interrupted(self) -> list[OutgoingMessage]:
         left: list[OutgoingMessage] = await self._fetch("outbox:state:sending", "-inf")

@@ -52,10 +52,7 @@ class Outbox:
         message = NewMessage(
             session, self.target(session, answering), text, key, answering.id if answering else None
         )
-        record = await self.messages.add(message)
-        if record.state is DeliveryState.PENDING:
-            await self.deliverer.deliver(record)
-        return record
+        return await self.deliverer.deliver_new(message)
 
     async def send_and_report(
         self, session: str, text: str, *, key: str, answering: Event | None = None

@@ -69,21 +69,29 @@ class SqliteOutbox:
         return [_record(row) for row in rows]
 
     async def add(self, message: NewMessage) -> OutgoingMessage:
-        m, now = message, time.time()
+        return (await self._insert(message, DeliveryState.PENDING))[0]
 
-        def insert(conn: sqlite3.Connection) -> tuple[Any, ...]:
-            conn.execute(
-                "INSERT INTO outbox (key, session, channel, text, state, answers, created_at,"
-                " updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(key) DO NOTHING",
-                (m.key, m.session, m.channel, m.text, DeliveryState.PENDING.value, m.answers,
-                 now, now),
+    async def add_claimed(self, message: NewMessage) -> tuple[OutgoingMessage, bool]:
+        return await self._insert(message, DeliveryState.SENDING)
+
+    async def _insert(
+        self, message: NewMessage, state: DeliveryState
+    ) -> tuple[OutgoingMessage, bool]:
+        m, now, attempts = message, time.time(), int(state is DeliveryState.SENDING)
+
+        def insert(conn: sqlite3.Connection) -> tuple[tuple[Any, ...], bool]:
+            cursor = conn.execute(
+                "INSERT INTO outbox (key, session, channel, text, state, attempts, answers,"
+                " created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
+                " ON CONFLICT(key) DO NOTHING",
+                (m.key, m.session, m.channel, m.text, state.value, attempts, m.answers, now,
+                 now),
             )  # fmt: skip
-            row: tuple[Any, ...] = conn.execute(
-                f"SELECT {COLUMNS} FROM outbox WHERE key = ?", (m.key,)
-            ).fetchone()
-            return row
+            row = conn.execute(f"SELECT {COLUMNS} FROM outbox WHERE key = ?", (m.key,))
+            return row.fetchone(), cursor.rowcount == 1
 
-        return _record(await self._run(insert))
+        row, created = await self._run(insert)
+        return _record(row), created
 
     async def get(self, message_id: int) -> OutgoingMessage | None:
         found = await self._select("id = ?", (message_id,))
@@ -98,15 +106,21 @@ class SqliteOutbox:
         check_move(old, new)
         attempt = 1 if new is DeliveryState.SENDING else 0
 
-        def update(conn: sqlite3.Connection) -> int:
+        def update(conn: sqlite3.Connection) -> tuple[Any, ...] | None:
             cursor = conn.execute(
                 "UPDATE outbox SET state = ?, attempts = attempts + ?, last_error = ?,"
                 " updated_at = ? WHERE id = ? AND state = ?",
                 (new.value, attempt, error[:1000], time.time(), message_id, old.value),
             )
-            return cursor.rowcount
+            if cursor.rowcount != 1:
+                return None
+            row: tuple[Any, ...] = conn.execute(
+                f"SELECT {COLUMNS} FROM outbox WHERE id = ?", (message_id,)
+            ).fetchone()
+            return row
 
-        return await self.get(message_id) if await self._run(update) == 1 else None
+        row = await self._run(update)
+        return None if row is None else _record(row)
 
     async def mark_interrupted(self) -> list[OutgoingMessage]:
         left = await self._select("state = ? ORDER BY id", ("sending",))
