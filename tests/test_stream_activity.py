@@ -64,7 +64,7 @@ async def test_stream_carries_deltas_reply_with_id_and_tool_activity(
     assert "echo forty-two" in tools[0]["preview"] and "forty-two" in tools[1]["preview"]
     assert tools[1]["outcome"] == "done" and tools[1]["elapsed_s"] >= 0
     reply_at = kinds.index("reply")
-    deltas = [i["text"] for i in items[:reply_at] if i["type"] == "delta"]
+    deltas = [i["delta"] for i in items[:reply_at] if i["type"] == "delta"]
     assert len(deltas) > 1 and "".join(deltas) == "The answer is forty-two, as computed."
     assert kinds.index("tool") < kinds.index("delta")  # the text came after the tool ran
     reply = items[reply_at]

@@ -207,7 +207,7 @@ class SessionLoop:
 
         async def on_delta(text: str) -> None:
             streamed.append(text)
-            self._publish({"type": "delta", "text": text})
+            self._publish({"type": "delta", "delta": text})  # not "text": that key is a message
 
         response: ModelResponse | None = None
         started = time.monotonic()
