@@ -3,44 +3,25 @@ and the deliverer's exactly-once rules on top of it."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable
-from pathlib import Path
+from collections.abc import AsyncIterator
 
 import anyio
 import anyio.lowlevel
 import pytest
 
-from tests.redis_server import REDIS_URL
+from tests import test_store_contract
+from tests.test_store_contract import Opener
 from wakeful.daemon.outbox.channels import NeverDeliverable, Receipt, TryLater
 from wakeful.daemon.outbox.deliverer import Deliverer
 from wakeful.daemon.outbox.factory import open_outbox
 from wakeful.daemon.outbox.port import OutgoingMessages
 from wakeful.daemon.outbox.record import NewMessage, OutgoingMessage
 from wakeful.daemon.outbox.states import DeliveryState, IllegalMove
-from wakeful.daemon.store.base import Store
-from wakeful.daemon.store.redis_store import RedisStore
-from wakeful.daemon.store.sqlite import SqliteStore
 
 pytestmark = pytest.mark.anyio
 PENDING, SENDING, SENT = DeliveryState.PENDING, DeliveryState.SENDING, DeliveryState.SENT
-Opener = Callable[[], Awaitable[Store]]
-
-
-@pytest.fixture(params=["sqlite", "redis"])
-def opener(request: pytest.FixtureRequest, tmp_path: Path) -> Opener:
-    """Opens the event store of a backend on the same data each time (a file, a prefix)."""
-    if request.param == "sqlite":
-
-        async def open_sqlite() -> Store:
-            return await SqliteStore(tmp_path / "wakeful.db").open()
-
-        return open_sqlite
-    prefix: str = request.getfixturevalue("redis_prefix")
-
-    async def open_redis() -> Store:
-        return await RedisStore(REDIS_URL, prefix=prefix).open()
-
-    return open_redis
+# The event store on each backend, opened on the same data each time (a file, a key prefix).
+opener = test_store_contract.opener
 
 
 @pytest.fixture

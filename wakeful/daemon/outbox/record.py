@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
@@ -39,17 +40,4 @@ class OutgoingMessage:
         return self.acked_at is None
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "session": self.session,
-            "channel": self.channel,
-            "text": self.text,
-            "key": self.key,
-            "state": self.state.value,
-            "attempts": self.attempts,
-            "last_error": self.last_error,
-            "created_at": self.created_at,
-            "updated_at": self.updated_at,
-            "answers": self.answers,
-            "acked_at": self.acked_at,
-        }
+        return {**dataclasses.asdict(self), "state": self.state.value}
