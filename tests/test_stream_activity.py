@@ -13,6 +13,7 @@ import pytest
 
 from tests.daemon_harness import daemon_settings, harness
 from tests.fakes.model_server import FakeModelServer, Reply, ToolCallSpec
+from wakeful.daemon.loop import session_loop
 
 pytestmark = pytest.mark.anyio
 
@@ -108,3 +109,28 @@ def await_tool_results(model_server: FakeModelServer) -> list[dict[str, Any]]:
         results += [m for m in request.body["messages"] if m["role"] == "tool"]
     unique = {m["tool_call_id"]: m for m in results}
     return list(unique.values())
+
+
+async def test_a_long_tool_call_reports_progress(
+    tmp_path: Path, model_server: FakeModelServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """While a call runs, `tool` items with state "progress" say how long it has run."""
+    monkeypatch.setattr(session_loop, "PROGRESS_EVERY_S", 0.05)
+    model_server.push(
+        Reply(tool_calls=[ToolCallSpec("shell_exec", {"command": "sleep 0.4"}, id="slow")]),
+        Reply(text="done"),
+    )
+    async with (
+        harness(daemon_settings(tmp_path, model_server.base_url)) as h,
+        h.client.stream("GET", "/api/sessions/main/stream") as response,
+    ):
+        lines = response.aiter_lines()
+        assert await anext(lines) == ": ready"
+        await h.send("wait a little")
+        with anyio.fail_after(10):
+            items = await items_until(lines, run_idle)
+    phases = [(i["state"], i["elapsed_s"]) for i in items if i["type"] == "tool"]
+    assert phases[0][0] == "started" and phases[-1][0] == "finished"
+    progress = [elapsed for state, elapsed in phases[1:-1] if state == "progress"]
+    assert len(progress) >= 2 and progress == sorted(progress) and progress[0] > 0
+    assert phases[-1][1] >= 0.4
