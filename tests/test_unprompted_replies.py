@@ -5,6 +5,7 @@ SIGKILL of the daemon in between loses none and shows none twice."""
 
 from __future__ import annotations
 
+import io
 import sys
 import time
 from collections.abc import Callable
@@ -121,3 +122,26 @@ def test_replies_made_while_nobody_listens_are_shown_once(
         assert all(history.count(phrase) == 1 for phrase in PHRASES), history
         assert [m["id"] for m in outbox(daemon)] == [m["id"] for m in made]  # none lost
         assert daemon.stop() == 0
+
+
+def test_an_open_chat_shows_replies_that_arrive_between_prompts(
+    tmp_path: Path, model_server: FakeModelServer
+) -> None:
+    """The shell's and the timer's replies come after the run that set them up went
+    idle: the chat prints them as they arrive, unasked, and acknowledges them."""
+    model_server.responder = agent
+    port = free_port()
+    config = write_config(tmp_path, model_server.base_url, port)
+    with DaemonProcess(config, port) as daemon:
+        child = chat(config)
+        child.logfile_read = transcript = io.StringIO()
+        child.expect("you> ")
+        child.sendline("build it, and remind me of the stand-up")
+        child.expect("STANDUP-NOW", timeout=30)  # the timer fires ~2 s after the run ended
+        until_prompt_then_quit(child)
+        assert outbox(daemon, unread=1) == []
+        assert daemon.stop() == 0
+    shown = transcript.getvalue()
+    assert all(shown.count(phrase) == 1 for phrase in PHRASES), shown
+    # The prompt was back (the run was over) before the timer's reply was printed.
+    assert shown.find("you> ", shown.index("ON-IT")) < shown.index("STANDUP-NOW"), shown
