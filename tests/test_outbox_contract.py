@@ -187,3 +187,36 @@ async def test_add_claimed_stores_a_new_message_already_sending(outbox: Outgoing
     assert (again, mine_again) == (claimed, False)
     assert await outbox.add(new("k")) == claimed
     assert await outbox.pending() == []
+
+
+class FlakyOnce(Recording):
+    """Says "try later" to the first attempt, then takes the message."""
+
+    def __init__(self) -> None:
+        super().__init__(TryLater("rate limited"))
+        self.took = anyio.Event()
+
+    async def deliver(self, message: OutgoingMessage) -> Receipt:
+        if self.error is not None:
+            self.error, error = None, self.error
+            raise error
+        receipt = await super().deliver(message)
+        self.took.set()
+        return receipt
+
+
+async def test_try_later_is_retried_by_the_delivery_task(outbox: OutgoingMessages) -> None:
+    """A message the channel put off is delivered by the running deliverer after its
+    backoff, with the attempts counted; nobody has to send it again."""
+    channel = FlakyOnce()
+    deliverer = Deliverer(outbox, [channel], retry_s=0.05)
+    async with anyio.create_task_group() as group:
+        await group.start(deliverer.run)
+        record = await deliverer.deliver_new(new("k"))
+        assert record.state is SENDING
+        with anyio.fail_after(5):
+            await channel.took.wait()
+        group.cancel_scope.cancel()
+    stored = await outbox.get(record.id)
+    assert stored is not None and (stored.state, stored.attempts) == (SENT, 2)
+    assert [m.id for m in channel.delivered] == [record.id]

@@ -20,6 +20,7 @@ from wakeful.daemon.outbox.channels import Channel, NeverDeliverable, Receipt, T
 from wakeful.daemon.outbox.port import OutgoingMessages
 from wakeful.daemon.outbox.record import NewMessage, OutgoingMessage
 from wakeful.daemon.outbox.states import STOPPED_MID_SEND, DeliveryState
+from wakeful.daemon.store.base import StoreUnavailable
 
 log = structlog.get_logger(__name__)
 
@@ -40,7 +41,7 @@ class Deliverer:
         self.receipts: dict[int, Receipt] = {}  # the last few, for whoever awaits a send
 
     def notify(self) -> None:
-        """New pending messages: deliver them now."""
+        """Pending messages or a new retry time: look again now."""
         self._wakeup.set()
 
     async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
@@ -49,7 +50,12 @@ class Deliverer:
         task_status.started()
         while True:
             self._wakeup = anyio.Event()
-            wait_s = await self.deliver_due()
+            try:
+                wait_s = await self.deliver_due()
+            except StoreUnavailable as exc:
+                # The messages stay where they are; the store recovering is waited out.
+                log.warning("outbox unavailable; delivery retried later", error=str(exc))
+                wait_s = self._retry_s
             with anyio.move_on_after(wait_s):
                 await self._wakeup.wait()
 
@@ -109,6 +115,7 @@ class Deliverer:
             backoff = min(MAX_BACKOFF_S, self._retry_s * 2 ** (message.attempts - 1))
             self._not_before[message.id] = time.monotonic() + backoff
             await self._record(message.id, SENDING, PENDING, f"try later: {exc}")
+            self.notify()  # the delivery task schedules the retry
             return
         except NeverDeliverable as exc:
             await self._record(message.id, SENDING, DeliveryState.FAILED, str(exc))
