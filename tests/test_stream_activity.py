@@ -134,3 +134,30 @@ async def test_a_long_tool_call_reports_progress(
     progress = [elapsed for state, elapsed in phases[1:-1] if state == "progress"]
     assert len(progress) >= 2 and progress == sorted(progress) and progress[0] > 0
     assert phases[-1][1] >= 0.4
+
+
+async def test_interrupted_stream_retracts_its_deltas(
+    tmp_path: Path, model_server: FakeModelServer
+) -> None:
+    """Text streamed before an interrupt is followed by a `discarded` item, never a reply."""
+    model_server.push(
+        Reply(text="a long answer that will be cut " * 20, token_delay_s=0.02),
+        Reply(text="Stopped."),
+    )
+    async with (
+        harness(daemon_settings(tmp_path, model_server.base_url)) as h,
+        h.client.stream("GET", "/api/sessions/main/stream") as response,
+    ):
+        lines = response.aiter_lines()
+        assert await anext(lines) == ": ready"
+        await h.send("write a lot")
+        with anyio.fail_after(10):
+            await items_until(lines, lambda items: items[-1]["type"] == "delta")
+            await h.send("stop", kind="user.interrupt")
+            items = await items_until(
+                lines, lambda items: items[-1].get("text") == "Stopped." or run_idle(items)
+            )
+    kinds = [i["type"] for i in items]
+    discarded = items[kinds.index("discarded")]
+    assert discarded["chars"] > 0 and discarded["cause"]
+    assert [i["text"] for i in items if i["type"] == "reply"] == ["Stopped."]

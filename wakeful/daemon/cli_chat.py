@@ -153,5 +153,6 @@ def _prompt_loop(
         except CliError as exc:
             print(f"wakeful: {exc}", file=sys.stderr)
             continue
-        if not follower.idle.wait(timeout_s):
+        # No model (timeout 0): nothing will run, so there is no end of a run to wait for.
+        if timeout_s > 0 and not follower.idle.wait(timeout_s):
             print("wakeful: timed out waiting for the agent's run to finish", file=sys.stderr)

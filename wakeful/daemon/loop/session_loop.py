@@ -215,11 +215,13 @@ class SessionLoop:
             with self._interruptible() as scope:
                 response = await self.deps.provider.complete(request, on_delta)
         except ProviderError as exc:
+            self._retract_deltas(streamed, "the model call failed")
             await self._model_failed(run, exc, time.monotonic() - started)
             return None
         if scope.cancelled_caught or response is None:
             cause = self._interrupt.cause if self._interrupt else "an interrupt"
             self.writer.discard_partial_output(sum(map(len, streamed)), cause)
+            self._retract_deltas(streamed, cause)
             run.interrupts += 1
             await self._record_call(run, None, time.monotonic() - started, "interrupted")
             return None
@@ -388,6 +390,11 @@ class SessionLoop:
         if not self.waiting_for_model_config:
             self.waiting_for_model_config = True
             log.warning("events are stored and waiting", reason=HOW_TO_CONFIGURE)
+
+    def _retract_deltas(self, streamed: list[str], cause: str) -> None:
+        """Watchers drop the text they were shown as it streamed: it is not a reply."""
+        if streamed:
+            self._publish({"type": "discarded", "chars": sum(map(len, streamed)), "cause": cause})
 
     def _publish(self, item: dict[str, Any]) -> None:
         self.deps.feed.publish(self.session, item)
