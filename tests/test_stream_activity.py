@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
 
-from tests.daemon_harness import daemon_settings, harness
+from tests.daemon_harness import Harness, daemon_settings, harness
 from tests.fakes.model_server import FakeModelServer, Reply, ToolCallSpec
 from wakeful.daemon.loop import session_loop
 
@@ -30,6 +31,37 @@ async def items_until(
     raise AssertionError("the stream ended early")
 
 
+@asynccontextmanager
+async def daemon_and_stream(
+    tmp_path: Path, model_server: FakeModelServer
+) -> AsyncIterator[tuple[Harness, AsyncIterator[str]]]:
+    """An in-process daemon and a live SSE subscription to its session "main"."""
+    async with (
+        harness(daemon_settings(tmp_path, model_server.base_url)) as h,
+        h.client.stream("GET", "/api/sessions/main/stream") as response,
+    ):
+        lines = response.aiter_lines()
+        assert await anext(lines) == ": ready"
+        yield h, lines
+
+
+async def one_shell_call_run(
+    tmp_path: Path, model_server: FakeModelServer, command: str, call_id: str, answer: str
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """A run that calls shell_exec once, then answers: its stream items until idle,
+    and the session's unread messages after it."""
+    model_server.push(
+        Reply(tool_calls=[ToolCallSpec("shell_exec", {"command": command}, id=call_id)]),
+        Reply(text=answer),
+    )
+    async with daemon_and_stream(tmp_path, model_server) as (h, lines):
+        await h.send("go")
+        with anyio.fail_after(10):
+            items = await items_until(lines, run_idle)
+        unread = (await h.client.get("/api/sessions/main/outbox?unread=1")).json()["messages"]
+    return items, unread
+
+
 def run_idle(items: list[dict[str, Any]]) -> bool:
     return items[-1]["type"] == "run" and items[-1]["state"] == "idle"
 
@@ -42,20 +74,9 @@ def replied_after_second_note(items: list[dict[str, Any]]) -> bool:
 async def test_stream_carries_deltas_reply_with_id_and_tool_activity(
     tmp_path: Path, model_server: FakeModelServer
 ) -> None:
-    model_server.push(
-        Reply(tool_calls=[ToolCallSpec("shell_exec", {"command": "echo forty-two"}, id="c1")]),
-        Reply(text="The answer is forty-two, as computed."),
+    items, unread = await one_shell_call_run(
+        tmp_path, model_server, "echo forty-two", "c1", "The answer is forty-two, as computed."
     )
-    async with (
-        harness(daemon_settings(tmp_path, model_server.base_url)) as h,
-        h.client.stream("GET", "/api/sessions/main/stream") as response,
-    ):
-        lines = response.aiter_lines()
-        assert await anext(lines) == ": ready"
-        await h.send("what is six times seven?")
-        with anyio.fail_after(10):
-            items = await items_until(lines, run_idle)
-        unread = (await h.client.get("/api/sessions/main/outbox?unread=1")).json()["messages"]
     kinds = [i["type"] for i in items]
     tools = [i for i in items if i["type"] == "tool"]
     assert [(t["state"], t["name"], t["call_id"]) for t in tools] == [
@@ -116,19 +137,7 @@ async def test_a_long_tool_call_reports_progress(
 ) -> None:
     """While a call runs, `tool` items with state "progress" say how long it has run."""
     monkeypatch.setattr(session_loop, "PROGRESS_EVERY_S", 0.05)
-    model_server.push(
-        Reply(tool_calls=[ToolCallSpec("shell_exec", {"command": "sleep 0.4"}, id="slow")]),
-        Reply(text="done"),
-    )
-    async with (
-        harness(daemon_settings(tmp_path, model_server.base_url)) as h,
-        h.client.stream("GET", "/api/sessions/main/stream") as response,
-    ):
-        lines = response.aiter_lines()
-        assert await anext(lines) == ": ready"
-        await h.send("wait a little")
-        with anyio.fail_after(10):
-            items = await items_until(lines, run_idle)
+    items, _ = await one_shell_call_run(tmp_path, model_server, "sleep 0.4", "slow", "done")
     phases = [(i["state"], i["elapsed_s"]) for i in items if i["type"] == "tool"]
     assert phases[0][0] == "started" and phases[-1][0] == "finished"
     progress = [elapsed for state, elapsed in phases[1:-1] if state == "progress"]
@@ -144,12 +153,7 @@ async def test_interrupted_stream_retracts_its_deltas(
         Reply(text="a long answer that will be cut " * 20, token_delay_s=0.02),
         Reply(text="Stopped."),
     )
-    async with (
-        harness(daemon_settings(tmp_path, model_server.base_url)) as h,
-        h.client.stream("GET", "/api/sessions/main/stream") as response,
-    ):
-        lines = response.aiter_lines()
-        assert await anext(lines) == ": ready"
+    async with daemon_and_stream(tmp_path, model_server) as (h, lines):
         await h.send("write a lot")
         with anyio.fail_after(10):
             await items_until(lines, lambda items: items[-1]["type"] == "delta")
