@@ -1,4 +1,4 @@
-"""What the agent calls to say something: pick the target, store, wake the deliverer."""
+"""What the agent calls to say something: pick the target, store the record, deliver it."""
 
 from __future__ import annotations
 
