@@ -20,10 +20,6 @@ def anyio_backend() -> str:
     return "asyncio"
 
 
-async def _ignore_reply(text: str) -> None:
-    return None
-
-
 @pytest.fixture
 def ctx(tmp_path: Path) -> ToolContext:
     workspace = tmp_path / "ws"
@@ -34,7 +30,7 @@ def ctx(tmp_path: Path) -> ToolContext:
         workspace=workspace,
         output_dir=tmp_path / "out",
         tasks=CombinedTaskView([]),
-        reply=_ignore_reply,
+        outbox=None,  # type: ignore[arg-type]  # these tools never talk to the user
     )
 
 

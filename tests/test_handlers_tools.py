@@ -55,18 +55,27 @@ def make_ctx(
     workspace = tmp_path / "ws"
     workspace.mkdir(exist_ok=True)
     sent = replies if replies is not None else []
-
-    async def reply(text: str) -> None:
-        sent.append(text)
-
     return ToolContext(
         session="s",
         call_id="call_9",
         workspace=workspace,
         output_dir=tmp_path / "out",
         tasks=tasks or FakeTasks({}),
-        reply=reply,
+        outbox=RecordingOutbox(sent),
     )
+
+
+class RecordingOutbox:
+    """Stands in for the outgoing-message port: records and reports like the chat channel."""
+
+    def __init__(self, sent: list[str]) -> None:
+        self.sent = sent
+        self.keys: list[str] = []
+
+    async def send(self, text: str, *, key: str) -> str:
+        self.sent.append(text)
+        self.keys.append(key)
+        return "queued for chat:web; nobody is connected"
 
 
 # --- shell_exec -------------------------------------------------------------
@@ -303,13 +312,14 @@ async def test_get_time_unknown_zone_is_an_error(tmp_path: Path) -> None:
 
 @pytest.mark.anyio
 async def test_reply_to_user_delivers_the_text(tmp_path: Path) -> None:
-    """reply_to_user hands the text to ctx.reply and reports delivery."""
+    """reply_to_user sends through the outbox, keyed by its call, and reports what the
+    outbox says happened (not a blanket "delivered")."""
     replies: list[str] = []
-    out = await run_tool(
-        ReplyToUser(), {"text": "halfway there"}, make_ctx(tmp_path, replies=replies)
-    )
-    assert out == ToolOutput("delivered")
+    ctx = make_ctx(tmp_path, replies=replies)
+    out = await run_tool(ReplyToUser(), {"text": "halfway there"}, ctx)
+    assert out == ToolOutput("queued for chat:web; nobody is connected")
     assert replies == ["halfway there"]
+    assert isinstance(ctx.outbox, RecordingOutbox) and ctx.outbox.keys == ["s:tool:call_9"]
 
 
 # --- task_status, cancel_task -------------------------------------------------

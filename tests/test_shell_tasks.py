@@ -308,14 +308,11 @@ def test_lines_progress_and_tail() -> None:
 
 
 def tool_context(tmp_path: Path) -> ToolContext:
-    async def reply(text: str) -> None:
-        pass
-
     return ToolContext(
         session="main",
         call_id="call_1",
         workspace=tmp_path,
         output_dir=tmp_path / "out",
         tasks=None,  # type: ignore[arg-type]
-        reply=reply,
+        outbox=None,  # type: ignore[arg-type]
     )

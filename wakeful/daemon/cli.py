@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from wakeful.daemon.cli_chat import ChatScreen, run_chat
 from wakeful.daemon.cli_client import CliError, DaemonClient
 from wakeful.daemon.config import (
     STARTER_CONFIG,
@@ -115,10 +116,15 @@ def _send_and_wait(client: DaemonClient, session: str, text: str, kind: str, tim
         print(_how_to(status), file=sys.stderr)
         return 1
     deadline = time.monotonic() + timeout
-    # Subscribe first so no reply can slip out between the post and the subscription.
+    screen = ChatScreen(client, session)
+    # Subscribe first so no reply can slip out between the post and the subscription;
+    # then what was said while nobody listened, then this run's replies.
     with client.stream(session, deadline) as items:
+        screen.show_unread()
         client.send(session, text, kind)
         for item in items:
+            if item.get("type") == "reply":
+                screen.show([item])
             _print_feed_item(item)
             if item.get("type") == "run" and item.get("state") == "idle":
                 return 0
@@ -127,9 +133,7 @@ def _send_and_wait(client: DaemonClient, session: str, text: str, kind: str, tim
 
 def _print_feed_item(item: dict[str, Any]) -> None:
     kind = item.get("type")
-    if kind == "reply":
-        print(item.get("text") or item.get("content") or "", flush=True)
-    elif kind in {"alert", "error"}:
+    if kind in {"alert", "error"}:
         detail = item.get("text") or item.get("message") or item.get("error") or item
         print(f"[{kind}] {detail}", file=sys.stderr, flush=True)
 
@@ -255,20 +259,12 @@ def _message_text(message: dict[str, Any]) -> str:
 
 def cmd_chat(args: argparse.Namespace) -> int:
     client = _client(args)
-    print(f"chatting in session {args.session!r}; Ctrl-D to quit, !stop to interrupt")
-    while True:
-        try:
-            line = input("you> ").strip()
-        except EOFError:
-            print()
-            return 0
-        if not line:
-            continue
-        kind = "user.interrupt" if line.startswith("!stop") else "user.input"
-        try:
-            _send_and_wait(client, args.session, line, kind, args.timeout)
-        except CliError as exc:
-            _error(str(exc))
+    status = client.get_json("/api/status")
+    if _model_missing(status):
+        _error("messages will be stored, but no reply will come yet:")
+        print(_how_to(status), file=sys.stderr)
+    timeout = 0.0 if _model_missing(status) else args.timeout
+    return run_chat(client, args.session, timeout, history=args.history)
 
 
 # --- argument parsing ---------------------------------------------------------
@@ -303,6 +299,9 @@ def _parser() -> argparse.ArgumentParser:
     chat = _add(sub, "chat", cmd_chat, "interactive chat in the terminal")
     _session_arg(chat)
     _timeout_arg(chat)
+    chat.add_argument(
+        "--history", action="store_true", help="first print every message of the session"
+    )
     return parser
 
 

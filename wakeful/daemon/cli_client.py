@@ -67,10 +67,42 @@ class DaemonClient:
     def get_json(self, path: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
         return self._json(self._request("GET", path, params=params))
 
+    def clone(self) -> DaemonClient:
+        """Another client to the same daemon, for a second thread."""
+        return DaemonClient(self.url, self._token, self._token_origin)
+
+    def close(self) -> None:
+        self._http.close()
+
+    def outbox(self, session: str, *, unread: bool) -> list[dict[str, Any]]:
+        """The session's unread messages, or its whole history (oldest first)."""
+        messages: list[dict[str, Any]] = []
+        while True:
+            after = messages[-1]["id"] if messages else 0
+            params = {"unread": 1} if unread else {"after": after}
+            response = self._send_request("GET", f"/api/sessions/{session}/outbox", params=params)
+            if response.status_code == 404:
+                return []  # a daemon without an outbox keeps nothing unread
+            self._check(response)
+            page = list(self._json(response)["messages"])
+            messages += page
+            if unread or not page:
+                return messages
+
+    def acknowledge(
+        self, session: str, *, up_to: int | None = None, ids: tuple[int, ...] = ()
+    ) -> None:
+        """Tell the daemon these messages were shown, so no chat shows them as unread again."""
+        body = {"up_to": up_to, "ids": list(ids)}
+        self._request("POST", f"/api/sessions/{session}/outbox/ack", json=body)
+
     @contextmanager
-    def stream(self, session: str, deadline: float) -> Iterator[Iterator[dict[str, Any]]]:
+    def stream(
+        self, session: str, deadline: float, read_timeout_s: float | None = None
+    ) -> Iterator[Iterator[dict[str, Any]]]:
         """Subscribe to a session's feed; returns once the server says it is live."""
-        timeout = httpx.Timeout(10, read=max(0.1, deadline - time.monotonic()))
+        read = read_timeout_s or max(0.1, deadline - time.monotonic())
+        timeout = httpx.Timeout(10, read=read)
         path = f"/api/sessions/{session}/stream"
         try:
             with self._http.stream("GET", path, timeout=timeout) as response:
@@ -86,12 +118,15 @@ class DaemonClient:
             raise self._unreachable(exc) from None
 
     def _request(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
-        try:
-            response = self._http.request(method, path, **kwargs)
-        except httpx.TransportError as exc:
-            raise self._unreachable(exc) from None
+        response = self._send_request(method, path, **kwargs)
         self._check(response)
         return response
+
+    def _send_request(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
+        try:
+            return self._http.request(method, path, **kwargs)
+        except httpx.TransportError as exc:
+            raise self._unreachable(exc) from None
 
     def _unreachable(self, exc: Exception) -> CliError:
         return CliError(

@@ -1,8 +1,10 @@
-"""A live, in-memory feed per session: replies, decisions, run states, tasks.
+"""A live, in-memory feed per session: deltas, decisions, run states, tool activity.
 
-The feed is for watchers (SSE, `wakeful send --wait`, the web page); it is
-not durable and never blocks the agent: a subscriber that falls behind by
-more than its buffer is dropped and told so.
+The feed is an observer for watchers (SSE, `wakeful send --wait`, the web
+page); it is not durable and never blocks the agent: a subscriber that falls
+behind by more than its buffer is dropped. It never carries a message on
+its own: what the agent says is a record of the outbox (wakeful.daemon.outbox),
+which the local chat channel pushes through here to whoever is watching.
 """
 
 from __future__ import annotations
@@ -24,15 +26,19 @@ class Feed:
         self._buffer = buffer
         self._subscribers: dict[str, set[MemoryObjectSendStream[FeedItem]]] = {}
 
-    def publish(self, session: str, item: FeedItem) -> None:
+    def publish(self, session: str, item: FeedItem) -> int:
+        """Hand ``item`` to the session's watchers; how many it reached."""
         item = {"session": session, "at": time.time(), **item}
+        reached = 0
         for key in (session, ALL_SESSIONS):
             for stream in list(self._subscribers.get(key, ())):
                 try:
                     stream.send_nowait(item)
+                    reached += 1
                 except (anyio.WouldBlock, anyio.BrokenResourceError, anyio.ClosedResourceError):
                     self._subscribers[key].discard(stream)
                     stream.close()
+        return reached
 
     @asynccontextmanager
     async def subscribe(self, session: str) -> AsyncIterator[MemoryObjectReceiveStream[FeedItem]]:

@@ -17,6 +17,7 @@ import anyio
 import structlog
 
 from wakeful.channels import default_components
+from wakeful.channels.chat_local.channel import LocalChat
 from wakeful.daemon.api_backend import ApiBackend
 from wakeful.daemon.components.context import (
     Component,
@@ -37,6 +38,9 @@ from wakeful.daemon.http.sse import StreamRegistry
 from wakeful.daemon.logging import add_secrets
 from wakeful.daemon.loop.limits import LoopLimits
 from wakeful.daemon.loop.session_loop import LoopDeps
+from wakeful.daemon.outbox.deliverer import Deliverer
+from wakeful.daemon.outbox.factory import open_outbox
+from wakeful.daemon.outbox.service import Outbox
 from wakeful.daemon.router import Router
 from wakeful.daemon.router.classifier import ModelClassifier
 from wakeful.daemon.store.base import Store
@@ -146,6 +150,12 @@ async def _start(
         gate=gate,
         resources=resources,
     )
+    # Every message that leaves the agent goes through the outbox to its channel: the
+    # daemon's own web/CLI chat, and whatever channels the components declared.
+    messages = await open_outbox(store)
+    channels = [LocalChat(feed), *registrations.channels]
+    outbox = Outbox(messages, Deliverer(messages, channels))
+    await group.start(outbox.deliverer.run)  # marks sends a crash interrupted "unknown" first
     deps = LoopDeps(
         store=store,
         provider=provider,
@@ -155,6 +165,7 @@ async def _start(
         system_prompt=settings.daemon.system_prompt,
         workspace=workspace,
         output_dir=output_dir,
+        outbox=outbox,
         task_views=registrations.task_views,
     )
     router = Router(_classifier(settings, provider))
@@ -173,6 +184,7 @@ async def _start(
             *registrations.routes,
             *observability_routes(daemon),
         ],
+        outbox=outbox,
     )
     host, port = settings.server.host_port()
     sock = bind_socket(host, port)

@@ -7,7 +7,6 @@ went wrong and what to try; only bugs raise.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -32,6 +31,15 @@ class TaskView(Protocol):
     async def cancel(self, task_id: str) -> dict[str, Any] | None: ...
 
 
+class UserOutbox(Protocol):
+    """The session's way to the user: the durable outgoing-message port."""
+
+    async def send(self, text: str, *, key: str) -> str:
+        """Queue ``text`` for the user (``key``: the same key is one message, however
+        often it is sent); returns what truly happened, e.g. "delivered to chat:web"."""
+        ...
+
+
 @dataclass(frozen=True)
 class ToolContext:
     session: str
@@ -39,7 +47,7 @@ class ToolContext:
     workspace: Path  # shell commands run here; relative paths resolve here
     output_dir: Path  # full outputs too long for the model are saved here
     tasks: TaskView
-    reply: Callable[[str], Awaitable[None]]  # deliver text to the user now
+    outbox: UserOutbox  # messages to the user go out through here
 
 
 class ToolArgs(BaseModel):

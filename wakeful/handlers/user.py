@@ -26,5 +26,5 @@ class ReplyToUser:
     timeout_s: float | None = 30.0
 
     async def run(self, a: Args, ctx: ToolContext) -> ToolOutput:
-        await ctx.reply(a.text)
-        return ToolOutput("delivered")
+        # Keyed by the call: a call retried after a restart is the same message, once.
+        return ToolOutput(await ctx.outbox.send(a.text, key=f"{ctx.session}:tool:{ctx.call_id}"))

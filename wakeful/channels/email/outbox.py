@@ -1,6 +1,7 @@
 """The outbox: every message is sent at most once, keyed by its Message-ID.
 
-A row moves prepared → sending → sent. "sending" is committed before the
+A row moves pending → sending → sent (the states every outgoing message
+shares, :mod:`wakeful.daemon.outbox.states`). "sending" is committed before the
 SMTP conversation starts, so a crash leaves evidence: at the next start (or
 the next ``send_email`` of that draft) the row is reconciled by looking for
 its Message-ID in the account's Sent folder (servers that file sent mail
@@ -14,7 +15,6 @@ import sqlite3
 import time
 import uuid
 from dataclasses import dataclass
-from enum import StrEnum
 
 import structlog
 
@@ -22,15 +22,10 @@ from wakeful.channels.email.accounts import MailAccount, MailAccounts
 from wakeful.channels.email.db import MailDb
 from wakeful.channels.email.imap import ImapConnection, with_mailbox
 from wakeful.channels.email.smtp import MaybeSent, NotSent, send_raw
+from wakeful.daemon.outbox.states import DeliveryState as State
+from wakeful.daemon.outbox.states import check_move, stored_values
 
 log = structlog.get_logger(__name__)
-
-
-class State(StrEnum):
-    PREPARED = "prepared"
-    SENDING = "sending"
-    SENT = "sent"
-    UNKNOWN = "unknown"
 
 
 @dataclass(frozen=True)
@@ -70,7 +65,7 @@ class Outbox:
                     message_id,
                     draft_id,
                     account,
-                    State.PREPARED,
+                    State.PENDING,
                     json.dumps(recipients),
                     raw,
                     now,
@@ -89,12 +84,14 @@ class Outbox:
 
     async def _move(self, row: OutboxRow, old: State, new: State, detail: str) -> bool:
         """Compare-and-set the state; False when another call moved it first."""
+        check_move(old, new)
+        olds = stored_values(old)  # rows written before the states were shared
 
         def write(conn: sqlite3.Connection) -> bool:
             cur = conn.execute(
                 "UPDATE email_outbox SET state=?, detail=?, updated_at=? "
-                "WHERE message_id=? AND state=?",
-                (new, detail, time.time(), row.message_id, old),
+                f"WHERE message_id=? AND state IN ({', '.join('?' * len(olds))})",
+                (new, detail, time.time(), row.message_id, *olds),
             )
             return cur.rowcount == 1
 
@@ -111,9 +108,9 @@ class Outbox:
             )
         if row.state is State.SENDING:
             row = await self.reconcile(row)
-        if row.state is not State.PREPARED:
+        if row.state is not State.PENDING:
             return _already(row)
-        if not await self._move(row, State.PREPARED, State.SENDING, "handing to SMTP"):
+        if not await self._move(row, State.PENDING, State.SENDING, "handing to SMTP"):
             return SendOutcome("another call is sending this draft right now", False, row.state)
         return await self._send_claimed(row)
 
@@ -124,12 +121,12 @@ class Outbox:
                 account.config, account.password, account.address, row.recipients, row.raw
             )
         except NotSent as exc:
-            await self._move(row, State.SENDING, State.PREPARED, f"not sent: {exc}")
+            await self._move(row, State.SENDING, State.PENDING, f"not sent: {exc}")
             return SendOutcome(
                 f"not sent: {exc}. Nothing left the outbox; fix the cause (recipients, "
                 "server) and call send_email again with the same draft id.",
                 ok=False,
-                state=State.PREPARED,
+                state=State.PENDING,
             )
         except MaybeSent as exc:
             await self._move(row, State.SENDING, State.UNKNOWN, f"outcome unknown: {exc}")
@@ -204,7 +201,7 @@ def _row(values: tuple[object, ...]) -> OutboxRow:
         str(message_id),
         str(draft_id),
         str(account),
-        State(str(state)),
+        State.parse(str(state)),
         list(json.loads(str(recipients))),
         bytes(raw) if isinstance(raw, bytes | bytearray | memoryview) else b"",
         str(detail),

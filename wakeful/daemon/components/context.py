@@ -31,6 +31,7 @@ from wakeful.daemon.config import Settings
 from wakeful.daemon.feed import Feed
 from wakeful.daemon.front_door import SubmitResult
 from wakeful.daemon.loop.task_views import SessionTaskViews
+from wakeful.daemon.outbox.channels import Channel
 from wakeful.daemon.store.base import Store
 from wakeful.events import Event
 from wakeful.handlers.base import Tool
@@ -65,6 +66,8 @@ class Registrations:
     task_views: list[SessionTaskViews] = field(default_factory=list)
     # name → callable returning extra figures for /api/status (and /metrics)
     status_providers: dict[str, Callable[[], dict[str, Any]]] = field(default_factory=dict)
+    # Where outgoing messages can go (chat platforms, …), besides the daemon's own chat.
+    channels: list[Channel] = field(default_factory=list)
     frozen: bool = False
 
 
@@ -118,6 +121,11 @@ class ComponentSetup:
     def add_task_view(self, view: SessionTaskViews) -> None:
         self._check("a task view")
         self.registrations.task_views.append(view)
+
+    def add_channel(self, channel: Channel) -> None:
+        """A destination for outgoing messages (the outbox delivers to it by name)."""
+        self._check(f"channel {channel.name!r}")
+        self.registrations.channels.append(channel)
 
     def add_status(self, name: str, provide: Callable[[], dict[str, Any]]) -> None:
         self._check(f"status figures {name!r}")

@@ -15,6 +15,8 @@ from wakeful.daemon.http.auth import TokenCheck
 from wakeful.daemon.http.body import read_json_object
 from wakeful.daemon.http.errors import ApiError, http_error, server_error
 from wakeful.daemon.http.sse import EventStreamResponse, StreamRegistry
+from wakeful.daemon.outbox.port import OutgoingMessages
+from wakeful.daemon.outbox.service import Outbox
 from wakeful.events import EventError, user_message
 
 MESSAGE_KINDS = ("user.input", "user.interrupt")
@@ -25,9 +27,15 @@ class Api:
     """The route handlers, sharing the daemon, the token check and the limits."""
 
     def __init__(
-        self, daemon: FrontDoor, tokens: TokenCheck, max_body_bytes: int, heartbeat_s: float
+        self,
+        daemon: FrontDoor,
+        tokens: TokenCheck,
+        max_body_bytes: int,
+        heartbeat_s: float,
+        outbox: Outbox | None = None,
     ) -> None:
         self.daemon = daemon
+        self.outbox = outbox
         self.tokens = tokens
         self.max_body_bytes = max_body_bytes
         self.heartbeat_s = heartbeat_s
@@ -89,6 +97,39 @@ class Api:
             raise _unavailable(exc) from None
         return JSONResponse({"session": request.path_params["session"], "messages": messages})
 
+    async def outbox_messages(self, request: Request) -> Response:
+        """Unread messages (``?unread=1``), else the history after ``after``."""
+        self.tokens.require(request)
+        messages, session = self._outbox(), request.path_params["session"]
+        if request.query_params.get("unread") in {"1", "true", "yes"}:
+            found = await messages.unread(session)
+        else:
+            after = _int_param(request, "after", 0, minimum=0)
+            limit = _int_param(request, "limit", 200, minimum=1, maximum=MAX_LOG_LIMIT)
+            found = await messages.history(session, after=after, limit=limit)
+        return JSONResponse({"session": session, "messages": [m.to_json() for m in found]})
+
+    async def outbox_ack(self, request: Request) -> Response:
+        """``{"up_to": id}`` and/or ``{"ids": [id, ...]}``: the client has shown these."""
+        self.tokens.require(request)
+        data = await read_json_object(request, self.max_body_bytes)
+        up_to, ids = data.get("up_to"), data.get("ids", [])
+        if up_to is not None and (not isinstance(up_to, int) or isinstance(up_to, bool)):
+            raise ApiError(400, "field 'up_to' must be a message id, e.g. {\"up_to\": 12}")
+        if not isinstance(ids, list) or not all(type(i) is int for i in ids):
+            raise ApiError(400, "field 'ids' must be a list of message ids, e.g. {\"ids\": [3]}")
+        if up_to is None and not ids:
+            raise ApiError(400, 'send {"up_to": id} or {"ids": [id, ...]}')
+        count = await self._outbox().acknowledge(
+            request.path_params["session"], up_to=up_to, ids=tuple(ids)
+        )
+        return JSONResponse({"acknowledged": count})
+
+    def _outbox(self) -> OutgoingMessages:
+        if self.outbox is None:
+            raise ApiError(404, "this daemon has no outbox")
+        return self.outbox.messages
+
     async def status(self, request: Request) -> Response:
         self.tokens.require(request)
         try:
@@ -104,9 +145,10 @@ def create_app(
     max_body_bytes: int,
     heartbeat_s: float = 15.0,
     extra_routes: Sequence[BaseRoute] = (),
+    outbox: Outbox | None = None,
 ) -> Starlette:
     """The ASGI app; ``app.state.streams.close_all()`` ends open event streams at shutdown."""
-    api = Api(daemon, TokenCheck(admin_token), max_body_bytes, heartbeat_s)
+    api = Api(daemon, TokenCheck(admin_token), max_body_bytes, heartbeat_s, outbox)
     routes: list[BaseRoute] = [
         *extra_routes,
         Route("/healthz", api.healthz, methods=["GET"]),
@@ -117,6 +159,8 @@ def create_app(
         Route("/api/sessions/{session}/events", api.session_events, methods=["GET"]),
         Route("/api/sessions/{session}/stream", api.stream, methods=["GET"]),
         Route("/api/sessions/{session}/trajectory", api.trajectory, methods=["GET"]),
+        Route("/api/sessions/{session}/outbox", api.outbox_messages, methods=["GET"]),
+        Route("/api/sessions/{session}/outbox/ack", api.outbox_ack, methods=["POST"]),
     ]
     handlers: dict[Any, Any] = {ApiError: http_error, 404: http_error, 405: http_error}
     handlers[Exception] = server_error

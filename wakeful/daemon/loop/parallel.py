@@ -9,6 +9,7 @@ queue — it is never dropped.
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 import anyio
@@ -91,7 +92,8 @@ async def _side_session(loop: SessionLoop, question: str) -> str:
         response = await deps.provider.complete(ModelRequest(messages=messages, tools=tools))
         if not response.tool_calls:
             if response.content and response.content not in replies:
-                deps.feed.publish(loop.session, {"type": "reply", "text": response.content})
+                key = f"{loop.session}:side:{uuid.uuid4().hex}"
+                await deps.outbox.send(loop.session, response.content, key=key)
                 replies.append(response.content)
             return "\n".join(replies) or "(no answer)"
         side.append(response.as_message())
@@ -112,8 +114,16 @@ async def _side_tool_result(
 
 
 def _side_context(loop: SessionLoop, call_id: str, replies: list[str]) -> ToolContext:
-    async def reply(text: str) -> None:
-        replies.append(text)
-        loop.deps.feed.publish(loop.session, {"type": "reply", "text": text, "parallel": True})
+    return loop.tool_context(call_id, _SideOutbox(loop, replies))
 
-    return loop.tool_context(call_id, reply)
+
+class _SideOutbox:
+    """The side session's messages go out like any other, and become its answer."""
+
+    def __init__(self, loop: SessionLoop, replies: list[str]) -> None:
+        self._loop = loop
+        self._replies = replies
+
+    async def send(self, text: str, *, key: str) -> str:
+        self._replies.append(text)
+        return await self._loop.deps.outbox.send_and_report(self._loop.session, text, key=key)

@@ -28,15 +28,18 @@ from wakeful.daemon.loop.late_results import late_result_event, lost_result_text
 from wakeful.daemon.loop.limits import LoopLimits, Run
 from wakeful.daemon.loop.status_bar import render_status_bar
 from wakeful.daemon.loop.task_views import CombinedTaskView, SessionTaskViews
+from wakeful.daemon.loop.tool_activity import PROGRESS_EVERY_S, tool_item
 from wakeful.daemon.loop.tool_tasks import Claim, ToolExecutor, ToolTask, ToolTaskManager
+from wakeful.daemon.outbox.service import Outbox
 from wakeful.daemon.store.base import ConsumeConflict, ModelCallRecord, Store
 from wakeful.daemon.trajectory.rules import (
     InterruptedCall,
+    PartialOutput,
     TrajectoryWriter,
     needs_model_response,
 )
 from wakeful.events import Event
-from wakeful.handlers.base import ToolContext
+from wakeful.handlers.base import ToolContext, UserOutbox
 from wakeful.llm.base import ModelProvider, ModelRequest, ModelResponse, ProviderError, ToolCall
 from wakeful.llm.null_provider import HOW_TO_CONFIGURE
 
@@ -60,6 +63,7 @@ class LoopDeps:
     system_prompt: str
     workspace: Path
     output_dir: Path
+    outbox: Outbox  # everything the agent says leaves through here
     # Components' task views (background shell tasks, …), added at start-up.
     task_views: list[SessionTaskViews] = field(default_factory=list)
 
@@ -86,6 +90,8 @@ class SessionLoop:
         self.all_tasks = CombinedTaskView(
             [self.tasks, *(view(session) for view in deps.task_views)]
         )
+        self.answering: Event | None = None  # the newest event taken: where replies go
+        self.user_outbox = deps.outbox.for_session(session, lambda: self.answering)
         self.busy = False
         self.waiting_for_model_config = False
         self._wakeup = anyio.Event()
@@ -174,6 +180,9 @@ class SessionLoop:
             # The rest of the run handles these events: its log lines name them
             # (event_id: the newest, which woke the loop last). Unbound in _run_until_idle.
             bind_contextvars(event_id=batch[-1].event.id, batch_size=len(batch))
+            for stored in batch:
+                self.deps.outbox.note_event(stored.event)
+            self.answering = batch[-1].event
         elif not needs_model_response(await self.writer.messages()):
             return False
         reason = run.exceeded()
@@ -185,7 +194,10 @@ class SessionLoop:
             return True  # interrupted or failed: back to the safe point
         await self.writer.record_assistant_message(response)
         if response.content:
-            self._publish({"type": "reply", "text": response.content, "final": True})
+            key = f"{self.session}:reply:{run.run_id}:{run.model_calls}"
+            await self.deps.outbox.send(
+                self.session, response.content, key=key, answering=self.answering
+            )
         if response.tool_calls:
             await self._run_tools(run, response.tool_calls)
         return True
@@ -199,6 +211,7 @@ class SessionLoop:
 
         async def on_delta(text: str) -> None:
             streamed.append(text)
+            self._publish({"type": "delta", "delta": text})  # not "text": that key is a message
 
         response: ModelResponse | None = None
         started = time.monotonic()
@@ -206,10 +219,13 @@ class SessionLoop:
             with self._interruptible() as scope:
                 response = await self.deps.provider.complete(request, on_delta)
         except ProviderError as exc:
+            self._retract_deltas(streamed, "the model call failed")
+            self.writer.discard_partial_output(streamed, "the model call failed")
             await self._model_failed(run, exc, time.monotonic() - started)
             return None
         if scope.cancelled_caught or response is None:
             cause = self._interrupt.cause if self._interrupt else "an interrupt"
+            self._retract_deltas(streamed, cause)
             self.writer.discard_partial_output(streamed, cause)
             run.interrupts += 1
             await self._record_call(run, None, time.monotonic() - started, "interrupted")
@@ -273,6 +289,7 @@ class SessionLoop:
         started = [self.tasks.start(call) for call in calls]
         for task in started:
             self._publish({"type": "task", **task.describe(), "state": "started"})
+            self._publish(tool_item(task, "started"))
         try:
             with self._interruptible():
                 async with anyio.create_task_group() as group:
@@ -284,8 +301,13 @@ class SessionLoop:
                 await self._close_unfinished(started)
 
     async def _record_when_done(self, task: ToolTask) -> None:
-        await task.done.wait()
+        while not task.done.is_set():
+            with anyio.move_on_after(PROGRESS_EVERY_S) as waited:
+                await task.done.wait()
+            if waited.cancelled_caught:
+                self._publish(tool_item(task, "progress"))
         self._publish({"type": "task", **task.describe()})
+        self._publish(tool_item(task, "finished"))
         with anyio.CancelScope(shield=True):
             await self._record_if_finished(task)
 
@@ -322,12 +344,9 @@ class SessionLoop:
         metrics.PLACEHOLDERS.inc(len(placeholders), session=self.session)
 
     def _tool_context(self, call: ToolCall) -> ToolContext:
-        async def reply(text: str) -> None:
-            self._publish({"type": "reply", "text": text, "final": False})
+        return self.tool_context(call.id, self.user_outbox)
 
-        return self.tool_context(call.id, reply)
-
-    def tool_context(self, call_id: str, reply: Callable[[str], Awaitable[None]]) -> ToolContext:
+    def tool_context(self, call_id: str, outbox: UserOutbox) -> ToolContext:
         """What a tool call of this session runs with (main run or side session)."""
         return ToolContext(
             session=self.session,
@@ -335,7 +354,7 @@ class SessionLoop:
             workspace=self.deps.workspace,
             output_dir=self.deps.output_dir,
             tasks=self.all_tasks,
-            reply=reply,
+            outbox=outbox,
         )
 
     async def _report_late_result(self, task: ToolTask) -> None:
@@ -376,6 +395,12 @@ class SessionLoop:
         if not self.waiting_for_model_config:
             self.waiting_for_model_config = True
             log.warning("events are stored and waiting", reason=HOW_TO_CONFIGURE)
+
+    def _retract_deltas(self, streamed: PartialOutput, cause: str) -> None:
+        """Watchers drop the text they were shown as it streamed: it is not a reply."""
+        chars = len(streamed.text())
+        if chars:
+            self._publish({"type": "discarded", "chars": chars, "cause": cause})
 
     def _publish(self, item: dict[str, Any]) -> None:
         self.deps.feed.publish(self.session, item)

@@ -1,0 +1,75 @@
+"""The shared delivery states (chat outbox and email outbox) and where a reply goes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from wakeful.channels.email.db import MailDb
+from wakeful.channels.email.outbox import Outbox as EmailOutbox
+from wakeful.daemon.outbox.states import DeliveryState, IllegalMove, check_move
+from wakeful.daemon.outbox.targets import LOCAL_CHAT, resolve_target
+from wakeful.events import Event, user_message
+
+
+def test_one_state_machine_for_both_outboxes() -> None:
+    """The email outbox's states are the shared enum, not a copy."""
+    from wakeful.channels.email import outbox as email_outbox
+
+    assert email_outbox.State is DeliveryState
+    check_move(DeliveryState.SENDING, DeliveryState.UNKNOWN)
+    with pytest.raises(IllegalMove):
+        check_move(DeliveryState.UNKNOWN, DeliveryState.SENDING)  # never resent blindly
+
+
+@pytest.mark.anyio
+async def test_email_rows_stored_as_prepared_stay_readable_and_sendable(tmp_path: Path) -> None:
+    """A draft written before the states were shared ('prepared') reads as pending and
+    its compare-and-set to sending still matches."""
+    db = MailDb(tmp_path / "mail.db")
+    await db.run(
+        lambda conn: conn.execute(
+            "INSERT INTO email_outbox (message_id, draft_id, account, state, recipients, raw,"
+            " created_at, updated_at) VALUES ('<m@x>', 'draft-1', 'work', 'prepared', '[]',"
+            " x'00', 0, 0)"
+        )
+    )
+    outbox = EmailOutbox(db, accounts=None)  # type: ignore[arg-type]  # not sending
+    row = await outbox.get("draft-1")
+    assert row is not None and row.state is DeliveryState.PENDING
+    assert await outbox._move(row, DeliveryState.PENDING, DeliveryState.SENDING, "test")
+    moved = await outbox.get("draft-1")
+    db.close()
+    assert moved is not None and moved.state is DeliveryState.SENDING
+
+
+def event(channel: str, reply_to: str | None = None) -> Event:
+    data = user_message("hi").model_dump()
+    data["channel"] = channel
+    data["context"]["reply_to"] = reply_to
+    return Event.parse(data)
+
+
+@pytest.mark.parametrize(
+    ("answering", "defaults", "last_active", "target"),
+    [
+        (event("slack:#ops", reply_to="email:ops@example.com"), {}, {}, "email:ops@example.com"),
+        (event("slack:#ops"), {}, {}, "slack:#ops"),
+        (event("chat:api"), {}, {}, LOCAL_CHAT),  # the HTTP API's label: the local chat
+        (event("timer:nightly"), {"main": "slack:#ops"}, {"main": "email:me"}, "slack:#ops"),
+        (event("timer:nightly"), {}, {"main": "email:me"}, "email:me"),
+        (None, {}, {"main": "nowhere:x"}, LOCAL_CHAT),
+        (event("timer:nightly"), {}, {}, LOCAL_CHAT),
+    ],
+)
+def test_target_resolution(
+    answering: Event | None, defaults: dict[str, str], last_active: dict[str, str], target: str
+) -> None:
+    """reply_to, then the event's channel, then the session default, the last active
+    channel, then the local chat — each only if such a channel exists."""
+    known = {"slack:#ops", "email:ops@example.com", "email:me", LOCAL_CHAT}
+    got = resolve_target(
+        answering, session="main", known=known, session_defaults=defaults, last_active=last_active
+    )
+    assert got == target

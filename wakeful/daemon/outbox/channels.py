@@ -1,0 +1,37 @@
+"""What a channel is to the outbox: a name and one ``deliver`` call."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+from wakeful.daemon.outbox.record import OutgoingMessage
+
+
+@dataclass(frozen=True)
+class Receipt:
+    """The channel's word that it took the message, in a sentence the agent can read."""
+
+    channel: str
+    detail: str  # e.g. "delivered to chat:web (1 client connected)"
+
+
+class DeliveryError(Exception):
+    """A channel could not take a message; the subclass says whether to retry."""
+
+
+class TryLater(DeliveryError):
+    """Not delivered, nothing left: the deliverer retries with backoff."""
+
+
+class NeverDeliverable(DeliveryError):
+    """Not delivered and it never will be (bad address, refused): the message fails."""
+
+
+class Channel(Protocol):
+    name: str
+
+    async def deliver(self, message: OutgoingMessage) -> Receipt:
+        """Hand ``message`` over; raise TryLater or NeverDeliverable when it was not.
+        Any other exception means the outcome is unknown."""
+        ...

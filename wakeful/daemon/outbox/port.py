@@ -1,0 +1,56 @@
+"""The outgoing-message port: what every backend of the outbox offers."""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from wakeful.daemon.outbox.record import NewMessage, OutgoingMessage
+from wakeful.daemon.outbox.states import DeliveryState
+
+
+class OutgoingMessages(Protocol):
+    async def add(self, message: NewMessage) -> OutgoingMessage:
+        """Store ``message`` as pending; the same key again returns the first record."""
+        ...
+
+    async def add_claimed(self, message: NewMessage) -> tuple[OutgoingMessage, bool]:
+        """Like ``add``, but a new message is stored already claimed (``sending``, one
+        attempt) in the same write — one commit before the channel instead of two.
+        True when this call created and claimed it; else the existing record."""
+        ...
+
+    async def get(self, message_id: int) -> OutgoingMessage | None: ...
+
+    async def pending(self, limit: int = 100) -> list[OutgoingMessage]:
+        """Pending messages of every session, oldest first (the deliverer's queue)."""
+        ...
+
+    async def move(
+        self,
+        message_id: int,
+        old: DeliveryState,
+        new: DeliveryState,
+        *,
+        error: str = "",
+    ) -> OutgoingMessage | None:
+        """Compare-and-set the state (``sending`` counts an attempt); None if it was
+        not in ``old`` (another claim won, or it is gone)."""
+        ...
+
+    async def mark_interrupted(self) -> list[OutgoingMessage]:
+        """At start: every message left ``sending`` becomes ``unknown`` (never resent)."""
+        ...
+
+    async def unread(self, session: str, channel: str | None = None) -> list[OutgoingMessage]:
+        """Not yet acknowledged by a client, in id order (pending ones included)."""
+        ...
+
+    async def acknowledge(
+        self, session: str, *, up_to: int | None = None, ids: tuple[int, ...] = ()
+    ) -> int:
+        """Mark messages of ``session`` read; how many changed."""
+        ...
+
+    async def history(
+        self, session: str, *, after: int = 0, limit: int = 200
+    ) -> list[OutgoingMessage]: ...

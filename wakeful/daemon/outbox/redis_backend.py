@@ -1,0 +1,188 @@
+"""The outbox on Redis (``[store] backend = "redis"``), under the event store's prefix.
+
+One hash per message (``outbox:msg:<id>``), the key → id index that makes
+``add`` idempotent, and sorted sets (score: id) per state, per session's
+unread messages and per session's history. Every write is one Lua script, so
+a message and its indexes never disagree.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from redis.asyncio import Redis
+from redis.commands.core import AsyncScript
+
+from wakeful.daemon.outbox.record import NewMessage, OutgoingMessage
+from wakeful.daemon.outbox.states import STOPPED_MID_SEND, DeliveryState, check_move
+from wakeful.daemon.store.redis_store import RedisStore
+
+SCRIPTS = {
+    "ADD": """
+local p = ARGV[1]
+local msg = p .. 'outbox:msg:'
+local existing = redis.call('GET', p .. 'outbox:key:' .. ARGV[2])
+if existing then return {0, redis.call('HGETALL', msg .. existing)} end
+local id = redis.call('INCR', p .. 'outbox:seq')
+local state, attempts = 'pending', 0
+if ARGV[8] == '1' then state, attempts = 'sending', 1 end
+redis.call('HSET', msg .. id, 'id', id, 'key', ARGV[2], 'session', ARGV[3], 'channel', ARGV[4],
+  'text', ARGV[5], 'answers', ARGV[6], 'created_at', ARGV[7], 'updated_at', ARGV[7],
+  'state', state, 'attempts', attempts, 'last_error', '', 'acked_at', '')
+redis.call('SET', p .. 'outbox:key:' .. ARGV[2], id)
+redis.call('ZADD', p .. 'outbox:state:' .. state, id, id)
+redis.call('ZADD', p .. 'outbox:unread:' .. ARGV[3], id, id)
+redis.call('ZADD', p .. 'outbox:session:' .. ARGV[3], id, id)
+return {1, id}
+""",
+    "MOVE": """
+local p = ARGV[1]
+local k = p .. 'outbox:msg:' .. ARGV[2]
+if redis.call('HGET', k, 'state') ~= ARGV[3] then return 0 end
+redis.call('HSET', k, 'state', ARGV[4], 'last_error', ARGV[6], 'updated_at', ARGV[7])
+redis.call('HINCRBY', k, 'attempts', ARGV[5])
+redis.call('ZREM', p .. 'outbox:state:' .. ARGV[3], ARGV[2])
+redis.call('ZADD', p .. 'outbox:state:' .. ARGV[4], ARGV[2], ARGV[2])
+return redis.call('HGETALL', k)
+""",
+    "ACK": """
+local p = ARGV[1]
+local unread = p .. 'outbox:unread:' .. ARGV[2]
+local n = 0
+local function ack(id)
+  if redis.call('ZREM', unread, id) == 1 then
+    redis.call('HSET', p .. 'outbox:msg:' .. id, 'acked_at', ARGV[4])
+    n = n + 1
+  end
+end
+if tonumber(ARGV[3]) >= 0 then
+  for _, id in ipairs(redis.call('ZRANGEBYSCORE', unread, '-inf', ARGV[3])) do ack(id) end
+end
+for i = 5, #ARGV do ack(ARGV[i]) end
+return n
+""",
+    "FETCH": """
+local p = ARGV[1]
+local ids = redis.call('ZRANGEBYSCORE', p .. ARGV[2], ARGV[3], ARGV[4], 'LIMIT', 0, ARGV[5])
+local out = {}
+for i, id in ipairs(ids) do out[i] = redis.call('HGETALL', p .. 'outbox:msg:' .. id) end
+return out
+""",
+}
+
+
+def _record(flat: Sequence[Any]) -> OutgoingMessage:
+    f = dict(zip(flat[0::2], flat[1::2], strict=True))
+    return OutgoingMessage(
+        id=int(f["id"]),
+        session=f["session"],
+        channel=f["channel"],
+        text=f["text"],
+        key=f["key"],
+        state=DeliveryState.parse(f["state"]),
+        attempts=int(f["attempts"]),
+        last_error=f["last_error"],
+        created_at=float(f["created_at"]),
+        updated_at=float(f["updated_at"]),
+        answers=f["answers"] or None,
+        acked_at=float(f["acked_at"]) if f["acked_at"] else None,
+    )
+
+
+class RedisOutbox:
+    """``OutgoingMessages`` on the event store's Redis connection and key prefix."""
+
+    def __init__(self, store: RedisStore) -> None:
+        self._store = store
+        self._scripts: dict[str, AsyncScript] = {}
+
+    async def open(self) -> RedisOutbox:
+        async def register(client: Redis) -> dict[str, AsyncScript]:
+            return {name: client.register_script(text) for name, text in SCRIPTS.items()}
+
+        self._scripts = await self._store._run(register, retry=True)
+        return self
+
+    async def _script(self, name: str, args: Sequence[str | int], *, retry: bool) -> Any:
+        script, prefix = self._scripts[name], self._store.prefix
+        return await self._store._run(lambda c: script(args=[prefix, *args], client=c), retry=retry)
+
+    async def _fetch(self, index: str, low: str, high: str = "+inf", limit: int = -1) -> Any:
+        rows = await self._script("FETCH", [index, low, high, limit], retry=True)
+        return [_record(row) for row in rows]
+
+    async def add(self, message: NewMessage) -> OutgoingMessage:
+        return (await self._add(message, claim=False))[0]
+
+    async def add_claimed(self, message: NewMessage) -> tuple[OutgoingMessage, bool]:
+        return await self._add(message, claim=True)
+
+    async def _add(self, message: NewMessage, *, claim: bool) -> tuple[OutgoingMessage, bool]:
+        m = message
+        args: list[str | int] = [m.key, m.session, m.channel, m.text, m.answers or "",
+                repr(time.time()),
+                int(claim)]  # fmt: skip
+        # Safe to repeat: a second run finds the key and returns the first record
+        # (a claim it made is then reported as not ours: it stays for the restart
+        # check, never sent twice).
+        now = float(args[5])
+        created, found = await self._script("ADD", args, retry=True)
+        if created != 1:
+            return _record(found), False
+        # Built here rather than read back: parsing a whole hash costs more than the write.
+        state = DeliveryState.SENDING if claim else DeliveryState.PENDING
+        return OutgoingMessage(
+            int(found), m.session, m.channel, m.text, m.key, state, int(claim), "", now, now,
+            m.answers,
+        ), True  # fmt: skip
+
+    async def get(self, message_id: int) -> OutgoingMessage | None:
+        key = f"{self._store.prefix}outbox:msg:{message_id}"
+        flat = await self._store._run(lambda c: c.hgetall(key), retry=True)
+        return _record([x for pair in flat.items() for x in pair]) if flat else None
+
+    async def pending(self, limit: int = 100) -> list[OutgoingMessage]:
+        result: list[OutgoingMessage] = await self._fetch(
+            "outbox:state:pending", "-inf", limit=limit
+        )
+        return result
+
+    async def move(
+        self, message_id: int, old: DeliveryState, new: DeliveryState, *, error: str = ""
+    ) -> OutgoingMessage | None:
+        check_move(old, new)
+        attempt = 1 if new is DeliveryState.SENDING else 0
+        args = [message_id, old.value, new.value, attempt, error[:1000], repr(time.time())]
+        # Not repeated on a dropped connection: a compare-and-set that did happen
+        # would then report "lost the race".
+        moved = await self._script("MOVE", args, retry=False)
+        return _record(moved) if moved else None
+
+    async def mark_interrupted(self) -> list[OutgoingMessage]:
+        left: list[OutgoingMessage] = await self._fetch("outbox:state:sending", "-inf")
+        moved = [
+            await self.move(m.id, m.state, DeliveryState.UNKNOWN, error=STOPPED_MID_SEND)
+            for m in left
+        ]
+        return [m for m in moved if m is not None]
+
+    async def unread(self, session: str, channel: str | None = None) -> list[OutgoingMessage]:
+        found: list[OutgoingMessage] = await self._fetch(f"outbox:unread:{session}", "-inf")
+        return [m for m in found if channel is None or m.channel == channel]
+
+    async def acknowledge(
+        self, session: str, *, up_to: int | None = None, ids: tuple[int, ...] = ()
+    ) -> int:
+        limit = -1 if up_to is None else up_to
+        args: list[str | int] = [session, limit, repr(time.time()), *ids]
+        return int(await self._script("ACK", args, retry=True))
+
+    async def history(
+        self, session: str, *, after: int = 0, limit: int = 200
+    ) -> list[OutgoingMessage]:
+        found: list[OutgoingMessage] = await self._fetch(
+            f"outbox:session:{session}", f"({after}", limit=limit
+        )
+        return found

@@ -1,0 +1,95 @@
+"""What the agent calls to say something: pick the target, store the record, deliver it."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+
+from wakeful.daemon.outbox.deliverer import Deliverer
+from wakeful.daemon.outbox.port import OutgoingMessages
+from wakeful.daemon.outbox.record import NewMessage, OutgoingMessage
+from wakeful.daemon.outbox.states import DeliveryState
+from wakeful.daemon.outbox.targets import channel_name, resolve_target
+from wakeful.events import Event
+
+# How long reply_to_user waits to learn what became of its message.
+REPORT_WAIT_S = 5.0
+
+
+class Outbox:
+    """The outgoing-message port plus its deliverer, as the agent and the API use it."""
+
+    def __init__(
+        self,
+        messages: OutgoingMessages,
+        deliverer: Deliverer,
+        session_defaults: Mapping[str, str] | None = None,
+    ) -> None:
+        self.messages = messages
+        self.deliverer = deliverer
+        self._session_defaults = dict(session_defaults or {})
+        self._last_active: dict[str, str] = {}  # session → the user's last chat channel
+
+    def note_event(self, event: Event) -> None:
+        """Remember where the owner last wrote from (a reply's fallback target)."""
+        if event.kind.startswith("user.") and (name := channel_name(event.channel)):
+            self._last_active[event.session] = name
+
+    def target(self, session: str, answering: Event | None) -> str:
+        return resolve_target(
+            answering,
+            session=session,
+            known=self.deliverer.channels.keys(),
+            session_defaults=self._session_defaults,
+            last_active=self._last_active,
+        )
+
+    async def send(
+        self, session: str, text: str, *, key: str, answering: Event | None = None
+    ) -> OutgoingMessage:
+        """Store the message (once per key), then deliver it in this task: a reply
+        reaches the channel before the caller goes on (the run's "idle" comes after
+        its replies). Retries and leftovers of a restart are the deliverer task's."""
+        message = NewMessage(
+            session, self.target(session, answering), text, key, answering.id if answering else None
+        )
+        return await self.deliverer.deliver_new(message)
+
+    async def send_and_report(
+        self, session: str, text: str, *, key: str, answering: Event | None = None
+    ) -> str:
+        """Send, wait briefly for the attempt, and say truthfully what happened."""
+        record = await self.send(session, text, key=key, answering=answering)
+        settled = await self.deliverer.settled(record.id, REPORT_WAIT_S) or record
+        return self.describe(settled)
+
+    def describe(self, message: OutgoingMessage) -> str:
+        receipt = self.deliverer.receipts.get(message.id)
+        where, why = message.channel, message.last_error
+        match message.state:
+            case DeliveryState.SENT:
+                return receipt.detail if receipt else f"already delivered to {where}"
+            case DeliveryState.PENDING | DeliveryState.SENDING:
+                later = f" ({why})" if why else ""
+                return f"queued for {where}; not delivered yet{later}; it will be retried"
+            case DeliveryState.FAILED:
+                return f"NOT delivered to {where}: {why}"
+            case DeliveryState.UNKNOWN:
+                return f"delivery to {where} is UNKNOWN ({why}); it will not be resent"
+
+    def for_session(self, session: str, answering: Callable[[], Event | None]) -> SessionOutbox:
+        return SessionOutbox(self, session, answering)
+
+
+class SessionOutbox:
+    """A tool's view (``ToolContext.outbox``): messages of one session, replying
+    to whatever event that session is handling now."""
+
+    def __init__(self, outbox: Outbox, session: str, answering: Callable[[], Event | None]):
+        self._outbox = outbox
+        self._session = session
+        self._answering = answering
+
+    async def send(self, text: str, *, key: str) -> str:
+        return await self._outbox.send_and_report(
+            self._session, text, key=key, answering=self._answering()
+        )
