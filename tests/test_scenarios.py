@@ -31,10 +31,14 @@ async def test_cancel_stops_model_and_tool(tmp_path: Path, model_server: FakeMod
             pgid = await anyio.to_thread.run_sync(processes.wait_for_pgid, marker)
             await h.send("cancel")
             await feed.wait_for(lambda i: i.get("text") == "Stopped, as you asked.")
-            if not [m for m in await h.trajectory() if _is_late_result(m)]:
-                # The killed tool's result came after the cancel's batch was taken:
-                # it gets a turn of its own. (Otherwise both were in one batch.)
-                await feed.wait_for(lambda i: i.get("text") == "Noted: the job was cancelled.")
+            # The killed tool's result came in the cancel's batch, or after it and
+            # then gets a turn of its own: either way, wait until it is answered.
+            while True:
+                seen = len(feed.items)
+                messages = await h.trajectory()
+                if any(map(_is_late_result, messages)) and messages[-1]["role"] == "assistant":
+                    break
+                await feed.wait_for_more_than(seen)
         assert processes.group_members(pgid) == []
         messages = await h.trajectory()
     roles = [m["role"] for m in messages]
