@@ -141,6 +141,16 @@ PLACEHOLDERS = Counter(
     "wakeful_placeholders_total", "Placeholder tool results written, by session."
 )
 TOOL_CALLS = Counter("wakeful_tool_calls_total", "Tool calls finished, by tool and outcome.")
+SESSION_CRASHES = Counter(
+    "wakeful_session_crashes_total", "Session loops that raised and were restarted, by error."
+)
+EVENTS_QUARANTINED = Counter(
+    "wakeful_events_quarantined_total", "Events moved out of the queue for crashing their session."
+)
+BACKGROUND_FAILURES = Counter(
+    "wakeful_background_failures_total",
+    "Routing steps that raised (classify, parallel answer); the event went back to the queue.",
+)
 
 COUNTERS: tuple[Family, ...] = (
     EVENTS_ACCEPTED,
@@ -152,6 +162,9 @@ COUNTERS: tuple[Family, ...] = (
     INTERRUPTS,
     PLACEHOLDERS,
     TOOL_CALLS,
+    SESSION_CRASHES,
+    EVENTS_QUARANTINED,
+    BACKGROUND_FAILURES,
 )
 
 

@@ -29,7 +29,7 @@ from wakeful.daemon.loop.limits import LoopLimits, Run
 from wakeful.daemon.loop.status_bar import render_status_bar
 from wakeful.daemon.loop.task_views import CombinedTaskView, SessionTaskViews
 from wakeful.daemon.loop.tool_tasks import Claim, ToolExecutor, ToolTask, ToolTaskManager
-from wakeful.daemon.store.base import ConsumeConflict, ModelCallRecord, Store
+from wakeful.daemon.store.base import ConsumeConflict, ModelCallRecord, Store, StoredEvent
 from wakeful.daemon.trajectory.rules import (
     InterruptedCall,
     TrajectoryWriter,
@@ -44,6 +44,16 @@ log = structlog.get_logger(__name__)
 
 # How far back a restart looks for placeholders whose promised result never came.
 LATE_PROMISE_LOOKBACK = 500
+
+
+class BatchGate(Protocol):
+    """The supervisor's view of a run: what it takes, consumes and gets answered."""
+
+    async def admit(self, batch: list[StoredEvent]) -> list[StoredEvent]: ...
+
+    def consumed(self) -> None: ...
+
+    def answered(self) -> None: ...
 
 
 class ToolCatalog(ToolExecutor, Protocol):
@@ -92,6 +102,8 @@ class SessionLoop:
         self.forced_stop = False  # the stop could not wait for a safe point
         self._idle = anyio.Event()
         self._idle.set()
+        self.gate: BatchGate | None = None  # set by the session's supervisor
+        self.runs_finished = 0
 
     # -- signals from the dispatcher --------------------------------------------
 
@@ -150,6 +162,7 @@ class SessionLoop:
             with bound_contextvars(run_id=run.run_id):
                 while await self._cycle(run):
                     pass
+            self.runs_finished += 1
         finally:
             unbind_contextvars("event_id", "batch_size")
             self.busy = False
@@ -162,12 +175,16 @@ class SessionLoop:
             return False  # a safe point: what is recorded is whole; the rest waits
         self._interrupt = None  # anything asked before this point is in the batch below
         batch = await self.deps.store.pending(self.session)
+        if batch and self.gate is not None:
+            batch = await self.gate.admit(batch)  # counts the attempt; drops poison
         if batch:
             try:
                 await self.writer.append_queued_batch(batch)
             except ConsumeConflict as exc:
                 log.warning("batch changed under us; taking it again", detail=str(exc))
                 return True
+            if self.gate is not None:
+                self.gate.consumed()
             # The rest of the run handles these events: its log lines name them
             # (event_id: the newest, which woke the loop last). Unbound in _run_until_idle.
             bind_contextvars(event_id=batch[-1].event.id, batch_size=len(batch))
@@ -181,6 +198,8 @@ class SessionLoop:
         if response is None:
             return True  # interrupted or failed: back to the safe point
         await self.writer.record_assistant_message(response)
+        if self.gate is not None:
+            self.gate.answered()
         if response.content:
             self._publish({"type": "reply", "text": response.content, "final": True})
         if response.tool_calls:
@@ -275,6 +294,11 @@ class SessionLoop:
                 async with anyio.create_task_group() as group:
                     for task in started:
                         group.start_soon(self._record_when_done, task)
+        except Exception:
+            # The run failed (its supervisor restarts it): the calls still running
+            # are stopped, and their placeholders say so rather than "shutdown".
+            self._interrupt = self._interrupt or Interrupt("the session's run failed", True)
+            raise
         finally:
             # Shutdown or interrupt: whatever is unfinished is closed here (rule 3).
             with anyio.CancelScope(shield=True):
@@ -373,6 +397,9 @@ class SessionLoop:
         if not self.waiting_for_model_config:
             self.waiting_for_model_config = True
             log.warning("events are stored and waiting", reason=HOW_TO_CONFIGURE)
+
+    def publish_alert(self, text: str) -> None:
+        self._publish({"type": "alert", "text": text})
 
     def _publish(self, item: dict[str, Any]) -> None:
         self.deps.feed.publish(self.session, item)

@@ -26,15 +26,17 @@ from wakeful.daemon.store.base import (
     Message,
     ModelCallRecord,
     QueueDepth,
+    StoreCorrupt,
     StoredEvent,
     StoreUnavailable,
 )
 from wakeful.daemon.store.group_commit import GroupCommit
+from wakeful.daemon.store.health import StoreHealth
 from wakeful.events import Event
 
 T = TypeVar("T")
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS events (
     seq INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -47,7 +49,9 @@ CREATE TABLE IF NOT EXISTS events (
     reason TEXT,
     parallel_answer TEXT,
     accepted_at REAL NOT NULL,
-    consumed_at REAL
+    consumed_at REAL,
+    attempts INTEGER NOT NULL DEFAULT 0,
+    failure TEXT
 );
 CREATE INDEX IF NOT EXISTS events_by_session_status ON events(session, status, seq);
 CREATE TABLE IF NOT EXISTS messages (
@@ -72,9 +76,22 @@ CREATE TABLE IF NOT EXISTS model_calls (
     created_at REAL NOT NULL
 );
 CREATE INDEX IF NOT EXISTS model_calls_by_session ON model_calls(session, seq);
+CREATE TABLE IF NOT EXISTS write_probe (filler BLOB);
 """
+# Columns added after version 1, for files written by an older daemon.
+ADDED_EVENT_COLUMNS = {
+    "attempts": "attempts INTEGER NOT NULL DEFAULT 0",
+    "failure": "failure TEXT",
+}
+# The probe's row needs fresh pages, as a new event would: a full disk refuses it.
+PROBE_BYTES = 16384
 
-EVENT_COLUMNS = "seq, body, status, strategy, reason, parallel_answer, accepted_at"
+EVENT_COLUMNS = (
+    "seq, body, status, strategy, reason, parallel_answer, accepted_at, attempts, failure"
+)
+# Errors that mean the store cannot serve now (full, I/O, corrupt page, locked);
+# others (IntegrityError, ProgrammingError) are our bugs and stay what they are.
+STORE_ERRORS = (sqlite3.OperationalError,)
 
 
 @dataclass
@@ -110,6 +127,7 @@ class SqliteStore:
 
     def __init__(self, path: Path, *, synchronous: Literal["full", "normal"] = "full") -> None:
         self.path = path
+        self.health = StoreHealth(f"SQLite file {path}")
         self._synchronous = synchronous
         self._conn: sqlite3.Connection | None = None
         self._limiter = anyio.CapacityLimiter(1)
@@ -122,11 +140,22 @@ class SqliteStore:
     def _open_sync(self) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         conn = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
-        conn.execute("PRAGMA journal_mode=WAL")
-        conn.execute(f"PRAGMA synchronous={self._synchronous.upper()}")
-        conn.execute("PRAGMA busy_timeout=5000")
-        conn.executescript(SCHEMA)
-        conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+        try:
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute(f"PRAGMA synchronous={self._synchronous.upper()}")
+            conn.execute("PRAGMA busy_timeout=5000")
+            _check_integrity(conn, self.path)
+            conn.executescript(SCHEMA)
+            _add_missing_columns(conn)
+            conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+        except sqlite3.DatabaseError as exc:
+            conn.close()
+            if isinstance(exc, sqlite3.OperationalError) and not _is_corruption(exc):
+                raise StoreUnavailable(f"cannot open the event store {self.path}: {exc}") from None
+            raise _corrupt(self.path, str(exc)) from None
+        except BaseException:
+            conn.close()
+            raise
         self._conn = conn
 
     async def aclose(self) -> None:
@@ -142,7 +171,10 @@ class SqliteStore:
         def call() -> T:
             try:
                 return fn(conn)
-            except sqlite3.OperationalError as exc:
+            except sqlite3.DatabaseError as exc:
+                if not isinstance(exc, STORE_ERRORS) and type(exc) is not sqlite3.DatabaseError:
+                    raise  # IntegrityError and the like: a bug, not the disk
+                self.health.failed(str(exc))
                 raise StoreUnavailable(f"the event store cannot write: {exc}") from exc
 
         return await anyio.to_thread.run_sync(call, limiter=self._limiter)
@@ -158,7 +190,16 @@ class SqliteStore:
             conn.execute("COMMIT")
             return result
 
-        return await self._run(txn)
+        result = await self._run(txn)
+        self.health.wrote()
+        return result
+
+    async def probe_write(self) -> None:
+        def txn(conn: sqlite3.Connection) -> None:
+            conn.execute("INSERT INTO write_probe VALUES (zeroblob(?))", (PROBE_BYTES,))
+            conn.execute("DELETE FROM write_probe")
+
+        await self._transaction(txn)
 
     # -- events ---------------------------------------------------------------
 
@@ -182,7 +223,7 @@ class SqliteStore:
         await self._transaction(
             lambda conn: conn.execute(
                 "UPDATE events SET status = ?, strategy = ?, reason = ?"
-                " WHERE id = ? AND status != 'consumed'",
+                " WHERE id = ? AND status NOT IN ('consumed', 'quarantined')",
                 (status.value, strategy, reason, event_id),
             )
         )
@@ -212,6 +253,7 @@ class SqliteStore:
         event_ids: list[str],
         messages: list[Message],
         meta: dict[str, Any] | None = None,
+        fencing: int | None = None,
     ) -> None:
         now = time.time()
 
@@ -232,7 +274,11 @@ class SqliteStore:
         await self._transaction(txn)
 
     async def append_messages(
-        self, session: str, messages: list[Message], meta: dict[str, Any] | None = None
+        self,
+        session: str,
+        messages: list[Message],
+        meta: dict[str, Any] | None = None,
+        fencing: int | None = None,
     ) -> None:
         now = time.time()
         await self._transaction(lambda conn: _insert_messages(conn, session, messages, meta, now))
@@ -281,10 +327,66 @@ class SqliteStore:
         rows = await self._run(
             lambda conn: conn.execute(
                 "SELECT session, COUNT(*), MIN(accepted_at) FROM events"
-                " WHERE status != 'consumed' GROUP BY session"
+                " WHERE status NOT IN ('consumed', 'quarantined') GROUP BY session"
             ).fetchall()
         )
         return [QueueDepth(session, count, oldest) for session, count, oldest in rows]
+
+    # -- crash counting and quarantine ---------------------------------------
+
+    async def note_attempt(self, event_ids: list[str]) -> dict[str, int]:
+        def txn(conn: sqlite3.Connection) -> dict[str, int]:
+            marks = ",".join("?" * len(event_ids))
+            rows = conn.execute(
+                f"SELECT id, attempts FROM events WHERE id IN ({marks})", event_ids
+            ).fetchall()
+            conn.execute(
+                f"UPDATE events SET attempts = attempts + 1 WHERE id IN ({marks})", event_ids
+            )
+            return {event_id: attempts for event_id, attempts in rows}
+
+        return await self._transaction(txn) if event_ids else {}
+
+    async def quarantine(self, event_ids: list[str], failure: str) -> list[str]:
+        def txn(conn: sqlite3.Connection) -> list[str]:
+            marks = ",".join("?" * len(event_ids))
+            rows = conn.execute(
+                f"SELECT id FROM events WHERE id IN ({marks})"
+                " AND status IN ('pending', 'consumed') ORDER BY seq",
+                event_ids,
+            ).fetchall()
+            moved = [event_id for (event_id,) in rows]
+            conn.executemany(
+                "UPDATE events SET status = 'quarantined', failure = ? WHERE id = ?",
+                [(failure, event_id) for event_id in moved],
+            )
+            return moved
+
+        return await self._transaction(txn) if event_ids else []
+
+    async def retry(self, event_id: str) -> StoredEvent | None:
+        def txn(conn: sqlite3.Connection) -> StoredEvent | None:
+            cursor = conn.execute(
+                "UPDATE events SET status = 'pending', attempts = 0"
+                " WHERE id = ? AND status = 'quarantined'",
+                (event_id,),
+            )
+            if cursor.rowcount != 1:
+                return None
+            row = conn.execute(
+                f"SELECT {EVENT_COLUMNS} FROM events WHERE id = ?", (event_id,)
+            ).fetchone()
+            return StoredEvent.from_row(row)
+
+        return await self._transaction(txn)
+
+    async def quarantined(self) -> list[StoredEvent]:
+        rows = await self._run(
+            lambda conn: conn.execute(
+                f"SELECT {EVENT_COLUMNS} FROM events WHERE status = 'quarantined' ORDER BY seq"
+            ).fetchall()
+        )
+        return [StoredEvent.from_row(row) for row in rows]
 
     # -- model calls ----------------------------------------------------------
 
@@ -333,4 +435,33 @@ def _insert_messages(
     conn.executemany(
         "INSERT INTO messages (session, body, meta, created_at) VALUES (?, ?, ?, ?)",
         [(session, json.dumps(m, ensure_ascii=False), meta_json, now) for m in messages],
+    )
+
+
+def _check_integrity(conn: sqlite3.Connection, path: Path) -> None:
+    """``PRAGMA quick_check`` (a few ms per MB): a corrupt page found now is one
+    clear message at start, not a 500 on every later message."""
+    problems = [row[0] for row in conn.execute("PRAGMA quick_check(5)").fetchall()]
+    if problems != ["ok"]:
+        raise _corrupt(path, "; ".join(str(p) for p in problems))
+
+
+def _add_missing_columns(conn: sqlite3.Connection) -> None:
+    present = {row[1] for row in conn.execute("PRAGMA table_info(events)").fetchall()}
+    for name, definition in ADDED_EVENT_COLUMNS.items():
+        if name not in present:
+            conn.execute(f"ALTER TABLE events ADD COLUMN {definition}")
+
+
+def _is_corruption(exc: sqlite3.DatabaseError) -> bool:
+    text = str(exc).lower()
+    return "malformed" in text or "not a database" in text or "corrupt" in text
+
+
+def _corrupt(path: Path, detail: str) -> StoreCorrupt:
+    return StoreCorrupt(
+        f"the event store {path} is corrupt ({detail[:200]}); stop wakeful, then restore"
+        f" {path} from a backup, or salvage it with `sqlite3 {path} .recover | sqlite3"
+        f" {path}.recovered` and move the recovered file into its place, or move {path}"
+        " aside to start with an empty store"
     )
