@@ -16,7 +16,9 @@ Which events crashed it (:class:`PoisonGate`):
   pending, and will be taken again. Each take counts one attempt *before*
   the run starts (arq's habit), so a crash that takes the whole process down
   counts too; an event taken once more after ``max_event_crashes`` failed
-  takes is quarantined instead of run.
+  takes is quarantined instead of run. After a batch of several crashed, the
+  events are taken one at a time until one is answered, so the innocent
+  ones in it are not counted with the poison one.
 - *after* they were consumed (the model call or what follows crashed before
   the model answered them): the restarted loop owes them a reply and calls
   the model again. Each such retry counts one attempt for them; past the
@@ -90,9 +92,12 @@ class PoisonGate:
         self.taken: list[StoredEvent] = []  # admitted, not yet consumed
         self.carried: list[StoredEvent] = []  # consumed, not yet answered by the model
         self.last_failure = "the session crashed while handling it"
+        self.one_at_a_time = False
 
     async def admit(self, batch: list[StoredEvent]) -> list[StoredEvent]:
-        """The part of a fresh batch that may run; the rest is quarantined."""
+        """The part of a fresh batch that may run now; poison is quarantined instead."""
+        if self.one_at_a_time:
+            batch = batch[:1]  # the rest stays pending, uncounted, for the next safe point
         before = await self.queue.note_attempt([s.event.id for s in batch])
         poisoned = [s for s in batch if before.get(s.event.id, 0) >= self.max_crashes]
         if poisoned:
@@ -106,9 +111,14 @@ class PoisonGate:
 
     def answered(self) -> None:
         self.taken, self.carried = [], []
+        self.one_at_a_time = False
 
     async def before_restart(self) -> list[StoredEvent]:
         """Count the retry of events the crashed run consumed; the ones quarantined."""
+        if len(self.taken) > 1:
+            # Several events crashed before they were consumed: take them one at a
+            # time until the model answers one, so only the poison one counts up.
+            self.one_at_a_time = True
         self.taken = []
         if not self.carried:
             return []

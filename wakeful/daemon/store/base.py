@@ -54,7 +54,7 @@ class StoredEvent:
     reason: str | None = None
     parallel_answer: str | None = None
     accepted_at: float = 0.0
-    attempts: int = 0  # runs that took this event and crashed (counted before each run)
+    attempts: int = 0  # runs that took this event, counted before each one starts
     failure: str | None = None  # why it was quarantined
 
     @classmethod
