@@ -17,7 +17,14 @@ from typing import Any
 import anyio
 import pytest
 
-from tests.daemon_harness import Harness, daemon_settings, harness, last_user_text, watch_feed
+from tests.daemon_harness import (
+    FeedWatcher,
+    Harness,
+    daemon_settings,
+    harness,
+    last_user_text,
+    watch_feed,
+)
 from tests.fakes.model_server import FakeModelServer, Reply, ToolCallSpec
 from tests.trajectory_validator import validate_openai
 from wakeful.daemon import metrics
@@ -33,11 +40,17 @@ async def event_status(h: Harness, event_id: str) -> dict[str, Any]:
     return next(e for e in response.json()["events"] if e["id"] == event_id)
 
 
-async def wait_until(check: Callable[[], Awaitable[bool]], timeout_s: float = 20.0) -> None:
-    """Poll a condition the daemon exposes only through its API (no event to await)."""
+async def wait_until(
+    feed: FeedWatcher, check: Callable[[], Awaitable[bool]], timeout_s: float = 20.0
+) -> None:
+    """Until ``check`` (read through the API) holds, re-checked whenever the session's
+    feed moves: every step that changes what it reads also publishes there."""
     with anyio.fail_after(timeout_s):
-        while not await check():
-            await anyio.sleep(0.05)
+        while True:
+            seen = len(feed.items)
+            if await check():
+                return
+            await feed.wait_for_more_than(seen, timeout_s)
 
 
 def answered(h: Harness, text: str) -> Callable[[], Awaitable[bool]]:
@@ -78,15 +91,17 @@ async def test_model_crash_quarantines_the_event_and_the_session_goes_on(
     which retries; after 3 crashed runs the event is quarantined, the turn closed, the
     session alerted, and the next message answered. Retry puts it back."""
     crashes_before = sum(metrics.SESSION_CRASHES.values.values())
-    async with harness(daemon_settings(tmp_path, model_server.base_url)) as h:
+    async with (
+        harness(daemon_settings(tmp_path, model_server.base_url)) as h,
+        watch_feed(h) as feed,
+    ):
         switch = poison_provider(h, monkeypatch, "POISON", RuntimeError("provider bug"))
-        async with watch_feed(h) as feed:
-            poison = await h.send("POISON pill")
-            await wait_until(
-                lambda: _has_status(h, poison, EventStatus.QUARANTINED.value), timeout_s=30
-            )
-            alerts = [i for i in feed.items if i.get("type") == "alert"]
-            assert sum("restarting it" in a["text"] for a in alerts) == 3
+        poison = await h.send("POISON pill")
+        await wait_until(
+            feed, lambda: _has_status(h, poison, EventStatus.QUARANTINED.value), timeout_s=30
+        )
+        alerts = [i for i in feed.items if i.get("type") == "alert"]
+        assert sum("restarting it" in a["text"] for a in alerts) == 3
         assert sum(metrics.SESSION_CRASHES.values.values()) - crashes_before == 3
         entry = await event_status(h, poison)
         assert entry["attempts"] >= 3 and "RuntimeError: provider bug" in entry["failure"]
@@ -94,17 +109,17 @@ async def test_model_crash_quarantines_the_event_and_the_session_goes_on(
         status = (await h.client.get("/api/status")).json()
         assert [q["id"] for q in status["quarantined"]] == [poison]
         # Reported to the session as a deduplicated system.alert, which it then handles.
-        await wait_until(answered(h, f"event {poison}"))
+        await wait_until(feed, answered(h, f"event {poison}"))
         assert (await event_status(h, f"alert:quarantine:{poison}"))["kind"] == "system.alert"
         await h.send("hello after the poison")
-        await wait_until(answered(h, "hello after the poison"))
+        await wait_until(feed, answered(h, "hello after the poison"))
         validate_openai(await h.trajectory())
         # `wakeful events retry` (its HTTP endpoint): back in the queue, answered now.
         switch["on"] = False
         retried = await h.client.post(f"/api/events/{poison}/retry")
         assert retried.status_code == 200, retried.text
-        await wait_until(lambda: _has_status(h, poison, EventStatus.CONSUMED.value))
-        await wait_until(answered(h, "POISON pill"))
+        await wait_until(feed, lambda: _has_status(h, poison, EventStatus.CONSUMED.value))
+        await wait_until(feed, answered(h, "POISON pill"))
         again = await h.client.post(f"/api/events/{poison}/retry")
         assert again.status_code == 404 and "not quarantined" in again.json()["error"]
         assert (await h.client.get("/healthz")).status_code == 200
@@ -121,7 +136,10 @@ async def test_crash_before_consume_quarantines_only_the_poison_event(
     """The store raises on consume for one event (before anything is written): it stays
     pending and is retried, counted before each run; after 3 crashes it is quarantined.
     An event queued behind it in the same batch is answered and not quarantined."""
-    async with harness(daemon_settings(tmp_path, model_server.base_url)) as h:
+    async with (
+        harness(daemon_settings(tmp_path, model_server.base_url)) as h,
+        watch_feed(h) as feed,
+    ):
         store = h.daemon.store
         original = store.consume
         poison_ids: set[str] = set()
@@ -137,9 +155,9 @@ async def test_crash_before_consume_quarantines_only_the_poison_event(
         poison_ids.add(await h.send("poison"))
         other = await h.send("an innocent message")
         (poison,) = poison_ids
-        await wait_until(lambda: _has_status(h, poison, "quarantined"), timeout_s=30)
-        await wait_until(lambda: _has_status(h, other, "consumed"))
-        await wait_until(answered(h, "an innocent message"))
+        await wait_until(feed, lambda: _has_status(h, poison, "quarantined"), timeout_s=30)
+        await wait_until(feed, lambda: _has_status(h, other, "consumed"))
+        await wait_until(feed, answered(h, "an innocent message"))
         assert (await event_status(h, other))["attempts"] == 2  # the crashed batch, then alone
         assert (await event_status(h, poison))["attempts"] == 4  # 3 crashed takes + the last
         shown = [m["content"] for m in await h.trajectory() if m["role"] == "user"]
@@ -152,7 +170,10 @@ async def test_a_raising_tool_executor_is_a_failed_run_with_an_honest_placeholde
 ) -> None:
     """A tool task that raises (past the registry's own guard) ends the run; the loop
     restarts, the call gets a placeholder, and the model is asked again."""
-    async with harness(daemon_settings(tmp_path, model_server.base_url)) as h:
+    async with (
+        harness(daemon_settings(tmp_path, model_server.base_url)) as h,
+        watch_feed(h) as feed,
+    ):
         tools = h.running.services.tools
         original = tools.execute
 
@@ -167,7 +188,7 @@ async def test_a_raising_tool_executor_is_a_failed_run_with_an_honest_placeholde
             Reply(text="recovered after the crash"),
         )
         await h.send("check the task")
-        await wait_until(answered(h, "check the task"))
+        await wait_until(feed, answered(h, "check the task"))
         messages = await h.trajectory()
         results = [m for m in messages if m.get("tool_call_id") == "call_boom"]
         assert len(results) == 1
@@ -183,7 +204,10 @@ async def test_store_failing_on_pending_and_append_keeps_the_daemon_up(
     """``pending`` raises (the store cannot read): the session restarts with backoff
     and no event is blamed; ``append`` raises StoreUnavailable: 503 + Retry-After.
     Once the store works again every acknowledged event is answered."""
-    async with harness(daemon_settings(tmp_path, model_server.base_url)) as h:
+    async with (
+        harness(daemon_settings(tmp_path, model_server.base_url)) as h,
+        watch_feed(h) as feed,
+    ):
         store = h.daemon.store
         pending, append = store.pending, store.append
         broken = {"pending": 3, "append": True}
@@ -201,14 +225,14 @@ async def test_store_failing_on_pending_and_append_keeps_the_daemon_up(
 
         monkeypatch.setattr(store, "pending", failing_pending)
         first = await h.send("stored before the fault")
-        await wait_until(lambda: _has_status(h, first, "consumed"))
+        await wait_until(feed, lambda: _has_status(h, first, "consumed"))
         monkeypatch.setattr(store, "append", failing_append)
         refused = await h.client.post("/api/messages", json={"text": "refused"})
         assert refused.status_code == 503 and refused.headers["retry-after"] == "5"
         broken["append"] = False
         await h.send("after the fault")
-        await wait_until(answered(h, "after the fault"))
-        await wait_until(answered(h, "stored before the fault"))
+        await wait_until(feed, answered(h, "after the fault"))
+        await wait_until(feed, answered(h, "stored before the fault"))
         assert (await event_status(h, first))["attempts"] == 1
         assert (await h.client.get("/api/status")).json()["quarantined"] == []
 
@@ -231,7 +255,7 @@ async def test_undecodable_model_replies_are_failed_calls_not_crashes(
         assert len(failures) == 2 and all("cannot be decoded" in f for f in failures)
         assert (await event_status(h, first))["status"] == "consumed"
         await h.send("second question")
-        await wait_until(answered(h, "second question"))
+        await wait_until(feed, answered(h, "second question"))
         assert "first question" in str(await h.trajectory())
     assert sum(metrics.SESSION_CRASHES.values.values()) == crashes_before
 
@@ -252,7 +276,7 @@ async def test_a_hanging_model_endpoint_times_out_as_a_failed_call(
         await h.send("will hang")
         await feed.wait_for(lambda i: "run stopped" in str(i.get("text")), timeout_s=15)
         await h.send("next one")
-        await wait_until(answered(h, "next one"))
+        await wait_until(feed, answered(h, "next one"))
         assert (await h.client.get("/readyz")).status_code == 200
 
 
@@ -261,7 +285,10 @@ async def test_a_raising_classifier_requeues_the_event(
 ) -> None:
     """The dispatcher's background steps run in the daemon's task group: a classifier
     or side session that raises is counted and its event queued, not lost."""
-    async with harness(daemon_settings(tmp_path, model_server.base_url)) as h:
+    async with (
+        harness(daemon_settings(tmp_path, model_server.base_url)) as h,
+        watch_feed(h) as feed,
+    ):
         router = h.daemon.dispatcher._router
         monkeypatch.setattr(router, "decide_fast", lambda event, busy: None)
 
@@ -273,7 +300,7 @@ async def test_a_raising_classifier_requeues_the_event(
         monkeypatch.setattr(router, "decide", decide)
         failed = metrics.BACKGROUND_FAILURES.value(step="classify")
         event_id = await h.send("needs a classifier")
-        await wait_until(answered(h, "needs a classifier"))
+        await wait_until(feed, answered(h, "needs a classifier"))
         assert metrics.BACKGROUND_FAILURES.value(step="classify") == failed + 1
         entry = await event_status(h, event_id)
         assert entry["status"] == "consumed" and "classify failed" in entry["reason"]
@@ -283,6 +310,6 @@ async def test_a_raising_classifier_requeues_the_event(
 
         monkeypatch.setattr("wakeful.daemon.dispatcher.answer_in_parallel", broken_side_session)
         await h.send("a parallel question")
-        await wait_until(answered(h, "a parallel question"))
+        await wait_until(feed, answered(h, "a parallel question"))
         assert metrics.BACKGROUND_FAILURES.value(step="parallel") >= 1
         assert (await h.client.get("/healthz")).status_code == 200

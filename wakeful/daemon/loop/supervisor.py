@@ -70,7 +70,9 @@ def quarantine_alert(session: str, stored: StoredEvent, failure: str) -> Event:
             "session": session,
             "content": {
                 "text": (
-                    f"The {event.kind} event {event.id} ({event.content.text[:120]!r}) was"
+                    # Not quoting the event: if its content is what crashes the session,
+                    # the alert must not carry it back in.
+                    f"The {event.kind} event {event.id} from {event.channel} was"
                     f" quarantined: {failure}. It will not be handled unless the owner runs"
                     f" `wakeful events retry {event.id}`."
                 ),
