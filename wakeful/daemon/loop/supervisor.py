@@ -33,6 +33,7 @@ a ``system.alert`` (id ``alert:quarantine:<event id>``), and goes back with
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Awaitable, Callable
 
 import anyio
@@ -40,7 +41,12 @@ import structlog
 
 from wakeful.daemon import metrics
 from wakeful.daemon.loop.session_loop import SessionLoop
-from wakeful.daemon.store.base import EventQueue, StoredEvent, TrajectoryStore
+from wakeful.daemon.store.base import (
+    EventQueue,
+    Store,
+    StoredEvent,
+    StoreUnavailable,
+)
 from wakeful.events import Event
 
 log = structlog.get_logger(__name__)
@@ -115,8 +121,19 @@ class PoisonGate:
         self.taken, self.carried = [], []
         self.one_at_a_time = False
 
-    async def before_restart(self) -> list[StoredEvent]:
-        """Count the retry of events the crashed run consumed; the ones quarantined."""
+    async def before_restart(self, store_outage: bool) -> list[StoredEvent]:
+        """Count the retry of events the crashed run consumed; the ones quarantined.
+
+        ``store_outage``: the run failed because the store did (disk full, Redis
+        down), which says nothing about its events: their count is taken back
+        and none is quarantined, however long the outage lasts."""
+        if store_outage:
+            # Taken: the next take counts again, so take this one back. Carried: the
+            # retry is simply not counted (it would be counted here).
+            taken, self.taken = self.taken, []
+            if taken:
+                await self.queue.note_attempt([s.event.id for s in taken], delta=-1)
+            return []
         if len(self.taken) > 1:
             # Several events crashed before they were consumed: take them one at a
             # time until the model answers one, so only the poison one counts up.
@@ -157,14 +174,14 @@ class SessionSupervisor:
         self,
         loop: SessionLoop,
         gate: PoisonGate,
-        trajectory: TrajectoryStore,
+        store: Store,
         *,
         first_backoff_s: float,
         max_backoff_s: float,
     ) -> None:
         self.loop = loop
         self.gate = gate
-        self.trajectory = trajectory
+        self.store = store
         self.first_backoff_s = first_backoff_s
         self.max_backoff_s = max_backoff_s
         self.crashes = 0  # since the loop last finished a run
@@ -180,6 +197,7 @@ class SessionSupervisor:
             self.crashes += 1
             await self._crashed(failure)
             await anyio.sleep(self._backoff_s())
+            await self._probe_store()
 
     async def _run_once(self) -> BaseException:
         """One life of the loop, until it raises; cancellation passes through."""
@@ -210,11 +228,19 @@ class SessionSupervisor:
         )
         self.loop.publish_alert(f"the session's run failed ({error}); restarting it")
         try:
-            poisoned = await self.gate.before_restart()
+            outage = all(isinstance(leaf, StoreUnavailable) for leaf in _leaves(failure))
+            poisoned = await self.gate.before_restart(store_outage=outage)
             if poisoned and not self.gate.carried:
                 await self._close_turn(poisoned)
         except Exception as exc:  # the store is down: the next attempt finds out again
             log.warning("could not settle the crashed run's events", error=str(exc))
+
+    async def _probe_store(self) -> None:
+        """While the store is known bad, each restart checks whether it writes again
+        (the probe marks it good); otherwise this costs nothing."""
+        if not self.store.health.ok:
+            with contextlib.suppress(Exception):
+                await self.store.probe_write()
 
     async def _close_turn(self, poisoned: list[StoredEvent]) -> None:
         """The model never answered these; say so, so the next event starts a fresh turn."""
@@ -224,7 +250,7 @@ class SessionSupervisor:
             f" {self.gate.max_crashes} times, so they were quarantined. Last error:"
             f" {self.gate.last_failure}.)"
         )
-        await self.trajectory.append_messages(
+        await self.store.append_messages(
             self.loop.session,
             [{"role": "assistant", "content": text}],
             meta={"quarantined": [s.event.id for s in poisoned]},

@@ -139,9 +139,10 @@ class EventQueue(Protocol):
         """Every session with events or messages."""
         ...
 
-    async def note_attempt(self, event_ids: list[str]) -> dict[str, int]:
+    async def note_attempt(self, event_ids: list[str], delta: int = 1) -> dict[str, int]:
         """Count one more run of these events *before* it starts (so a crash that
-        takes the process down still counts); the attempts before this one, by id."""
+        takes the process down still counts); the attempts before this one, by id.
+        ``delta=-1`` takes a count back (the run failed because the store did)."""
         ...
 
     async def quarantine(self, event_ids: list[str], failure: str) -> list[str]:

@@ -1,10 +1,13 @@
 """Whether the event store can take writes now: the one object /readyz reads.
 
 The stores report into it from the one place each runs its calls: any
-failure (disk full, I/O error, Redis down) marks it bad, and only a write
-that succeeds marks it good again — a read that works says nothing about
-whether the disk has room. Going bad and recovering are logged once each,
-not once per request.
+failure (disk full, I/O error, Redis down) marks it bad. Only the store's
+``probe_write`` marks it good again — a write that needs fresh room, more
+than a burst of events: on a nearly full disk small writes (an update in
+place) still succeed while appends fail, and letting those count would make
+the health flap. While it is bad, each ``/readyz`` and each restart of a
+crashed session probe once, so it recovers by itself. Going bad and
+recovering are logged once each per outage, not once per request.
 """
 
 from __future__ import annotations

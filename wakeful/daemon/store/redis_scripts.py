@@ -249,14 +249,18 @@ end
 return out
 """
 
-# ARGV: prefix, id... -> the attempts of each id before this one (0 for unknown ids).
+# ARGV: prefix, delta, id... -> the attempts of each id before this change (0 for unknown
+# ids); never below 0.
 NOTE_ATTEMPT = """
 local p = ARGV[1]
+local delta = tonumber(ARGV[2])
 local out = {}
-for i = 2, #ARGV do
+for i = 3, #ARGV do
   local ek = p .. 'ev:' .. ARGV[i]
   if redis.call('EXISTS', ek) == 1 then
-    table.insert(out, redis.call('HINCRBY', ek, 'attempts', 1) - 1)
+    local before = tonumber(redis.call('HGET', ek, 'attempts') or '0')
+    redis.call('HSET', ek, 'attempts', math.max(before + delta, 0))
+    table.insert(out, before)
   else
     table.insert(out, 0)
   end

@@ -73,8 +73,6 @@ DEFAULT_PREFIX = "wakeful:"
 MAX_CONNECTIONS = 32
 MAX_BATCH = 256  # appends per script call: bounds how long one call holds Redis
 FIELD_COUNT = len(lua.EVENT_FIELDS)
-# Scripts whose success shows Redis takes writes again (see StoreHealth).
-WRITES = frozenset({"APPEND", "SET_ROUTE", "CONSUME", "APPEND_MESSAGES", "NOTE_ATTEMPT"})
 
 
 def new_token() -> str:
@@ -236,10 +234,7 @@ class RedisStore:
         script = self._scripts.get(name)
         if script is None:
             raise StoreUnavailable("the event store is closed (the daemon is stopping)")
-        result = await self._run(lambda c: script(args=[self.prefix, *args], client=c), retry=retry)
-        if name in WRITES:
-            self.health.wrote()
-        return result
+        return await self._run(lambda c: script(args=[self.prefix, *args], client=c), retry=retry)
 
     async def probe_write(self) -> None:
         key = f"{self.prefix}write-probe"
@@ -336,10 +331,10 @@ class RedisStore:
 
     # -- crash counting and quarantine ---------------------------------------
 
-    async def note_attempt(self, event_ids: list[str]) -> dict[str, int]:
+    async def note_attempt(self, event_ids: list[str], delta: int = 1) -> dict[str, int]:
         if not event_ids:
             return {}
-        counts = await self._script("NOTE_ATTEMPT", event_ids, retry=False)
+        counts = await self._script("NOTE_ATTEMPT", [delta, *event_ids], retry=False)
         return {event_id: int(n) for event_id, n in zip(event_ids, counts, strict=True)}
 
     async def quarantine(self, event_ids: list[str], failure: str) -> list[str]:
@@ -360,7 +355,6 @@ class RedisStore:
         key = f"{self.prefix}calls:{record.session}"
         row = json.dumps(dataclasses.asdict(record))
         await self._run(lambda c: c.rpush(key, row), retry=False)
-        self.health.wrote()
 
     async def model_calls(self, session: str, limit: int = 100) -> list[ModelCallRecord]:
         if limit == 0:

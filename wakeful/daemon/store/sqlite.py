@@ -83,8 +83,9 @@ ADDED_EVENT_COLUMNS = {
     "attempts": "attempts INTEGER NOT NULL DEFAULT 0",
     "failure": "failure TEXT",
 }
-# The probe's row needs fresh pages, as a new event would: a full disk refuses it.
-PROBE_BYTES = 16384
+# The probe's row needs fresh pages, more than a burst of new events would: a disk
+# with only the room a failed write left behind in the WAL file still refuses it.
+PROBE_BYTES = 256 * 1024
 
 EVENT_COLUMNS = (
     "seq, body, status, strategy, reason, parallel_answer, accepted_at, attempts, failure"
@@ -185,14 +186,15 @@ class SqliteStore:
             try:
                 result = fn(conn)
             except BaseException:
-                conn.execute("ROLLBACK")
+                # SQLite may have rolled back already (SQLITE_FULL, I/O errors do);
+                # a second ROLLBACK would hide the real error behind its own.
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
                 raise
             conn.execute("COMMIT")
             return result
 
-        result = await self._run(txn)
-        self.health.wrote()
-        return result
+        return await self._run(txn)
 
     async def probe_write(self) -> None:
         def txn(conn: sqlite3.Connection) -> None:
@@ -200,6 +202,7 @@ class SqliteStore:
             conn.execute("DELETE FROM write_probe")
 
         await self._transaction(txn)
+        self.health.wrote()
 
     # -- events ---------------------------------------------------------------
 
@@ -334,14 +337,15 @@ class SqliteStore:
 
     # -- crash counting and quarantine ---------------------------------------
 
-    async def note_attempt(self, event_ids: list[str]) -> dict[str, int]:
+    async def note_attempt(self, event_ids: list[str], delta: int = 1) -> dict[str, int]:
         def txn(conn: sqlite3.Connection) -> dict[str, int]:
             marks = ",".join("?" * len(event_ids))
             rows = conn.execute(
                 f"SELECT id, attempts FROM events WHERE id IN ({marks})", event_ids
             ).fetchall()
             conn.execute(
-                f"UPDATE events SET attempts = attempts + 1 WHERE id IN ({marks})", event_ids
+                f"UPDATE events SET attempts = MAX(attempts + ?, 0) WHERE id IN ({marks})",
+                (delta, *event_ids),
             )
             return {event_id: attempts for event_id, attempts in rows}
 
