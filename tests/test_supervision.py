@@ -28,8 +28,10 @@ from tests.daemon_harness import (
 from tests.fakes.model_server import FakeModelServer, Reply, ToolCallSpec
 from tests.trajectory_validator import validate_openai
 from wakeful.daemon import metrics
+from wakeful.daemon.cli import main
 from wakeful.daemon.router import Decision, Strategy
 from wakeful.daemon.store.base import EventStatus, StoreUnavailable
+from wakeful.events import user_message
 from wakeful.llm.base import ModelRequest
 
 pytestmark = pytest.mark.anyio
@@ -313,3 +315,65 @@ async def test_a_raising_classifier_requeues_the_event(
         await wait_until(feed, answered(h, "a parallel question"))
         assert metrics.BACKGROUND_FAILURES.value(step="parallel") >= 1
         assert (await h.client.get("/healthz")).status_code == 200
+
+
+async def test_a_long_store_outage_quarantines_nothing(
+    tmp_path: Path, model_server: FakeModelServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run that fails because the store does (more times than max_event_crashes)
+    blames no event: each attempt is taken back, and the event is answered after."""
+    async with (
+        harness(daemon_settings(tmp_path, model_server.base_url)) as h,
+        watch_feed(h) as feed,
+    ):
+        h.daemon.sessions.get("main")
+        monkeypatch.setattr(h.daemon.sessions.supervisors["main"], "first_backoff_s", 0.02)
+        store = h.daemon.store
+        original = store.consume
+        failures = {"left": 5}
+
+        async def consume(*args: Any, **kw: Any) -> None:
+            if failures["left"] > 0:
+                failures["left"] -= 1
+                raise StoreUnavailable("the event store cannot write: disk I/O error")
+            await original(*args, **kw)
+
+        monkeypatch.setattr(store, "consume", consume)
+        event_id = await h.send("during the outage")
+        await wait_until(feed, answered(h, "during the outage"))
+        entry = await event_status(h, event_id)
+        assert entry["status"] == "consumed" and entry["attempts"] == 1
+        assert failures["left"] == 0
+
+
+def cli_config(h: Harness, tmp_path: Path) -> Path:
+    host_port = h.running.url.removeprefix("http://")
+    path = tmp_path / "cli.toml"
+    path.write_text(
+        f'[daemon]\ndata_dir = "{h.running.data_dir}"\n'
+        f'[server]\nbind = "{host_port}"\nadmin_token = "{h.running.admin_token}"\n'
+    )
+    return path
+
+
+async def test_wakeful_events_retry_puts_a_quarantined_event_back(
+    tmp_path: Path, model_server: FakeModelServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`wakeful status` lists the quarantined event with its reason; `wakeful events
+    retry ID` puts it back and the session answers it; a second retry is one line, exit 1."""
+    async with harness(daemon_settings(tmp_path, model_server.base_url)) as h:
+        event = user_message("held back", session="side", event_id="held:1")
+        await h.daemon.store.append(event)
+        await h.daemon.store.quarantine([event.id], "it crashed its session 3 times")
+        config = str(cli_config(h, tmp_path))
+        assert await anyio.to_thread.run_sync(main, ["-c", config, "status"]) == 0
+        shown = capsys.readouterr().out
+        assert "quarantined:" in shown and "held:1" in shown and "3 times" in shown
+        async with watch_feed(h, "side") as feed:
+            code = await anyio.to_thread.run_sync(main, ["-c", config, "events", "retry", "held:1"])
+            assert code == 0
+            assert "back in session side's queue" in capsys.readouterr().out
+            await feed.wait_for(lambda i: i.get("type") == "reply" and i.get("final"))
+        code = await anyio.to_thread.run_sync(main, ["-c", config, "events", "retry", "held:1"])
+        err = capsys.readouterr().err
+        assert code == 1 and "not quarantined" in err and err.count("\n") == 1
