@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import socket
+import sqlite3
 import subprocess
 import sys
 from collections.abc import AsyncIterator, Iterator
@@ -249,5 +250,33 @@ async def test_sqlite_health_goes_bad_once_and_comes_back_on_a_probe(tmp_path: P
         assert not store.health.ok
         await store.probe_write()
         assert store.health.ok and store.health.outages == 1
+    finally:
+        await store.aclose()
+
+
+async def test_a_file_written_by_schema_version_1_gains_the_new_columns(tmp_path: Path) -> None:
+    """Files from before quarantine (no attempts/failure columns) open and work."""
+    path = tmp_path / "wakeful.db"
+    old = sqlite3.connect(path)
+    old.executescript(
+        "CREATE TABLE events (seq INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT NOT NULL UNIQUE,"
+        " session TEXT NOT NULL, kind TEXT NOT NULL, body TEXT NOT NULL, status TEXT NOT NULL,"
+        " strategy TEXT, reason TEXT, parallel_answer TEXT, accepted_at REAL NOT NULL,"
+        " consumed_at REAL); PRAGMA user_version = 1;"
+    )
+    event = user_message("from an old daemon", event_id="old:1")
+    old.execute(
+        "INSERT INTO events (id, session, kind, body, status, accepted_at)"
+        " VALUES (?, 'main', 'user.input', ?, 'pending', 1.0)",
+        (event.id, event.to_json()),
+    )
+    old.commit()
+    old.close()
+    store = await SqliteStore(path).open()
+    try:
+        (stored,) = await store.pending("main")
+        assert stored.event.id == "old:1" and stored.attempts == 0 and stored.failure is None
+        assert await store.note_attempt(["old:1"]) == {"old:1": 0}
+        assert await store.quarantine(["old:1"], "test") == ["old:1"]
     finally:
         await store.aclose()

@@ -26,63 +26,23 @@ from wakeful.daemon.store.base import (
     Message,
     ModelCallRecord,
     QueueDepth,
-    StoreCorrupt,
     StoredEvent,
     StoreUnavailable,
 )
 from wakeful.daemon.store.group_commit import GroupCommit
 from wakeful.daemon.store.health import StoreHealth
+from wakeful.daemon.store.sqlite_schema import (
+    SCHEMA,
+    SCHEMA_VERSION,
+    add_missing_columns,
+    check_integrity,
+    corrupt,
+    is_corruption,
+)
 from wakeful.events import Event
 
 T = TypeVar("T")
 
-SCHEMA_VERSION = 2
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS events (
-    seq INTEGER PRIMARY KEY AUTOINCREMENT,
-    id TEXT NOT NULL UNIQUE,
-    session TEXT NOT NULL,
-    kind TEXT NOT NULL,
-    body TEXT NOT NULL,
-    status TEXT NOT NULL,
-    strategy TEXT,
-    reason TEXT,
-    parallel_answer TEXT,
-    accepted_at REAL NOT NULL,
-    consumed_at REAL,
-    attempts INTEGER NOT NULL DEFAULT 0,
-    failure TEXT
-);
-CREATE INDEX IF NOT EXISTS events_by_session_status ON events(session, status, seq);
-CREATE TABLE IF NOT EXISTS messages (
-    seq INTEGER PRIMARY KEY AUTOINCREMENT,
-    session TEXT NOT NULL,
-    body TEXT NOT NULL,
-    meta TEXT,
-    created_at REAL NOT NULL
-);
-CREATE INDEX IF NOT EXISTS messages_by_session ON messages(session, seq);
-CREATE TABLE IF NOT EXISTS model_calls (
-    seq INTEGER PRIMARY KEY AUTOINCREMENT,
-    session TEXT NOT NULL,
-    run_id TEXT NOT NULL,
-    model TEXT NOT NULL,
-    latency_s REAL NOT NULL,
-    prompt_tokens INTEGER NOT NULL,
-    completion_tokens INTEGER NOT NULL,
-    cached_tokens INTEGER NOT NULL,
-    finish_reason TEXT,
-    outcome TEXT NOT NULL,
-    created_at REAL NOT NULL
-);
-CREATE INDEX IF NOT EXISTS model_calls_by_session ON model_calls(session, seq);
-CREATE TABLE IF NOT EXISTS write_probe (filler BLOB);
-"""
-# Columns added after version 1, for files written by an older daemon.
-ADDED_EVENT_COLUMNS = {
-    "attempts": "attempts INTEGER NOT NULL DEFAULT 0",
-    "failure": "failure TEXT",
-}
 # The probe's row needs fresh pages, more than a burst of new events would: a disk
 # with only the room a failed write left behind in the WAL file still refuses it.
 PROBE_BYTES = 256 * 1024
@@ -145,15 +105,15 @@ class SqliteStore:
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute(f"PRAGMA synchronous={self._synchronous.upper()}")
             conn.execute("PRAGMA busy_timeout=5000")
-            _check_integrity(conn, self.path)
+            check_integrity(conn, self.path)
             conn.executescript(SCHEMA)
-            _add_missing_columns(conn)
+            add_missing_columns(conn)
             conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
         except sqlite3.DatabaseError as exc:
             conn.close()
-            if isinstance(exc, sqlite3.OperationalError) and not _is_corruption(exc):
+            if isinstance(exc, sqlite3.OperationalError) and not is_corruption(exc):
                 raise StoreUnavailable(f"cannot open the event store {self.path}: {exc}") from None
-            raise _corrupt(self.path, str(exc)) from None
+            raise corrupt(self.path, str(exc)) from None
         except BaseException:
             conn.close()
             raise
@@ -439,33 +399,4 @@ def _insert_messages(
     conn.executemany(
         "INSERT INTO messages (session, body, meta, created_at) VALUES (?, ?, ?, ?)",
         [(session, json.dumps(m, ensure_ascii=False), meta_json, now) for m in messages],
-    )
-
-
-def _check_integrity(conn: sqlite3.Connection, path: Path) -> None:
-    """``PRAGMA quick_check`` (a few ms per MB): a corrupt page found now is one
-    clear message at start, not a 500 on every later message."""
-    problems = [row[0] for row in conn.execute("PRAGMA quick_check(5)").fetchall()]
-    if problems != ["ok"]:
-        raise _corrupt(path, "; ".join(str(p) for p in problems))
-
-
-def _add_missing_columns(conn: sqlite3.Connection) -> None:
-    present = {row[1] for row in conn.execute("PRAGMA table_info(events)").fetchall()}
-    for name, definition in ADDED_EVENT_COLUMNS.items():
-        if name not in present:
-            conn.execute(f"ALTER TABLE events ADD COLUMN {definition}")
-
-
-def _is_corruption(exc: sqlite3.DatabaseError) -> bool:
-    text = str(exc).lower()
-    return "malformed" in text or "not a database" in text or "corrupt" in text
-
-
-def _corrupt(path: Path, detail: str) -> StoreCorrupt:
-    return StoreCorrupt(
-        f"the event store {path} is corrupt ({detail[:200]}); stop wakeful, then restore"
-        f" {path} from a backup, or salvage it with `sqlite3 {path} .recover | sqlite3"
-        f" {path}.recovered` and move the recovered file into its place, or move {path}"
-        " aside to start with an empty store"
     )
