@@ -140,19 +140,22 @@ class SqliteStore:
 
         return await anyio.to_thread.run_sync(call, limiter=self._limiter)
 
-    async def _transaction(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+    async def _transaction(
+        self, fn: Callable[[sqlite3.Connection], T], *, power_safe: bool = True
+    ) -> T:
+        """``power_safe=False``: committed without an fsync (WAL, synchronous=NORMAL):
+        it survives a crash of the process, not of the machine. For bookkeeping on the
+        hot path (crash counts), where a power cut losing the last write is harmless."""
+        relaxed = not power_safe and self._synchronous == "full"
+
         def txn(conn: sqlite3.Connection) -> T:
-            conn.execute("BEGIN IMMEDIATE")
+            if not relaxed:
+                return _in_transaction(conn, fn)
+            conn.execute("PRAGMA synchronous=NORMAL")
             try:
-                result = fn(conn)
-            except BaseException:
-                # SQLite may have rolled back already (SQLITE_FULL, I/O errors do);
-                # a second ROLLBACK would hide the real error behind its own.
-                if conn.in_transaction:
-                    conn.execute("ROLLBACK")
-                raise
-            conn.execute("COMMIT")
-            return result
+                return _in_transaction(conn, fn)
+            finally:
+                conn.execute("PRAGMA synchronous=FULL")
 
         return await self._run(txn)
 
@@ -309,7 +312,9 @@ class SqliteStore:
             )
             return {event_id: attempts for event_id, attempts in rows}
 
-        return await self._transaction(txn) if event_ids else {}
+        # Counted before every run, so kept off the fsync path: what the count must
+        # survive is a crash of the process (a poison event killing it), not a power cut.
+        return await self._transaction(txn, power_safe=False) if event_ids else {}
 
     async def quarantine(self, event_ids: list[str], failure: str) -> list[str]:
         def txn(conn: sqlite3.Connection) -> list[str]:
@@ -386,6 +391,20 @@ class SqliteStore:
             ).fetchall()
         )
         return [ModelCallRecord(*row) for row in reversed(rows)]
+
+
+def _in_transaction(conn: sqlite3.Connection, fn: Callable[[sqlite3.Connection], T]) -> T:
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        result = fn(conn)
+    except BaseException:
+        # SQLite may have rolled back already (SQLITE_FULL, I/O errors do);
+        # a second ROLLBACK would hide the real error behind its own.
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
+    return result
 
 
 def _insert_messages(
