@@ -24,6 +24,7 @@ from pathlib import Path
 import anyio
 import pytest
 import redis
+from redis.asyncio import Redis
 
 from tests.daemon_harness import FeedWatcher, Harness, daemon_settings, harness, watch_feed
 from tests.daemon_process import DaemonProcess, free_port, write_config
@@ -203,12 +204,7 @@ async def test_second_daemon_on_one_redis_prefix_refuses(
     settings = daemon_settings(tmp_path / "one", model_server.base_url, store=store)
     async with harness(settings) as h:
         port = free_port()
-        config = write_config(tmp_path / "two", model_server.base_url, port)
-        with open(config, "a") as extra:  # noqa: ASYNC230 — test setup
-            extra.write(
-                f'[store]\nbackend = "redis"\nredis_url = "{REDIS_URL}"\n'
-                f'redis_prefix = "{redis_prefix}"\n'
-            )
+        config = redis_daemon_config(tmp_path / "two", model_server.base_url, redis_prefix, port)
         done = await anyio.to_thread.run_sync(_run_daemon, config)
         assert done.returncode == 1
         output = done.stdout + done.stderr
@@ -279,4 +275,51 @@ async def test_a_file_written_by_schema_version_1_gains_the_new_columns(tmp_path
         assert await store.note_attempt(["old:1"]) == {"old:1": 0}
         assert await store.quarantine(["old:1"], "test") == ["old:1"]
     finally:
+        await store.aclose()
+
+
+def redis_daemon_config(data_dir: Path, model_url: str, prefix: str, port: int) -> Path:
+    config = write_config(data_dir, model_url, port)
+    with open(config, "a") as extra:
+        extra.write(
+            f'[store]\nbackend = "redis"\nredis_url = "{REDIS_URL}"\nredis_prefix = "{prefix}"\n'
+        )
+    return config
+
+
+def test_a_killed_daemons_lease_is_taken_over_at_once(
+    tmp_path: Path, model_server: FakeModelServer, redis_prefix: str
+) -> None:
+    """After SIGKILL the lease is still in Redis; the restarted daemon on the same
+    host sees its holder is dead and takes it over instead of waiting for it to lapse."""
+    port = free_port()
+    config = redis_daemon_config(tmp_path / "data", model_server.base_url, redis_prefix, port)
+    with DaemonProcess(config, port) as first:
+        first.send("before the kill")
+        first.kill()
+    with DaemonProcess(config, port) as second:
+        second.wait_for_log("took over the Redis prefix lease")
+        second.send("after the kill")
+
+
+async def test_redis_outage_marks_the_store_unhealthy_until_a_probe_writes(
+    redis_prefix: str,
+) -> None:
+    """Redis unreachable: calls raise StoreUnavailable and the health names it; once
+    Redis answers again the probe's write makes it healthy."""
+    store = await RedisStore(REDIS_URL, prefix=redis_prefix, timeout_s=1.0).open()
+    working = store._client
+    try:
+        store._client = Redis.from_url(f"redis://127.0.0.1:{free_port()}/0")  # nobody there
+        with pytest.raises(StoreUnavailable, match="cannot answer"):
+            await store.append(user_message("lost?", event_id="e1"))
+        assert not store.health.ok and "Redis at redis://127.0.0.1:6379/0" in store.health.name
+        await store._client.aclose()
+        store._client = working
+        await store.pending("main")
+        assert not store.health.ok  # a read says nothing about writes
+        await store.probe_write()
+        assert store.health.ok and store.health.outages == 1
+    finally:
+        store._client = working
         await store.aclose()

@@ -105,6 +105,9 @@ async def test_model_crash_quarantines_the_event_and_the_session_goes_on(
         alerts = [i for i in feed.items if i.get("type") == "alert"]
         assert sum("restarting it" in a["text"] for a in alerts) == 3
         assert sum(metrics.SESSION_CRASHES.values.values()) - crashes_before == 3
+        scraped = (await h.client.get("/metrics")).text
+        assert 'wakeful_session_crashes_total{error="RuntimeError"}' in scraped
+        assert 'wakeful_events_quarantined_total{kind="user.input"}' in scraped
         entry = await event_status(h, poison)
         assert entry["attempts"] >= 3 and "RuntimeError: provider bug" in entry["failure"]
         assert (await h.client.get("/readyz")).status_code == 200

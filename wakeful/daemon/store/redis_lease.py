@@ -52,15 +52,24 @@ class PrefixLease:
         """Take the lease and start renewing it; raises StoreUnavailable naming the holder."""
         taken = await self._client.set(self.key, self._value, nx=True, px=self._ttl_ms)
         if not taken:
-            raise StoreUnavailable(self._refusal(await self._client.get(self.key)))
+            held_by = _text(await self._client.get(self.key))
+            if not (_left_by_a_dead_process(held_by) and await self._take_over(held_by)):
+                raise StoreUnavailable(self._refusal(held_by))
         self._renewer = threading.Thread(
             target=self._renew_forever, name=f"redis lease {self.key}", daemon=True
         )
         self._renewer.start()
 
-    def _refusal(self, value: bytes | str | None) -> str:
-        text = value.decode() if isinstance(value, bytes) else value or ""
-        holder = text.rpartition(" ")[0] or "another daemon"
+    async def _take_over(self, held_by: str) -> bool:
+        """Replace a lease left by a dead daemon of this host, if it is still that one."""
+        take = self._client.register_script(lua.TAKE_OVER_LEASE)
+        taken = await take(args=[self._prefix, held_by, self._value, self._ttl_ms])
+        if taken:
+            log.warning("took over the Redis prefix lease of a daemon that died", was=held_by)
+        return bool(taken)
+
+    def _refusal(self, held_by: str) -> str:
+        holder = held_by.rpartition(" ")[0] or "another daemon"
         return (
             f"another wakeful daemon ({holder}) already uses Redis at {self._where} with"
             f" prefix {self._prefix!r} (lease key {self.key}); stop it, or give this one"
@@ -94,3 +103,23 @@ class PrefixLease:
             await release(args=[self._prefix, self._value])
         except RedisError as exc:
             log.warning("cannot release the Redis prefix lease", key=self.key, error=str(exc))
+
+
+def _text(value: bytes | str | None) -> str:
+    return value.decode() if isinstance(value, bytes) else value or ""
+
+
+def _left_by_a_dead_process(held_by: str) -> bool:
+    """True for "pid N@<this host> token" when process N is gone: after a SIGKILL,
+    the restarted daemon need not wait for the lease to lapse (systemd would give up)."""
+    holder = held_by.rpartition(" ")[0]
+    pid_text, _, host = holder.removeprefix("pid ").partition("@")
+    if host != socket.gethostname() or not pid_text.isdigit():
+        return False
+    try:
+        os.kill(int(pid_text), 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return False  # alive, another user's
+    return False

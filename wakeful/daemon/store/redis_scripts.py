@@ -337,6 +337,16 @@ end
 return 0
 """
 
+# ARGV: prefix, old value, new value, ttl_ms -> 1 if the lease still held the old value
+# (a dead daemon's) and is ours now, else 0.
+TAKE_OVER_LEASE = """
+if redis.call('GET', ARGV[1] .. 'lease') == ARGV[2] then
+  redis.call('SET', ARGV[1] .. 'lease', ARGV[3], 'PX', ARGV[4])
+  return 1
+end
+return 0
+"""
+
 # ARGV: prefix, token. Deletes the lease only if it is still ours.
 RELEASE_LEASE = """
 if redis.call('GET', ARGV[1] .. 'lease') == ARGV[2] then
@@ -362,4 +372,5 @@ SCRIPTS = {
     "CHECK_TYPES": CHECK_TYPES,
     "RENEW_LEASE": RENEW_LEASE,
     "RELEASE_LEASE": RELEASE_LEASE,
+    "TAKE_OVER_LEASE": TAKE_OVER_LEASE,
 }
