@@ -145,19 +145,23 @@ async def _until_consumed(h: Harness, feed: FeedWatcher, ids: set[str]) -> None:
             await feed.wait_for_more_than(seen, 60)
 
 
-def _corrupt_database(path: Path) -> None:
-    """A real store file with events, then garbage over one of its b-tree pages."""
+async def _store_with_events(path: Path) -> None:
+    store = await SqliteStore(path).open()
+    for n in range(200):
+        await store.append(user_message("y" * 500, event_id=f"e{n}"))
+    await store.aclose()
 
-    async def fill() -> None:
-        store = await SqliteStore(path).open()
-        for n in range(200):
-            await store.append(user_message("y" * 500, event_id=f"e{n}"))
-        await store.aclose()
 
-    anyio.run(fill)
+def _garbage_over_pages(path: Path, first: int = 4, count: int = 1) -> None:
+    """Garbage over b-tree pages of a store file (pages 11-62 hold the events)."""
     with open(path, "r+b") as db:
-        db.seek(4096 * 3)
-        db.write(b"\xa5" * 4096)
+        db.seek(4096 * (first - 1))
+        db.write(b"\xa5" * 4096 * count)
+
+
+def _corrupt_database(path: Path) -> None:
+    anyio.run(_store_with_events, path)
+    _garbage_over_pages(path)
 
 
 def _run_daemon(config: Path) -> subprocess.CompletedProcess[str]:
@@ -322,4 +326,22 @@ async def test_redis_outage_marks_the_store_unhealthy_until_a_probe_writes(
         assert store.health.ok and store.health.outages == 1
     finally:
         store._client = working
+        await store.aclose()
+
+
+async def test_a_page_corrupted_under_a_running_store_is_unavailable_not_500(
+    tmp_path: Path,
+) -> None:
+    """ "database disk image is malformed" at run time is StoreUnavailable (so 503 with
+    Retry-After, and /readyz names it), not an unexpected error (500 on every message)."""
+    path = tmp_path / "wakeful.db"
+    await _store_with_events(path)
+    store = await SqliteStore(path).open()
+    try:
+        _garbage_over_pages(path, first=11, count=5)
+        await store._run(lambda conn: conn.execute("PRAGMA shrink_memory"))  # drop cached pages
+        with pytest.raises(StoreUnavailable, match="malformed"):
+            await store.event_log(None, limit=1000)
+        assert not store.health.ok and "malformed" in store.health.describe()
+    finally:
         await store.aclose()
