@@ -30,7 +30,7 @@ from tests.daemon_harness import FeedWatcher, Harness, daemon_settings, harness,
 from tests.daemon_process import DaemonProcess, free_port, write_config
 from tests.fakes.model_server import FakeModelServer
 from tests.redis_server import REDIS_URL
-from wakeful.daemon.store.base import StoreCorrupt, StoreUnavailable
+from wakeful.daemon.store.base import EventStatus, StoreCorrupt, StoreUnavailable
 from wakeful.daemon.store.redis_store import RedisStore
 from wakeful.daemon.store.sqlite import SqliteStore
 from wakeful.events import user_message
@@ -145,15 +145,16 @@ async def _until_consumed(h: Harness, feed: FeedWatcher, ids: set[str]) -> None:
             await feed.wait_for_more_than(seen, 60)
 
 
-async def _store_with_events(path: Path) -> None:
+async def _store_with_events(path: Path, status: EventStatus = EventStatus.PENDING) -> None:
     store = await SqliteStore(path).open()
     for n in range(200):
-        await store.append(user_message("y" * 500, event_id=f"e{n}"))
+        await store.append(user_message("y" * 500, event_id=f"e{n}"), status)
     await store.aclose()
 
 
 def _garbage_over_pages(path: Path, first: int = 4, count: int = 1) -> None:
-    """Garbage over b-tree pages of a store file (pages 11-62 hold the events)."""
+    """Garbage over b-tree pages of a store file (of 200 events': 5 and 59 are an
+    index of events, 11-62 hold the events)."""
     with open(path, "r+b") as db:
         db.seek(4096 * (first - 1))
         db.write(b"\xa5" * 4096 * count)
@@ -345,3 +346,26 @@ async def test_a_page_corrupted_under_a_running_store_is_unavailable_not_500(
         assert not store.health.ok and "malformed" in store.health.describe()
     finally:
         await store.aclose()
+
+
+async def test_a_running_daemon_whose_file_goes_corrupt_is_unready_and_answers_503(
+    tmp_path: Path, model_server: FakeModelServer
+) -> None:
+    """The issue's case: a corrupt page must not leave /readyz at 200 while requests
+    fail; reads of the API answer 503 + Retry-After, and the daemon stays up."""
+    await _store_with_events(tmp_path / "wakeful.db", EventStatus.CONSUMED)  # nothing to do
+    async with harness(daemon_settings(tmp_path, model_server.base_url)) as h:
+        assert (await h.client.get("/readyz")).status_code == 200
+        store = h.daemon.store
+        # Everything in the main file (not the WAL), then no page left in memory.
+        await store._run(lambda conn: conn.execute("PRAGMA wal_checkpoint(TRUNCATE)"))
+        _garbage_over_pages(tmp_path / "wakeful.db", first=5, count=58)  # events, indexes
+        await store._run(lambda conn: conn.execute("PRAGMA shrink_memory"))
+        ready = await h.client.get("/readyz")
+        assert ready.status_code == 503, ready.text
+        assert any("wakeful.db" in problem for problem in ready.json()["problems"])
+        for path in ("/api/status", "/api/events"):
+            response = await h.client.get(path)
+            assert response.status_code == 503, (path, response.text)
+            assert response.headers["retry-after"] == "5"
+        assert (await h.client.get("/healthz")).status_code == 200

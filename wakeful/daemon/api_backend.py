@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from typing import Any
 
 from wakeful.daemon.components.context import Services
@@ -38,6 +38,15 @@ def event_log_entry(stored: StoredEvent) -> dict[str, Any]:
     }
 
 
+@contextmanager
+def _store_unavailable_is_503() -> Iterator[None]:
+    """The store failing (full, I/O error, corrupt page) is "retry later", not a 500."""
+    try:
+        yield
+    except StoreUnavailable as exc:
+        raise DaemonUnavailable(str(exc)) from exc
+
+
 class ApiBackend:
     def __init__(
         self,
@@ -66,18 +75,17 @@ class ApiBackend:
 
     async def retry_event(self, event_id: str) -> dict[str, Any] | None:
         """A quarantined event back in its session's queue; None if it was not quarantined."""
-        try:
+        with _store_unavailable_is_503():
             stored = await self.store.retry(event_id)
-        except StoreUnavailable as exc:
-            raise DaemonUnavailable(str(exc)) from exc
         if stored is None:
             return None
         self.sessions.get(stored.event.session).notify()
         return event_log_entry(stored)
 
     async def status(self) -> dict[str, Any]:
-        depths = {d.session: d for d in await self.store.queue_depths()}
-        quarantined = [event_log_entry(s) for s in await self.store.quarantined()]
+        with _store_unavailable_is_503():
+            depths = {d.session: d for d in await self.store.queue_depths()}
+            quarantined = [event_log_entry(s) for s in await self.store.quarantined()]
         sessions = {}
         for loop in self.sessions.all():
             depth = depths.get(loop.session)
@@ -113,10 +121,13 @@ class ApiBackend:
     async def event_log(
         self, session: str | None, after_seq: int = 0, limit: int = 200
     ) -> list[dict[str, Any]]:
-        return [event_log_entry(s) for s in await self.store.event_log(session, after_seq, limit)]
+        with _store_unavailable_is_503():
+            stored = await self.store.event_log(session, after_seq, limit)
+        return [event_log_entry(s) for s in stored]
 
     async def trajectory(self, session: str) -> list[dict[str, Any]]:
-        return await self.store.trajectory(session)
+        with _store_unavailable_is_503():
+            return await self.store.trajectory(session)
 
     @asynccontextmanager
     async def subscribe(self, session: str) -> AsyncIterator[AsyncIterator[FeedItem]]:
