@@ -380,3 +380,17 @@ async def test_wakeful_events_retry_puts_a_quarantined_event_back(
         code = await anyio.to_thread.run_sync(main, ["-c", config, "events", "retry", "held:1"])
         err = capsys.readouterr().err
         assert code == 1 and "not quarantined" in err and err.count("\n") == 1
+
+
+async def test_max_event_crashes_comes_from_the_config(
+    tmp_path: Path, model_server: FakeModelServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """[loop] max_event_crashes = 1: one crashed run is enough to quarantine."""
+    settings = daemon_settings(tmp_path, model_server.base_url, loop={"max_event_crashes": 1})
+    async with harness(settings) as h, watch_feed(h) as feed:
+        poison_provider(h, monkeypatch, "POISON", RuntimeError("provider bug"))
+        poison = await h.send("POISON once")
+        await wait_until(feed, lambda: _has_status(h, poison, "quarantined"))
+        alerts = [i for i in feed.items if "restarting it" in str(i.get("text"))]
+        assert len(alerts) == 1
+        assert "session 'main' crashed once" in (await event_status(h, poison))["failure"]

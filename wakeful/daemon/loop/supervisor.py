@@ -149,9 +149,10 @@ class PoisonGate:
         return poisoned
 
     async def quarantine(self, events: list[StoredEvent]) -> None:
+        times = "once" if self.max_crashes == 1 else f"{self.max_crashes} times"
         failure = (
-            f"it was in the batch of {self.max_crashes} runs of session {self.session!r}"
-            f" that crashed (last: {self.last_failure})"
+            f"session {self.session!r} crashed {times} while handling it"
+            f" (last: {self.last_failure})"
         )
         moved = set(await self.queue.quarantine([s.event.id for s in events], failure))
         for stored in events:
