@@ -368,6 +368,10 @@ async def test_wakeful_events_retry_puts_a_quarantined_event_back(
         event = user_message("held back", session="side", event_id="held:1")
         await h.daemon.store.append(event)
         await h.daemon.store.quarantine([event.id], "it crashed its session 3 times")
+        unauthorised = await h.client.post(
+            "/api/events/held:1/retry", headers={"Authorization": "Bearer wrong"}
+        )
+        assert unauthorised.status_code == 401  # the admin token guards it
         config = str(cli_config(h, tmp_path))
         assert await anyio.to_thread.run_sync(main, ["-c", config, "status"]) == 0
         shown = capsys.readouterr().out
