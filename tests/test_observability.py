@@ -97,7 +97,9 @@ async def test_readyz_follows_required_components(
         await h.daemon.store.aclose()  # the store goes away under the daemon
         response = await h.client.get("/readyz")
         assert response.status_code == 503
-        assert "the event store does not answer" in response.json()["problems"]
+        # Issue 9: the problem names the store (here its file).
+        store_name = f"SQLite file {tmp_path / 'wakeful.db'}"
+        assert f"the event store ({store_name}) does not answer" in response.json()["problems"]
         assert value(await _scrape(h.client), "wakeful_store_up") == 0
 
 

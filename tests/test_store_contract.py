@@ -319,3 +319,84 @@ async def test_concurrent_appends_deduplicate(store: Store) -> None:
     assert sorted(s.event.id for s in logged) == sorted(f"e{i}" for i in range(100))
     assert len({s.seq for s in logged}) == 100
     assert len(await store.pending("main")) == 100
+
+
+# -- EventQueue: crash counting and quarantine (issue 9) ------------------------
+
+
+async def test_note_attempt_counts_before_each_run_and_can_take_one_back(store: Store) -> None:
+    """Returns the count before this attempt; delta -1 takes one back, never below 0."""
+    await store.append(ev("e1"))
+    await store.append(ev("e2"))
+    assert await store.note_attempt(["e1", "e2"]) == {"e1": 0, "e2": 0}
+    assert await store.note_attempt(["e1"]) == {"e1": 1}
+    assert await store.note_attempt(["e1"], delta=-1) == {"e1": 2}
+    assert await store.note_attempt(["e2"], delta=-1) == {"e2": 1}
+    assert await store.note_attempt(["e2"], delta=-1) == {"e2": 0}
+    by_id = {s.event.id: s.attempts for s in await store.event_log(None)}
+    assert by_id == {"e1": 1, "e2": 0}
+    assert await store.note_attempt([]) == {}
+
+
+async def test_quarantine_moves_pending_and_consumed_events_out_of_the_way(
+    store: Store,
+) -> None:
+    """Quarantined events leave pending and the queue depth, keep their reason, and
+    routing cannot bring them back; routing/parallel events are not moved."""
+    for event_id in ("pending", "consumed", "routing", "other"):
+        status = EventStatus.ROUTING if event_id == "routing" else EventStatus.PENDING
+        await store.append(ev(event_id), status)
+    await store.consume("main", ["consumed"], [msg("consumed")])
+    moved = await store.quarantine(["pending", "consumed", "routing", "nope"], "it crashed")
+    assert sorted(moved) == ["consumed", "pending"]
+    assert [s.event.id for s in await store.pending("main")] == ["other"]
+    assert [(s.event.id, s.failure) for s in await store.quarantined()] == [
+        ("pending", "it crashed"),
+        ("consumed", "it crashed"),
+    ]
+    assert all(s.status is EventStatus.QUARANTINED for s in await store.quarantined())
+    depths = await store.queue_depths()
+    assert [(d.session, d.pending) for d in depths] == [("main", 2)]  # routing + other
+    await store.set_route("pending", EventStatus.PENDING, "queue", "late classifier")
+    assert "pending" not in [s.event.id for s in await store.pending("main")]
+
+
+async def test_retry_puts_a_quarantined_event_back_with_its_count_reset(
+    store: Store, opener: Opener
+) -> None:
+    """Quarantine survives a reopen; retry returns it to pending with attempts 0;
+    retrying an event that is not quarantined changes nothing."""
+    await store.append(ev("e1"))
+    await store.note_attempt(["e1"])
+    await store.quarantine(["e1"], "it crashed")
+    await store.aclose()
+    reopened = await opener()
+    try:
+        assert [s.event.id for s in await reopened.quarantined()] == ["e1"]
+        back = await reopened.retry("e1")
+        assert back is not None and back.status is EventStatus.PENDING and back.attempts == 0
+        assert [s.event.id for s in await reopened.pending("main")] == ["e1"]
+        assert await reopened.quarantined() == []
+        assert await reopened.retry("e1") is None
+        assert await reopened.retry("never-seen") is None
+    finally:
+        await reopened.aclose()
+
+
+# -- TrajectoryStore: the fencing hook point --------------------------------------
+
+
+async def test_trajectory_writes_take_a_fencing_token(store: Store) -> None:
+    """The hook point for per-session leases: accepted (not yet checked) by both."""
+    await store.append(ev("e1"))
+    await store.consume("main", ["e1"], [msg("a")], fencing=1)
+    await store.append_messages("main", [msg("b")], fencing=1)
+    assert await store.trajectory("main") == [msg("a"), msg("b")]
+
+
+# -- Store health ---------------------------------------------------------------
+
+
+async def test_probe_write_succeeds_on_a_healthy_store(store: Store) -> None:
+    await store.probe_write()
+    assert store.health.ok and "ok" in store.health.describe()

@@ -59,6 +59,9 @@ class Reply:
     prompt_tokens: int | None = None  # None: estimated from the request
     completion_tokens: int | None = None  # None: the number of streamed tokens
     cached_tokens: int | None = None  # set: sent as prompt_tokens_details.cached_tokens
+    # After the text chunks, one event the client cannot decode, then the stream ends:
+    # "utf8": bytes that are not UTF-8; "json": a data line that is not JSON.
+    corrupt: str = ""
 
 
 def text_reply(text: str = "ok") -> Reply:

@@ -304,6 +304,11 @@ class FakeModelServer:
             if position and delay:
                 await anyio.sleep(delay)
             await _send_event(send, json.dumps(chunk))
+        if renderer.reply.corrupt:
+            await send({"type": "http.response.body", "body": CORRUPT[renderer.reply.corrupt],
+                        "more_body": False})  # fmt: skip
+            self._finish(record, aborted=False)
+            return
         if renderer.reply.hang:
             await anyio.sleep_forever()  # ended by the disconnect watcher or shutdown
         for chunk in renderer.final_chunks():
@@ -374,6 +379,13 @@ async def _read_whole_body(receive: ASGIReceiveCallable) -> bytes | None:
         chunks.append(message.get("body", b""))
         if not message.get("more_body", False):
             return b"".join(chunks)
+
+
+# What a broken endpoint sends (Reply.corrupt): invalid UTF-8, and a line that is not JSON.
+CORRUPT = {
+    "utf8": b'data: {"id": "x", "choices": [{"delta": {"content": "\xff\xfe\xc3"}}]}\n\n',
+    "json": b"data: {this is not json at all\n\n",
+}
 
 
 async def _send_event(send: ASGISendCallable, data: str) -> None:

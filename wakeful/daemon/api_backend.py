@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from typing import Any
 
 from wakeful.daemon.components.context import Registrations
 from wakeful.daemon.dispatcher import Dispatcher
 from wakeful.daemon.feed import Feed, FeedItem
-from wakeful.daemon.front_door import SubmitResult
+from wakeful.daemon.front_door import DaemonUnavailable, SubmitResult
 from wakeful.daemon.sessions import Sessions
-from wakeful.daemon.store.base import Store, StoredEvent
+from wakeful.daemon.store.base import Store, StoredEvent, StoreUnavailable
 from wakeful.events import Event
 from wakeful.llm.base import ModelProvider
 from wakeful.llm.null_provider import HOW_TO_CONFIGURE
@@ -33,7 +33,18 @@ def event_log_entry(stored: StoredEvent) -> dict[str, Any]:
         "occurred_at": event.occurred_at.isoformat(),
         "accepted_at": stored.accepted_at,
         "parallel_answer": stored.parallel_answer,
+        "attempts": stored.attempts,
+        "failure": stored.failure,
     }
+
+
+@contextmanager
+def _store_unavailable_is_503() -> Iterator[None]:
+    """The store failing (full, I/O error, corrupt page) is "retry later", not a 500."""
+    try:
+        yield
+    except StoreUnavailable as exc:
+        raise DaemonUnavailable(str(exc)) from exc
 
 
 class ApiBackend:
@@ -62,8 +73,19 @@ class ApiBackend:
     async def submit(self, event: Event) -> SubmitResult:
         return await self.dispatcher.submit(event)
 
+    async def retry_event(self, event_id: str) -> dict[str, Any] | None:
+        """A quarantined event back in its session's queue; None if it was not quarantined."""
+        with _store_unavailable_is_503():
+            stored = await self.store.retry(event_id)
+        if stored is None:
+            return None
+        self.sessions.get(stored.event.session).notify()
+        return event_log_entry(stored)
+
     async def status(self) -> dict[str, Any]:
-        depths = {d.session: d for d in await self.store.queue_depths()}
+        with _store_unavailable_is_503():
+            depths = {d.session: d for d in await self.store.queue_depths()}
+            quarantined = [event_log_entry(s) for s in await self.store.quarantined()]
         sessions = {}
         for loop in self.sessions.all():
             depth = depths.get(loop.session)
@@ -92,15 +114,20 @@ class ApiBackend:
             "events_accepted": self.dispatcher.accepted,
             "duplicates_dropped": self.dispatcher.duplicates,
             "sessions": sessions,
+            "quarantined": quarantined,
+            "store": {"ok": self.store.health.ok, "detail": self.store.health.describe()},
         }
 
     async def event_log(
         self, session: str | None, after_seq: int = 0, limit: int = 200
     ) -> list[dict[str, Any]]:
-        return [event_log_entry(s) for s in await self.store.event_log(session, after_seq, limit)]
+        with _store_unavailable_is_503():
+            stored = await self.store.event_log(session, after_seq, limit)
+        return [event_log_entry(s) for s in stored]
 
     async def trajectory(self, session: str) -> list[dict[str, Any]]:
-        return await self.store.trajectory(session)
+        with _store_unavailable_is_503():
+            return await self.store.trajectory(session)
 
     @asynccontextmanager
     async def subscribe(self, session: str) -> AsyncIterator[AsyncIterator[FeedItem]]:

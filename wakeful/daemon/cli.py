@@ -208,6 +208,12 @@ def cmd_events(args: argparse.Namespace) -> int:
         time.sleep(1.0)
 
 
+def cmd_events_retry(args: argparse.Namespace) -> int:
+    entry = _client(args).retry_event(args.event_id)
+    print(f"event {entry['id']} is back in session {entry['session']}'s queue", flush=True)
+    return 0
+
+
 def _event_line(entry: dict[str, Any]) -> str:
     # Entries are flat (seq, kind, text, ...); a nested "event" is accepted too.
     inner = entry.get("event")
@@ -293,6 +299,9 @@ def _parser() -> argparse.ArgumentParser:
     events.add_argument("--session", "-s", help="only this session (default: all)")
     events.add_argument("--follow", "-f", action="store_true", help="keep printing new events")
     events.add_argument("--limit", "-n", type=_positive_int, default=50, help="page size")
+    actions = events.add_subparsers(dest="action", metavar="ACTION")
+    retry = _add(actions, "retry", cmd_events_retry, "put a quarantined event back in its queue")
+    retry.add_argument("event_id", metavar="ID", help="the event's id (see `wakeful status`)")
     trajectory = _add(sub, "trajectory", cmd_trajectory, "the trajectory as the model sees it")
     trajectory.add_argument("session", help="session name, e.g. main")
     trajectory.add_argument("--json", action="store_true", help="raw JSON messages")

@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import httpx
 
@@ -63,6 +64,14 @@ class DaemonClient:
     def send(self, session: str, text: str, kind: str) -> dict[str, Any]:
         body = {"session": session, "text": text, "kind": kind}
         return self._json(self._request("POST", "/api/messages", json=body))
+
+    def retry_event(self, event_id: str) -> dict[str, Any]:
+        """The quarantined event, now pending again; CliError (404) if it was not quarantined."""
+        path = f"/api/events/{quote(event_id, safe='')}/retry"
+        entry = self._json(self._request("POST", path)).get("event")
+        if not isinstance(entry, dict):
+            raise CliError(f"unexpected answer from the daemon: {entry!r}")
+        return entry
 
     def get_json(self, path: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
         return self._json(self._request("GET", path, params=params))

@@ -263,6 +263,8 @@ class LoopSection(Section):
     max_model_calls_per_run: int = Field(default=40, ge=1, examples=[40])
     max_run_seconds: float = Field(default=1800.0, gt=0, examples=[1800])
     max_consecutive_failures: int = Field(default=3, ge=1, examples=[3])
+    # An event in the batch of this many crashed runs is quarantined (`wakeful events retry`).
+    max_event_crashes: int = Field(default=3, ge=1, examples=[3])
     tool_timeout_s: float = Field(default=120.0, gt=0, examples=[120])
     parallel_max_model_calls: int = Field(default=3, ge=1, examples=[3])
     parallel_budget_s: float = Field(default=20.0, gt=0, examples=[20])

@@ -50,6 +50,7 @@ classifier_budget_ms = 300              # a slower classifier falls back to "que
 max_model_calls_per_run = 40
 max_run_seconds = 1800
 max_consecutive_failures = 3
+max_event_crashes = 3                   # an event in this many crashed runs is quarantined
 tool_timeout_s = 120
 parallel_max_model_calls = 3            # budget of a side session ("parallel")
 parallel_budget_s = 20

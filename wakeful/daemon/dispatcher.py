@@ -5,10 +5,18 @@ Channels, the HTTP API and late tool results all call
 before ``submit`` returns, and routing never makes the caller wait for the
 agent: a decision the rules cannot make (the classifier's) runs afterwards in
 a task this dispatcher owns, while the event is held out of the queue.
+
+Those background steps (classifying, answering in parallel) run in the
+daemon's task group, so none may raise: a step that fails is logged,
+counted, and its event goes back to the queue (:meth:`Dispatcher._requeue`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable, Coroutine
+from typing import Any
+
+import anyio
 import structlog
 from anyio.abc import TaskGroup
 from structlog.contextvars import bind_contextvars, reset_contextvars
@@ -20,10 +28,13 @@ from wakeful.daemon.loop.parallel import answer_in_parallel
 from wakeful.daemon.loop.session_loop import LoopDeps, SessionLoop
 from wakeful.daemon.router import Decision, Router, Strategy
 from wakeful.daemon.sessions import Sessions
-from wakeful.daemon.store.base import EventStatus, Store, StoredEvent, StoreUnavailable
+from wakeful.daemon.store.base import EventQueue, EventStatus, StoredEvent, StoreUnavailable
 from wakeful.events import Event
 
 log = structlog.get_logger(__name__)
+
+# How long a failed step waits before it tries again to put its event back.
+REQUEUE_BACKOFF_S = (0.5, 30.0)
 
 STATUS_FOR = {
     Strategy.CANCEL: EventStatus.PENDING,
@@ -36,7 +47,7 @@ class Dispatcher:
     """Owns the session loops it routes to; they re-enter only through ``submit``."""
 
     def __init__(
-        self, store: Store, router: Router, feed: Feed, group: TaskGroup, loop_deps: LoopDeps
+        self, store: EventQueue, router: Router, feed: Feed, group: TaskGroup, loop_deps: LoopDeps
     ) -> None:
         self._store = store
         self._router = router
@@ -87,12 +98,13 @@ class Dispatcher:
         self.accepted += 1
         metrics.EVENTS_ACCEPTED.inc(kind=event.kind, source=event.source.type)
         if decision is None:
-            self._group.start_soon(self._classify_then_act, result.stored, loop)
+            classify = self._guarded("classify", result.stored, loop, self._classify_then_act)
+            self._group.start_soon(classify, name=f"classify {event.id}")
         else:
             self._act(result.stored, decision, loop)
         return SubmitResult(event.id, duplicate=False)
 
-    async def _classify_then_act(self, stored: StoredEvent, loop: SessionLoop) -> None:
+    async def _classify_then_act(self, loop: SessionLoop, stored: StoredEvent) -> None:
         decision = await self._router.decide(stored.event, busy=loop.busy)
         await self._store.set_route(
             stored.event.id, STATUS_FOR[decision.strategy], decision.strategy, decision.reason
@@ -128,6 +140,41 @@ class Dispatcher:
             cause = f"an urgent {event.kind} arrived ({event.content.text[:80]!r})"
             loop.interrupt(cause, stop_tools=decision.stop_tools)
         elif decision.strategy is Strategy.PARALLEL:
-            self._group.start_soon(answer_in_parallel, loop, stored, name=f"parallel {event.id}")
+            answer = self._guarded("parallel", stored, loop, answer_in_parallel)
+            self._group.start_soon(answer, name=f"parallel {event.id}")
         else:
             loop.notify()
+
+    def _guarded(
+        self,
+        step: str,
+        stored: StoredEvent,
+        loop: SessionLoop,
+        run: Callable[[SessionLoop, StoredEvent], Awaitable[None]],
+    ) -> Callable[[], Coroutine[Any, Any, None]]:
+        """``run`` as a task that cannot raise into the daemon's task group."""
+
+        async def guarded() -> None:
+            try:
+                await run(loop, stored)
+            except Exception as exc:
+                metrics.BACKGROUND_FAILURES.inc(step=step)
+                log.exception("routing step failed; queueing the event", step=step)
+                await self._requeue(stored, loop, f"{step} failed ({type(exc).__name__}); queued")
+
+        return guarded
+
+    async def _requeue(self, stored: StoredEvent, loop: SessionLoop, reason: str) -> None:
+        """Back to pending, retried while the store refuses (else ``recover`` at restart)."""
+        delay, cap = REQUEUE_BACKOFF_S
+        while True:
+            try:
+                await self._store.set_route(
+                    stored.event.id, EventStatus.PENDING, Strategy.QUEUE, reason
+                )
+                break
+            except Exception as exc:
+                log.warning("cannot requeue the event yet", error=str(exc), retry_in_s=delay)
+                await anyio.sleep(delay)
+                delay = min(delay * 2, cap)
+        loop.notify()

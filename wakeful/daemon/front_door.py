@@ -47,6 +47,10 @@ class FrontDoor(Protocol):
 
     async def trajectory(self, session: str) -> list[dict[str, Any]]: ...
 
+    async def retry_event(self, event_id: str) -> dict[str, Any] | None:
+        """Put a quarantined event back in its queue; None if it is not quarantined."""
+        ...
+
     def subscribe(self, session: str) -> AbstractAsyncContextManager[AsyncIterator[FeedItem]]:
         """Live feed of replies, event decisions and task progress for a session."""
         ...

@@ -84,6 +84,7 @@ def loop_limits(settings: Settings) -> LoopLimits:
         max_model_calls_per_run=loop.max_model_calls_per_run,
         max_run_seconds=loop.max_run_seconds,
         max_consecutive_failures=loop.max_consecutive_failures,
+        max_event_crashes=loop.max_event_crashes,
         parallel_max_model_calls=loop.parallel_max_model_calls,
         parallel_budget_s=loop.parallel_budget_s,
     )

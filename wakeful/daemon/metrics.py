@@ -144,6 +144,16 @@ TOOL_CALLS = Counter("wakeful_tool_calls_total", "Tool calls finished, by tool a
 COMPONENT_CRASHES = Counter(
     "wakeful_component_crashes_total", "Component run() failures (restarted), by component."
 )
+SESSION_CRASHES = Counter(
+    "wakeful_session_crashes_total", "Session loops that raised and were restarted, by error."
+)
+EVENTS_QUARANTINED = Counter(
+    "wakeful_events_quarantined_total", "Events moved out of the queue for crashing their session."
+)
+BACKGROUND_FAILURES = Counter(
+    "wakeful_background_failures_total",
+    "Routing steps that raised (classify, parallel answer); the event went back to the queue.",
+)
 
 COUNTERS: tuple[Family, ...] = (
     EVENTS_ACCEPTED,
@@ -156,6 +166,9 @@ COUNTERS: tuple[Family, ...] = (
     PLACEHOLDERS,
     TOOL_CALLS,
     COMPONENT_CRASHES,
+    SESSION_CRASHES,
+    EVENTS_QUARANTINED,
+    BACKGROUND_FAILURES,
 )
 
 

@@ -1,4 +1,9 @@
-"""The session loops: one per session, created on first use, owned by one task group."""
+"""The session loops: one per session, created on first use, each under its supervisor.
+
+The supervisors run in one task group (the daemon's); a loop that raises is
+restarted by its own supervisor (:mod:`wakeful.daemon.loop.supervisor`), so
+no session can take the daemon down.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +11,7 @@ import anyio
 from anyio.abc import TaskGroup
 
 from wakeful.daemon.loop.session_loop import LoopDeps, SessionLoop, Submit
+from wakeful.daemon.loop.supervisor import PoisonGate, SessionSupervisor
 
 
 class Sessions:
@@ -14,13 +20,26 @@ class Sessions:
         self._group = group
         self._submit = submit
         self._loops: dict[str, SessionLoop] = {}
+        self.supervisors: dict[str, SessionSupervisor] = {}
 
     def get(self, session: str) -> SessionLoop:
         loop = self._loops.get(session)
         if loop is None:
             loop = self._loops[session] = SessionLoop(session, self._deps, self._submit)
-            self._group.start_soon(loop.run_forever, self._group, name=f"session {session}")
+            supervisor = self.supervisors[session] = self._supervise(loop)
+            self._group.start_soon(supervisor.run, name=f"session {session}")
         return loop
+
+    def _supervise(self, loop: SessionLoop) -> SessionSupervisor:
+        deps, limits = self._deps, self._deps.limits
+        gate = PoisonGate(loop.session, deps.store, limits.max_event_crashes, self._submit)
+        return SessionSupervisor(
+            loop,
+            gate,
+            deps.store,
+            first_backoff_s=limits.restart_backoff_s,
+            max_backoff_s=limits.max_restart_backoff_s,
+        )
 
     def is_busy(self, session: str) -> bool:
         loop = self._loops.get(session)

@@ -7,13 +7,16 @@ disconnect at once and stops generating (SPEC §4 rule 4).
 
 from __future__ import annotations
 
+import json
 import time
 import uuid
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit, urlunsplit
 
 import anyio
+import httpx
 import openai
+import pydantic
 from openai.types.chat import ChatCompletion, ChatCompletionChunk
 from openai.types.chat.chat_completion_chunk import ChoiceDelta
 from openai.types.completion_usage import CompletionUsage
@@ -33,6 +36,8 @@ from wakeful.llm.reasoning import ReasoningCollector, ReplayPolicy, wire_message
 # refuses to start without one.
 _DUMMY_KEY = "not-needed"
 _CLOSE_TIMEOUT_S = 2.0
+# What a reply that is not UTF-8, not JSON or not the chunk schema raises while streamed.
+UNDECODABLE = (UnicodeDecodeError, json.JSONDecodeError, pydantic.ValidationError)
 _KEY_HINT = "check the key named by [llm] api_key_env or stored in [llm] api_key_file"
 
 
@@ -176,6 +181,13 @@ class OpenAIProvider:
                 await _hang_up(stream)
         except openai.APIError as exc:
             raise self._translate(exc) from exc
+        except UNDECODABLE as exc:
+            raise self._undecodable(exc) from exc
+        except httpx.HTTPError as exc:  # the stream broke after the SDK handed it over
+            raise ModelUnavailable(
+                f"the model endpoint {self._safe_url} broke off its reply: "
+                f"{type(exc).__name__}: {exc}"
+            ) from exc
         model = request.model or self._model
         return accumulator.response(model, time.monotonic() - started)
 
@@ -202,6 +214,16 @@ class OpenAIProvider:
             options={"security": {"bearer_auth": True}},
             stream=True,
             stream_cls=openai.AsyncStream[ChatCompletionChunk],
+        )
+
+    def _undecodable(self, exc: Exception) -> ProviderError:
+        # A failed call like any other (counted toward [loop] max_consecutive_failures),
+        # not a crash: the endpoint is broken, the session is not.
+        detail = str(exc)[:200]
+        return ProviderError(
+            f"the model endpoint {self._safe_url} sent a reply that cannot be decoded"
+            f" ({type(exc).__name__}: {detail}); is [llm] base_url an OpenAI-compatible"
+            " endpoint?"
         )
 
     def _translate(self, exc: openai.APIError) -> ProviderError:

@@ -97,6 +97,19 @@ class Api:
             raise _unavailable(exc) from None
         return JSONResponse({"session": request.path_params["session"], "messages": messages})
 
+    async def retry_event(self, request: Request) -> Response:
+        self.tokens.require(request)
+        event_id = request.path_params["event_id"]
+        try:
+            entry = await self.daemon.retry_event(event_id)
+        except DaemonUnavailable as exc:
+            raise _unavailable(exc) from None
+        if entry is None:
+            raise ApiError(
+                404, f"event {event_id!r} is not quarantined (see `wakeful status`); nothing to do"
+            )
+        return JSONResponse({"event": entry})
+
     async def outbox_messages(self, request: Request) -> Response:
         """Unread messages (``?unread=1``), else the history after ``after``."""
         self.tokens.require(request)
@@ -156,6 +169,7 @@ def create_app(
         Route("/api/messages", api.post_message, methods=["POST"]),
         Route("/api/status", api.status, methods=["GET"]),
         Route("/api/events", api.all_events, methods=["GET"]),
+        Route("/api/events/{event_id:path}/retry", api.retry_event, methods=["POST"]),
         Route("/api/sessions/{session}/events", api.session_events, methods=["GET"]),
         Route("/api/sessions/{session}/stream", api.stream, methods=["GET"]),
         Route("/api/sessions/{session}/trajectory", api.trajectory, methods=["GET"]),

@@ -7,6 +7,7 @@ session loops at scrape time; counters come from :mod:`wakeful.daemon.metrics`.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 from typing import TYPE_CHECKING
@@ -42,12 +43,27 @@ class Observability:
                 return None
         return None
 
+    async def _store_problem(self) -> str | None:
+        """What is wrong with the store now, or None. While it is known not to
+        take writes, each readiness check probes it once, so it recovers by itself."""
+        store = self.daemon.store
+        if not store.health.ok:
+            # Success marks the health good again; a failure leaves its reason there.
+            with anyio.move_on_after(STORE_PROBE_S), contextlib.suppress(Exception):
+                await store.probe_write()
+        if not store.health.ok:
+            return store.health.describe()
+        if await self._queue_depths() is None:
+            return f"the event store ({store.health.name}) does not answer"
+        return None
+
     async def readyz(self, request: Request) -> Response:
         problems = []
         if self.daemon.dispatcher.stopping:
             problems.append("the daemon is stopping")
-        if await self._queue_depths() is None:
-            problems.append("the event store does not answer")
+        store_problem = await self._store_problem()
+        if store_problem is not None:
+            problems.append(store_problem)
         for name, health in self.daemon.registrations.health.items():
             if health.required and not health.ok:
                 problems.append(f"{name}: {health.detail}")
@@ -66,8 +82,8 @@ class Observability:
         age = metrics.Gauge(
             "wakeful_queue_oldest_age_seconds", "Age of the oldest event not yet consumed."
         )
-        store_up = metrics.Gauge("wakeful_store_up", "1 when the event store answers.")
-        store_up.set(0 if depths is None else 1)
+        store_up = metrics.Gauge("wakeful_store_up", "1 when the event store answers and writes.")
+        store_up.set(int(depths is not None and self.daemon.store.health.ok))
         for d in depths or []:
             depth.set(d.pending, session=d.session)
             age.set(now - d.oldest_accepted_at if d.oldest_accepted_at else 0, session=d.session)

@@ -15,6 +15,9 @@ class LoopLimits:
     parallel_max_model_calls: int = 3
     parallel_budget_s: float = 20.0
     failure_backoff_s: float = 1.0
+    max_event_crashes: int = 3  # crashed runs an event may be in before it is quarantined
+    restart_backoff_s: float = 0.5  # before a crashed session loop restarts; doubles
+    max_restart_backoff_s: float = 30.0
 
 
 @dataclass

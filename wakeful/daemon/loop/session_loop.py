@@ -31,7 +31,7 @@ from wakeful.daemon.loop.task_views import CombinedTaskView, SessionTaskViews
 from wakeful.daemon.loop.tool_activity import PROGRESS_EVERY_S, tool_item
 from wakeful.daemon.loop.tool_tasks import Claim, ToolExecutor, ToolTask, ToolTaskManager
 from wakeful.daemon.outbox.service import Outbox
-from wakeful.daemon.store.base import ConsumeConflict, ModelCallRecord, Store
+from wakeful.daemon.store.base import ConsumeConflict, ModelCallRecord, Store, StoredEvent
 from wakeful.daemon.trajectory.rules import (
     InterruptedCall,
     PartialOutput,
@@ -47,6 +47,16 @@ log = structlog.get_logger(__name__)
 
 # How far back a restart looks for placeholders whose promised result never came.
 LATE_PROMISE_LOOKBACK = 500
+
+
+class BatchGate(Protocol):
+    """The supervisor's view of a run: what it takes, consumes and gets answered."""
+
+    async def admit(self, batch: list[StoredEvent]) -> list[StoredEvent]: ...
+
+    def consumed(self) -> None: ...
+
+    def answered(self) -> None: ...
 
 
 class ToolCatalog(ToolExecutor, Protocol):
@@ -101,6 +111,8 @@ class SessionLoop:
         self.forced_stop = False  # the stop could not wait for a safe point
         self._idle = anyio.Event()
         self._idle.set()
+        self.gate: BatchGate | None = None  # set by the session's supervisor
+        self.runs_finished = 0
 
     # -- signals from the dispatcher --------------------------------------------
 
@@ -159,6 +171,7 @@ class SessionLoop:
             with bound_contextvars(run_id=run.run_id):
                 while await self._cycle(run):
                     pass
+            self.runs_finished += 1
         finally:
             unbind_contextvars("event_id", "batch_size")
             self.busy = False
@@ -171,12 +184,16 @@ class SessionLoop:
             return False  # a safe point: what is recorded is whole; the rest waits
         self._interrupt = None  # anything asked before this point is in the batch below
         batch = await self.deps.store.pending(self.session)
+        if batch and self.gate is not None:
+            batch = await self.gate.admit(batch)  # counts the attempt; drops poison
         if batch:
             try:
                 await self.writer.append_queued_batch(batch)
             except ConsumeConflict as exc:
                 log.warning("batch changed under us; taking it again", detail=str(exc))
                 return True
+            if self.gate is not None:
+                self.gate.consumed()
             # The rest of the run handles these events: its log lines name them
             # (event_id: the newest, which woke the loop last). Unbound in _run_until_idle.
             bind_contextvars(event_id=batch[-1].event.id, batch_size=len(batch))
@@ -193,6 +210,8 @@ class SessionLoop:
         if response is None:
             return True  # interrupted or failed: back to the safe point
         await self.writer.record_assistant_message(response)
+        if self.gate is not None:
+            self.gate.answered()
         if response.content:
             key = f"{self.session}:reply:{run.run_id}:{run.model_calls}"
             await self.deps.outbox.send(
@@ -295,6 +314,11 @@ class SessionLoop:
                 async with anyio.create_task_group() as group:
                     for task in started:
                         group.start_soon(self._record_when_done, task)
+        except Exception:
+            # The run failed (its supervisor restarts it): the calls still running
+            # are stopped, and their placeholders say so rather than "shutdown".
+            self._interrupt = self._interrupt or Interrupt("the session's run failed", True)
+            raise
         finally:
             # Shutdown or interrupt: whatever is unfinished is closed here (rule 3).
             with anyio.CancelScope(shield=True):
@@ -401,6 +425,9 @@ class SessionLoop:
         chars = len(streamed.text())
         if chars:
             self._publish({"type": "discarded", "chars": chars, "cause": cause})
+
+    def publish_alert(self, text: str) -> None:
+        self._publish({"type": "alert", "text": text})
 
     def _publish(self, item: dict[str, Any]) -> None:
         self.deps.feed.publish(self.session, item)

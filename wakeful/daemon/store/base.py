@@ -1,12 +1,15 @@
-"""The event store and trajectory store interface.
+"""The store's ports: the event queue, the trajectory, the model-call log.
 
 One invariant lives here: an accepted event is either still waiting in its
-session's queue or appended to that session's trajectory, never both and
-never neither. ``consume`` is the only way an event leaves the queue, and it
-appends the event's messages in the same transaction.
+session's queue, appended to that session's trajectory, or quarantined (it
+crashed its session too often), never two and never none. ``consume`` is the
+only way an event leaves the queue into the trajectory, and it appends the
+event's messages in the same transaction.
 
-The SQLite backend is the embedded default; the Redis backend
-(``redis_store.py``) implements the same protocol without changes to the loop.
+Callers depend on the narrowest port they use (:class:`EventQueue`,
+:class:`TrajectoryStore`, :class:`ModelCallLog`); :class:`Store` is their
+union, which both backends implement: SQLite (``sqlite.py``, the embedded
+default) and Redis (``redis_store.py``).
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Protocol
 
+from wakeful.daemon.store.health import StoreHealth
 from wakeful.events import Event
 
 Message = dict[str, Any]
@@ -26,10 +30,15 @@ class EventStatus(StrEnum):
     PENDING = "pending"  # waiting for the session's next safe point
     PARALLEL = "parallel"  # held while a side session answers it
     CONSUMED = "consumed"  # appended to the trajectory
+    QUARANTINED = "quarantined"  # crashed its session too often; waits for `events retry`
 
 
 class StoreUnavailable(Exception):
     """The store cannot take writes now; callers answer 503 and the sender retries."""
+
+
+class StoreCorrupt(StoreUnavailable):
+    """The store's data failed its integrity check at open; the message says how to recover."""
 
 
 class ConsumeConflict(Exception):
@@ -45,12 +54,15 @@ class StoredEvent:
     reason: str | None = None
     parallel_answer: str | None = None
     accepted_at: float = 0.0
+    attempts: int = 0  # runs that took this event, counted before each one starts
+    failure: str | None = None  # why it was quarantined
 
     @classmethod
     def from_row(cls, row: Sequence[Any]) -> StoredEvent:
-        """From (seq, event JSON, status, strategy, reason, parallel_answer, accepted_at),
-        the order both backends read them in; numbers may come as text (Redis)."""
-        seq, body, status, strategy, reason, answer, accepted_at = row
+        """From (seq, event JSON, status, strategy, reason, parallel_answer, accepted_at,
+        attempts, failure), the order both backends read them in; numbers may come as
+        text and absent fields as None (Redis)."""
+        seq, body, status, strategy, reason, answer, accepted_at, attempts, failure = row
         return cls(
             seq=int(seq),
             event=Event.model_validate_json(body),
@@ -59,6 +71,8 @@ class StoredEvent:
             reason=reason,
             parallel_answer=answer,
             accepted_at=float(accepted_at),
+            attempts=int(attempts or 0),
+            failure=failure,
         )
 
 
@@ -88,7 +102,9 @@ class QueueDepth:
     oldest_accepted_at: float | None
 
 
-class Store(Protocol):
+class EventQueue(Protocol):
+    """Where accepted events wait: deduplicated, routed, taken at safe points."""
+
     async def append(
         self,
         event: Event,
@@ -109,26 +125,6 @@ class Store(Protocol):
 
     async def pending(self, session: str) -> list[StoredEvent]: ...
 
-    async def consume(
-        self,
-        session: str,
-        event_ids: list[str],
-        messages: list[Message],
-        meta: dict[str, Any] | None = None,
-    ) -> None:
-        """Mark the events consumed and append their messages, atomically."""
-        ...
-
-    async def append_messages(
-        self, session: str, messages: list[Message], meta: dict[str, Any] | None = None
-    ) -> None: ...
-
-    async def trajectory(self, session: str) -> list[Message]: ...
-
-    async def sessions(self) -> list[str]:
-        """Every session with events or messages."""
-        ...
-
     async def recover(self) -> int:
         """After a restart: events held mid-routing or mid-parallel go back to pending."""
         ...
@@ -139,8 +135,73 @@ class Store(Protocol):
 
     async def queue_depths(self) -> list[QueueDepth]: ...
 
+    async def sessions(self) -> list[str]:
+        """Every session with events or messages."""
+        ...
+
+    async def note_attempt(self, event_ids: list[str], delta: int = 1) -> dict[str, int]:
+        """Count one more run of these events *before* it starts (so a crash that
+        takes the process down still counts); the attempts before this one, by id.
+        ``delta=-1`` takes a count back (the run failed because the store did)."""
+        ...
+
+    async def quarantine(self, event_ids: list[str], failure: str) -> list[str]:
+        """Move pending or consumed events out of the way with the reason; the ids moved."""
+        ...
+
+    async def retry(self, event_id: str) -> StoredEvent | None:
+        """A quarantined event back to pending with its count reset; None if it was not
+        quarantined (unknown id, or not in quarantine)."""
+        ...
+
+    async def quarantined(self) -> list[StoredEvent]: ...
+
+
+class TrajectoryStore(Protocol):
+    """A session's trajectory: the messages the model sees, append-only.
+
+    ``fencing`` is the hook point for per-session leases (#12): a token the
+    writer holds; a store that checks fencing refuses a write whose token is
+    older than the session's current one. Today no backend checks it and
+    ``None`` (no fencing) is the only value callers pass.
+    """
+
+    async def consume(
+        self,
+        session: str,
+        event_ids: list[str],
+        messages: list[Message],
+        meta: dict[str, Any] | None = None,
+        fencing: int | None = None,
+    ) -> None:
+        """Mark the events consumed and append their messages, atomically."""
+        ...
+
+    async def append_messages(
+        self,
+        session: str,
+        messages: list[Message],
+        meta: dict[str, Any] | None = None,
+        fencing: int | None = None,
+    ) -> None: ...
+
+    async def trajectory(self, session: str) -> list[Message]: ...
+
+
+class ModelCallLog(Protocol):
     async def record_model_call(self, record: ModelCallRecord) -> None: ...
 
     async def model_calls(self, session: str, limit: int = 100) -> list[ModelCallRecord]: ...
+
+
+class Store(EventQueue, TrajectoryStore, ModelCallLog, Protocol):
+    """Every port, as both backends implement them, plus health and closing."""
+
+    @property
+    def health(self) -> StoreHealth: ...
+
+    async def probe_write(self) -> None:
+        """One throwaway write that needs fresh space; raises StoreUnavailable if it fails."""
+        ...
 
     async def aclose(self) -> None: ...

@@ -20,7 +20,8 @@ async def open_store(store: StoreSection, data_dir: Path) -> Store:
         from wakeful.daemon.store.redis_store import RedisStore  # only when used
 
         add_secrets(_url_passwords(store.redis_url))
-        return await RedisStore(store.redis_url, prefix=store.redis_prefix).open()
+        # The daemon takes the prefix's lease: a second daemon on it refuses to start.
+        return await RedisStore(store.redis_url, prefix=store.redis_prefix, lease=True).open()
     from wakeful.daemon.store.sqlite import SqliteStore
 
     return await SqliteStore(data_dir / "wakeful.db", synchronous=store.sqlite_synchronous).open()

@@ -10,6 +10,7 @@ Keys, all under the prefix ``P`` (``ARGV[1]``)::
     P seq                  INCR counter: the next event seq
     P ev:<id>              hash: seq session kind body status strategy reason
                            parallel_answer accepted_at consumed_at token consumed_by
+                           attempts failure
     P pending:<session>    zset id -> seq: exactly the events with status pending
     P open:<session>       zset id -> accepted_at: every event not yet consumed
     P log                  zset id -> seq: every event
@@ -18,6 +19,8 @@ Keys, all under the prefix ``P`` (``ARGV[1]``)::
     P msgs:<session>       list of message JSON: the trajectory
     P meta:<session>       list of JSON {first, count, meta, at}: meta of a run of messages
     P calls:<session>      list of model-call JSON
+    P quarantined          zset id -> seq: events with status quarantined
+    P lease                string: the daemon that owns this prefix (SET NX PX)
 
 Keys are built inside the scripts from the prefix, not passed as KEYS: fine
 on one Redis server, not on Redis Cluster (which needs every key declared).
@@ -27,7 +30,10 @@ A field that is ``None`` in Python is absent from the hash, so HMGET gives
 
 from __future__ import annotations
 
-EVENT_FIELDS = ("seq", "body", "status", "strategy", "reason", "parallel_answer", "accepted_at")
+EVENT_FIELDS = (
+    "seq", "body", "status", "strategy", "reason", "parallel_answer", "accepted_at", "attempts",
+    "failure",
+)  # fmt: skip
 
 _FIELDS_LUA = ", ".join(f"'{name}'" for name in EVENT_FIELDS)
 
@@ -45,10 +51,15 @@ local function restatus(id, new)
   else
     redis.call('ZREM', p .. 'pending:' .. f[1], id)
   end
-  if new == 'consumed' then
+  if new == 'consumed' or new == 'quarantined' then
     redis.call('ZREM', p .. 'open:' .. f[1], id)
   else
     redis.call('ZADD', p .. 'open:' .. f[1], f[3], id)
+  end
+  if new == 'quarantined' then
+    redis.call('ZADD', p .. 'quarantined', f[2], id)
+  else
+    redis.call('ZREM', p .. 'quarantined', id)
   end
 end
 
@@ -103,7 +114,7 @@ SET_ROUTE = (
     + """
 local ek = p .. 'ev:' .. ARGV[2]
 local status = redis.call('HGET', ek, 'status')
-if not status or status == 'consumed' then return 0 end
+if not status or status == 'consumed' or status == 'quarantined' then return 0 end
 redis.call('HSET', ek, 'strategy', ARGV[4], 'reason', ARGV[5])
 restatus(ARGV[2], ARGV[3])
 return 1
@@ -238,6 +249,112 @@ end
 return out
 """
 
+# ARGV: prefix, delta, id... -> the attempts of each id before this change (0 for unknown
+# ids); never below 0.
+NOTE_ATTEMPT = """
+local p = ARGV[1]
+local delta = tonumber(ARGV[2])
+local out = {}
+for i = 3, #ARGV do
+  local ek = p .. 'ev:' .. ARGV[i]
+  if redis.call('EXISTS', ek) == 1 then
+    local before = tonumber(redis.call('HGET', ek, 'attempts') or '0')
+    redis.call('HSET', ek, 'attempts', math.max(before + delta, 0))
+    table.insert(out, before)
+  else
+    table.insert(out, 0)
+  end
+end
+return out
+"""
+
+# ARGV: prefix, failure, id... -> the ids moved (those pending or consumed).
+QUARANTINE = (
+    _PRELUDE
+    + """
+local out = {}
+for i = 3, #ARGV do
+  local id = ARGV[i]
+  local status = redis.call('HGET', p .. 'ev:' .. id, 'status')
+  if status == 'pending' or status == 'consumed' then
+    restatus(id, 'quarantined')
+    redis.call('HSET', p .. 'ev:' .. id, 'failure', ARGV[2])
+    table.insert(out, id)
+  end
+end
+return out
+"""
+)
+
+# ARGV: prefix, id -> EVENT_FIELDS of the event put back in the queue, or {} if not quarantined.
+RETRY = (
+    _PRELUDE
+    + f"""
+local ek = p .. 'ev:' .. ARGV[2]
+if redis.call('HGET', ek, 'status') ~= 'quarantined' then return {{}} end
+restatus(ARGV[2], 'pending')
+redis.call('HSET', ek, 'attempts', 0)
+return redis.call('HMGET', ek, {_FIELDS_LUA})
+"""
+)
+
+QUARANTINED = (
+    """
+local p = ARGV[1]
+local ids = redis.call('ZRANGE', p .. 'quarantined', 0, -1)
+"""
+    + _READ_EVENTS
+)
+
+# ARGV: prefix -> '' when every key the store uses has the type it expects, else
+# 'key: found T, expected U' for the first that does not.
+CHECK_TYPES = """
+local p = ARGV[1]
+local function want(key, expected)
+  local found = redis.call('TYPE', key)['ok']
+  if found ~= 'none' and found ~= expected then
+    return key .. ': found ' .. found .. ', expected ' .. expected
+  end
+  return nil
+end
+local bad = want(p .. 'seq', 'string') or want(p .. 'sessions', 'set')
+  or want(p .. 'log', 'zset') or want(p .. 'quarantined', 'zset')
+if bad then return bad end
+for _, session in ipairs(redis.call('SMEMBERS', p .. 'sessions')) do
+  bad = want(p .. 'msgs:' .. session, 'list') or want(p .. 'pending:' .. session, 'zset')
+    or want(p .. 'open:' .. session, 'zset') or want(p .. 'log:' .. session, 'zset')
+  if bad then return bad end
+end
+return ''
+"""
+
+# ARGV: prefix, token, ttl_ms -> 1 while we hold the lease (renewed), 0 if someone else does.
+RENEW_LEASE = """
+if redis.call('GET', ARGV[1] .. 'lease') == ARGV[2] then
+  redis.call('PEXPIRE', ARGV[1] .. 'lease', ARGV[3])
+  return 1
+end
+return 0
+"""
+
+# ARGV: prefix, old value, new value, ttl_ms -> 1 if the lease still held the old value
+# (a dead daemon's) and is ours now, else 0.
+TAKE_OVER_LEASE = """
+if redis.call('GET', ARGV[1] .. 'lease') == ARGV[2] then
+  redis.call('SET', ARGV[1] .. 'lease', ARGV[3], 'PX', ARGV[4])
+  return 1
+end
+return 0
+"""
+
+# ARGV: prefix, token. Deletes the lease only if it is still ours.
+RELEASE_LEASE = """
+if redis.call('GET', ARGV[1] .. 'lease') == ARGV[2] then
+  return redis.call('DEL', ARGV[1] .. 'lease')
+end
+return 0
+"""
+
 SCRIPTS = {
     "APPEND": APPEND,
     "SET_ROUTE": SET_ROUTE,
@@ -248,4 +365,12 @@ SCRIPTS = {
     "PENDING": PENDING,
     "EVENT_LOG": EVENT_LOG,
     "QUEUE_DEPTHS": QUEUE_DEPTHS,
+    "NOTE_ATTEMPT": NOTE_ATTEMPT,
+    "QUARANTINE": QUARANTINE,
+    "RETRY": RETRY,
+    "QUARANTINED": QUARANTINED,
+    "CHECK_TYPES": CHECK_TYPES,
+    "RENEW_LEASE": RENEW_LEASE,
+    "RELEASE_LEASE": RELEASE_LEASE,
+    "TAKE_OVER_LEASE": TAKE_OVER_LEASE,
 }

@@ -20,9 +20,9 @@ one Redis server.
 
 Known gaps:
 
-- One daemon owns a prefix. Nothing stops two daemons on the same prefix,
-  and they would both run the same sessions. Sharing the work of one prefix
-  across daemons (consumer groups, leases on sessions) is not built.
+- One daemon owns a prefix: with ``lease=True`` (the daemon) a second one on
+  the same prefix refuses to start (:mod:`~wakeful.daemon.store.redis_lease`).
+  Sharing the work of one prefix across daemons (leases on sessions) is not built.
 - One Redis server, not Redis Cluster: the scripts build their keys from the
   prefix rather than declaring them.
 - Durability is Redis's: a 202 survives a Redis restart only with
@@ -57,10 +57,13 @@ from wakeful.daemon.store.base import (
     Message,
     ModelCallRecord,
     QueueDepth,
+    StoreCorrupt,
     StoredEvent,
     StoreUnavailable,
 )
 from wakeful.daemon.store.group_commit import GroupCommit
+from wakeful.daemon.store.health import StoreHealth
+from wakeful.daemon.store.redis_lease import PrefixLease
 from wakeful.daemon.store.redis_setup import redacted_url, warn_if_not_durable
 from wakeful.events import Event
 
@@ -116,9 +119,19 @@ class _Append:
 class RedisStore:
     """The Store protocol on one Redis server, under one key prefix."""
 
-    def __init__(self, url: str, *, prefix: str = DEFAULT_PREFIX, timeout_s: float = 10.0) -> None:
+    def __init__(
+        self,
+        url: str,
+        *,
+        prefix: str = DEFAULT_PREFIX,
+        timeout_s: float = 10.0,
+        lease: bool = False,
+    ) -> None:
         self.where = redacted_url(url)
         self.prefix = prefix
+        self.health = StoreHealth(f"Redis at {self.where}, prefix {prefix!r}")
+        self._take_lease = lease
+        self._lease: PrefixLease | None = None
         self._url = url
         self._timeout_s = timeout_s
         self._client: Redis | None = None
@@ -143,13 +156,30 @@ class RedisStore:
                 script = client.register_script(text)
                 await client.script_load(text)
                 self._scripts[name] = script
+            await self._check_types(client)
+            if self._take_lease:
+                self._lease = PrefixLease(client, self._url, self.prefix, self.where)
+                await self._lease.acquire()
         except RedisError as exc:
             await client.aclose()
             raise StoreUnavailable(
                 f"Redis at {self.where} refused the store's setup: {exc}"
             ) from None
+        except BaseException:
+            await client.aclose()
+            raise
         self._client = client
         return self
+
+    async def _check_types(self, client: Redis) -> None:
+        """The Redis side of SQLite's quick_check: every key we use has our type."""
+        bad = await self._scripts["CHECK_TYPES"](args=[self.prefix], client=client)
+        if bad:
+            raise StoreCorrupt(
+                f"Redis at {self.where} holds keys under prefix {self.prefix!r} that the"
+                f" store did not write ({bad}); give wakeful its own [store] redis_prefix,"
+                " or delete those keys if they are left over"
+            )
 
     def _connect(self) -> Redis:
         try:
@@ -172,6 +202,8 @@ class RedisStore:
         if self._client is not None:
             client, self._client = self._client, None
             with anyio.CancelScope(shield=True):
+                if self._lease is not None:
+                    await self._lease.release()
                 await client.aclose()
 
     async def _run(self, call: Callable[[Redis], Awaitable[T]], *, retry: bool) -> T:
@@ -195,6 +227,7 @@ class RedisStore:
         raise AssertionError("unreachable")
 
     def _unavailable(self, exc: RedisError) -> StoreUnavailable:
+        self.health.failed(str(exc))
         return StoreUnavailable(f"the event store (Redis at {self.where}) cannot answer: {exc}")
 
     async def _script(self, name: str, args: Sequence[str | int], *, retry: bool) -> Any:
@@ -202,6 +235,11 @@ class RedisStore:
         if script is None:
             raise StoreUnavailable("the event store is closed (the daemon is stopping)")
         return await self._run(lambda c: script(args=[self.prefix, *args], client=c), retry=retry)
+
+    async def probe_write(self) -> None:
+        key = f"{self.prefix}write-probe"
+        await self._run(lambda c: c.set(key, "1", px=1000), retry=True)
+        self.health.wrote()
 
     # -- events ---------------------------------------------------------------
 
@@ -239,6 +277,7 @@ class RedisStore:
         event_ids: list[str],
         messages: list[Message],
         meta: dict[str, Any] | None = None,
+        fencing: int | None = None,
     ) -> None:
         token = new_token()  # lets a retry recognise its own finished consume
         args: list[str | int] = [session, repr(time.time()), token, len(event_ids), *event_ids,
@@ -251,7 +290,11 @@ class RedisStore:
             )
 
     async def append_messages(
-        self, session: str, messages: list[Message], meta: dict[str, Any] | None = None
+        self,
+        session: str,
+        messages: list[Message],
+        meta: dict[str, Any] | None = None,
+        fencing: int | None = None,
     ) -> None:
         args = [session, repr(time.time()), json.dumps(meta) if meta else "", *_encode(messages)]
         await self._script("APPEND_MESSAGES", args, retry=False)
@@ -285,6 +328,26 @@ class RedisStore:
             for i in range(0, len(flat), 3)
         ]
         return sorted(depths, key=lambda d: d.session)
+
+    # -- crash counting and quarantine ---------------------------------------
+
+    async def note_attempt(self, event_ids: list[str], delta: int = 1) -> dict[str, int]:
+        if not event_ids:
+            return {}
+        counts = await self._script("NOTE_ATTEMPT", [delta, *event_ids], retry=False)
+        return {event_id: int(n) for event_id, n in zip(event_ids, counts, strict=True)}
+
+    async def quarantine(self, event_ids: list[str], failure: str) -> list[str]:
+        if not event_ids:
+            return []
+        return list(await self._script("QUARANTINE", [failure, *event_ids], retry=True))
+
+    async def retry(self, event_id: str) -> StoredEvent | None:
+        fields = await self._script("RETRY", [event_id], retry=True)
+        return StoredEvent.from_row(fields) if fields else None
+
+    async def quarantined(self) -> list[StoredEvent]:
+        return _stored_list(await self._script("QUARANTINED", [], retry=True))
 
     # -- model calls ----------------------------------------------------------
 

@@ -30,51 +30,29 @@ from wakeful.daemon.store.base import (
     StoreUnavailable,
 )
 from wakeful.daemon.store.group_commit import GroupCommit
+from wakeful.daemon.store.health import StoreHealth
+from wakeful.daemon.store.sqlite_schema import (
+    SCHEMA,
+    SCHEMA_VERSION,
+    add_missing_columns,
+    check_integrity,
+    corrupt,
+    is_corruption,
+)
 from wakeful.events import Event
 
 T = TypeVar("T")
 
-SCHEMA_VERSION = 1
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS events (
-    seq INTEGER PRIMARY KEY AUTOINCREMENT,
-    id TEXT NOT NULL UNIQUE,
-    session TEXT NOT NULL,
-    kind TEXT NOT NULL,
-    body TEXT NOT NULL,
-    status TEXT NOT NULL,
-    strategy TEXT,
-    reason TEXT,
-    parallel_answer TEXT,
-    accepted_at REAL NOT NULL,
-    consumed_at REAL
-);
-CREATE INDEX IF NOT EXISTS events_by_session_status ON events(session, status, seq);
-CREATE TABLE IF NOT EXISTS messages (
-    seq INTEGER PRIMARY KEY AUTOINCREMENT,
-    session TEXT NOT NULL,
-    body TEXT NOT NULL,
-    meta TEXT,
-    created_at REAL NOT NULL
-);
-CREATE INDEX IF NOT EXISTS messages_by_session ON messages(session, seq);
-CREATE TABLE IF NOT EXISTS model_calls (
-    seq INTEGER PRIMARY KEY AUTOINCREMENT,
-    session TEXT NOT NULL,
-    run_id TEXT NOT NULL,
-    model TEXT NOT NULL,
-    latency_s REAL NOT NULL,
-    prompt_tokens INTEGER NOT NULL,
-    completion_tokens INTEGER NOT NULL,
-    cached_tokens INTEGER NOT NULL,
-    finish_reason TEXT,
-    outcome TEXT NOT NULL,
-    created_at REAL NOT NULL
-);
-CREATE INDEX IF NOT EXISTS model_calls_by_session ON model_calls(session, seq);
-"""
+# The probe's row needs fresh pages, more than a burst of new events would: a disk
+# with only the room a failed write left behind in the WAL file still refuses it.
+PROBE_BYTES = 256 * 1024
 
-EVENT_COLUMNS = "seq, body, status, strategy, reason, parallel_answer, accepted_at"
+EVENT_COLUMNS = (
+    "seq, body, status, strategy, reason, parallel_answer, accepted_at, attempts, failure"
+)
+# Errors that mean the store cannot serve now (full, I/O, corrupt page, locked);
+# others (IntegrityError, ProgrammingError) are our bugs and stay what they are.
+STORE_ERRORS = (sqlite3.OperationalError,)
 
 
 @dataclass
@@ -110,6 +88,7 @@ class SqliteStore:
 
     def __init__(self, path: Path, *, synchronous: Literal["full", "normal"] = "full") -> None:
         self.path = path
+        self.health = StoreHealth(f"SQLite file {path}")
         self._synchronous = synchronous
         self._conn: sqlite3.Connection | None = None
         self._limiter = anyio.CapacityLimiter(1)
@@ -122,11 +101,22 @@ class SqliteStore:
     def _open_sync(self) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         conn = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
-        conn.execute("PRAGMA journal_mode=WAL")
-        conn.execute(f"PRAGMA synchronous={self._synchronous.upper()}")
-        conn.execute("PRAGMA busy_timeout=5000")
-        conn.executescript(SCHEMA)
-        conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+        try:
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute(f"PRAGMA synchronous={self._synchronous.upper()}")
+            conn.execute("PRAGMA busy_timeout=5000")
+            check_integrity(conn, self.path)
+            conn.executescript(SCHEMA)
+            add_missing_columns(conn)
+            conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+        except sqlite3.DatabaseError as exc:
+            conn.close()
+            if isinstance(exc, sqlite3.OperationalError) and not is_corruption(exc):
+                raise StoreUnavailable(f"cannot open the event store {self.path}: {exc}") from None
+            raise corrupt(self.path, str(exc)) from None
+        except BaseException:
+            conn.close()
+            raise
         self._conn = conn
 
     async def aclose(self) -> None:
@@ -142,23 +132,40 @@ class SqliteStore:
         def call() -> T:
             try:
                 return fn(conn)
-            except sqlite3.OperationalError as exc:
+            except sqlite3.DatabaseError as exc:
+                if not isinstance(exc, STORE_ERRORS) and type(exc) is not sqlite3.DatabaseError:
+                    raise  # IntegrityError and the like: a bug, not the disk
+                self.health.failed(str(exc))
                 raise StoreUnavailable(f"the event store cannot write: {exc}") from exc
 
         return await anyio.to_thread.run_sync(call, limiter=self._limiter)
 
-    async def _transaction(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+    async def _transaction(
+        self, fn: Callable[[sqlite3.Connection], T], *, power_safe: bool = True
+    ) -> T:
+        """``power_safe=False``: committed without an fsync (WAL, synchronous=NORMAL):
+        it survives a crash of the process, not of the machine. For bookkeeping on the
+        hot path (crash counts), where a power cut losing the last write is harmless."""
+        relaxed = not power_safe and self._synchronous == "full"
+
         def txn(conn: sqlite3.Connection) -> T:
-            conn.execute("BEGIN IMMEDIATE")
+            if not relaxed:
+                return _in_transaction(conn, fn)
+            conn.execute("PRAGMA synchronous=NORMAL")
             try:
-                result = fn(conn)
-            except BaseException:
-                conn.execute("ROLLBACK")
-                raise
-            conn.execute("COMMIT")
-            return result
+                return _in_transaction(conn, fn)
+            finally:
+                conn.execute("PRAGMA synchronous=FULL")
 
         return await self._run(txn)
+
+    async def probe_write(self) -> None:
+        def txn(conn: sqlite3.Connection) -> None:
+            conn.execute("INSERT INTO write_probe VALUES (zeroblob(?))", (PROBE_BYTES,))
+            conn.execute("DELETE FROM write_probe")
+
+        await self._transaction(txn)
+        self.health.wrote()
 
     # -- events ---------------------------------------------------------------
 
@@ -182,7 +189,7 @@ class SqliteStore:
         await self._transaction(
             lambda conn: conn.execute(
                 "UPDATE events SET status = ?, strategy = ?, reason = ?"
-                " WHERE id = ? AND status != 'consumed'",
+                " WHERE id = ? AND status NOT IN ('consumed', 'quarantined')",
                 (status.value, strategy, reason, event_id),
             )
         )
@@ -212,6 +219,7 @@ class SqliteStore:
         event_ids: list[str],
         messages: list[Message],
         meta: dict[str, Any] | None = None,
+        fencing: int | None = None,
     ) -> None:
         now = time.time()
 
@@ -232,7 +240,11 @@ class SqliteStore:
         await self._transaction(txn)
 
     async def append_messages(
-        self, session: str, messages: list[Message], meta: dict[str, Any] | None = None
+        self,
+        session: str,
+        messages: list[Message],
+        meta: dict[str, Any] | None = None,
+        fencing: int | None = None,
     ) -> None:
         now = time.time()
         await self._transaction(lambda conn: _insert_messages(conn, session, messages, meta, now))
@@ -281,10 +293,69 @@ class SqliteStore:
         rows = await self._run(
             lambda conn: conn.execute(
                 "SELECT session, COUNT(*), MIN(accepted_at) FROM events"
-                " WHERE status != 'consumed' GROUP BY session"
+                " WHERE status NOT IN ('consumed', 'quarantined') GROUP BY session"
             ).fetchall()
         )
         return [QueueDepth(session, count, oldest) for session, count, oldest in rows]
+
+    # -- crash counting and quarantine ---------------------------------------
+
+    async def note_attempt(self, event_ids: list[str], delta: int = 1) -> dict[str, int]:
+        def txn(conn: sqlite3.Connection) -> dict[str, int]:
+            marks = ",".join("?" * len(event_ids))
+            rows = conn.execute(
+                f"SELECT id, attempts FROM events WHERE id IN ({marks})", event_ids
+            ).fetchall()
+            conn.execute(
+                f"UPDATE events SET attempts = MAX(attempts + ?, 0) WHERE id IN ({marks})",
+                (delta, *event_ids),
+            )
+            return {event_id: attempts for event_id, attempts in rows}
+
+        # Counted before every run, so kept off the fsync path: what the count must
+        # survive is a crash of the process (a poison event killing it), not a power cut.
+        return await self._transaction(txn, power_safe=False) if event_ids else {}
+
+    async def quarantine(self, event_ids: list[str], failure: str) -> list[str]:
+        def txn(conn: sqlite3.Connection) -> list[str]:
+            marks = ",".join("?" * len(event_ids))
+            rows = conn.execute(
+                f"SELECT id FROM events WHERE id IN ({marks})"
+                " AND status IN ('pending', 'consumed') ORDER BY seq",
+                event_ids,
+            ).fetchall()
+            moved = [event_id for (event_id,) in rows]
+            conn.executemany(
+                "UPDATE events SET status = 'quarantined', failure = ? WHERE id = ?",
+                [(failure, event_id) for event_id in moved],
+            )
+            return moved
+
+        return await self._transaction(txn) if event_ids else []
+
+    async def retry(self, event_id: str) -> StoredEvent | None:
+        def txn(conn: sqlite3.Connection) -> StoredEvent | None:
+            cursor = conn.execute(
+                "UPDATE events SET status = 'pending', attempts = 0"
+                " WHERE id = ? AND status = 'quarantined'",
+                (event_id,),
+            )
+            if cursor.rowcount != 1:
+                return None
+            row = conn.execute(
+                f"SELECT {EVENT_COLUMNS} FROM events WHERE id = ?", (event_id,)
+            ).fetchone()
+            return StoredEvent.from_row(row)
+
+        return await self._transaction(txn)
+
+    async def quarantined(self) -> list[StoredEvent]:
+        rows = await self._run(
+            lambda conn: conn.execute(
+                f"SELECT {EVENT_COLUMNS} FROM events WHERE status = 'quarantined' ORDER BY seq"
+            ).fetchall()
+        )
+        return [StoredEvent.from_row(row) for row in rows]
 
     # -- model calls ----------------------------------------------------------
 
@@ -320,6 +391,20 @@ class SqliteStore:
             ).fetchall()
         )
         return [ModelCallRecord(*row) for row in reversed(rows)]
+
+
+def _in_transaction(conn: sqlite3.Connection, fn: Callable[[sqlite3.Connection], T]) -> T:
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        result = fn(conn)
+    except BaseException:
+        # SQLite may have rolled back already (SQLITE_FULL, I/O errors do);
+        # a second ROLLBACK would hide the real error behind its own.
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
+    return result
 
 
 def _insert_messages(

@@ -23,7 +23,7 @@ from typing import Any
 
 import structlog
 
-from wakeful.daemon.store.base import Store, StoredEvent
+from wakeful.daemon.store.base import StoredEvent, TrajectoryStore
 from wakeful.daemon.trajectory.normalizer import Normalized, normalize
 from wakeful.daemon.trajectory.placeholders import (
     interrupted_placeholder,
@@ -74,7 +74,7 @@ class PartialOutput:
 
 
 class TrajectoryWriter:
-    def __init__(self, store: Store, session: str) -> None:
+    def __init__(self, store: TrajectoryStore, session: str) -> None:
         self.store = store
         self.session = session
         self.last_agent_at: datetime | None = None
