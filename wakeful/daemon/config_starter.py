@@ -41,6 +41,7 @@ model = ""                              # e.g. "gpt-4.1-mini"
 api_key_env = "OPENAI_API_KEY"          # or api_key_file = "/etc/wakeful/openai-key"
 timeout_s = 60
 max_retries = 2
+replay_reasoning = "auto"               # "always" | "never": what reasoning is sent back
 
 [router]
 classifier_model = ""                   # empty: routing by rules only

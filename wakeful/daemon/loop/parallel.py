@@ -9,7 +9,6 @@ queue — it is never dropped.
 
 from __future__ import annotations
 
-import uuid
 from typing import Any
 
 import anyio
@@ -20,6 +19,7 @@ from wakeful.daemon.router.decision import Strategy
 from wakeful.daemon.store.base import EventStatus, StoredEvent
 from wakeful.daemon.trajectory.normalizer import normalize
 from wakeful.daemon.trajectory.placeholders import tool_message
+from wakeful.events import Event
 from wakeful.handlers.base import ToolContext
 from wakeful.llm.base import ModelRequest, ProviderError, ToolCall
 
@@ -60,7 +60,7 @@ async def answer_in_parallel(loop: SessionLoop, stored: StoredEvent) -> None:
     event = stored.event
     try:
         with anyio.fail_after(deps.limits.parallel_budget_s):
-            answer = await _side_session(loop, event.content.text)
+            answer = await _side_session(loop, event)
     except (TimeoutError, ProviderError) as exc:
         reason = f"parallel answer failed ({exc or 'out of time'}); queued instead"
         log.warning("parallel fallback", event_id=event.id, reason=reason)
@@ -71,8 +71,8 @@ async def answer_in_parallel(loop: SessionLoop, stored: StoredEvent) -> None:
     loop.notify()
 
 
-async def _side_session(loop: SessionLoop, question: str) -> str:
-    deps = loop.deps
+async def _side_session(loop: SessionLoop, event: Event) -> str:
+    deps, question = loop.deps, event.content.text
     # The request carries the session's full tool list so the prompt prefix is
     # byte-identical to the main loop's (cache hits) and past calls stay valid;
     # only the read-only tools are actually run.
@@ -92,38 +92,43 @@ async def _side_session(loop: SessionLoop, question: str) -> str:
         response = await deps.provider.complete(ModelRequest(messages=messages, tools=tools))
         if not response.tool_calls:
             if response.content and response.content not in replies:
-                key = f"{loop.session}:side:{uuid.uuid4().hex}"
-                await deps.outbox.send(loop.session, response.content, key=key)
+                # Keyed by the question, so a retried side answer is not sent twice,
+                # and sent where the question came from.
+                key = f"{loop.session}:side:{event.id}:{len(replies)}"
+                await deps.outbox.send(loop.session, response.content, key=key, answering=event)
                 replies.append(response.content)
             return "\n".join(replies) or "(no answer)"
         side.append(response.as_message())
         for call in response.tool_calls:
             side.append(
-                tool_message(call.id, await _side_tool_result(loop, call, allowed, replies))
+                tool_message(call.id, await _side_tool_result(loop, call, allowed, replies, event))
             )
     return "\n".join(replies) or "(the side session ran out of model calls)"
 
 
 async def _side_tool_result(
-    loop: SessionLoop, call: ToolCall, allowed: set[str], replies: list[str]
+    loop: SessionLoop, call: ToolCall, allowed: set[str], replies: list[str], event: Event
 ) -> str:
     if call.name not in allowed:
         return f"{call.name} is not available in a side session (read-only tools only)."
-    context = _side_context(loop, call.id, replies)
+    context = _side_context(loop, call.id, replies, event)
     return (await loop.deps.tools.execute(call.name, call.arguments, context)).text
 
 
-def _side_context(loop: SessionLoop, call_id: str, replies: list[str]) -> ToolContext:
-    return loop.tool_context(call_id, _SideOutbox(loop, replies))
+def _side_context(loop: SessionLoop, call_id: str, replies: list[str], event: Event) -> ToolContext:
+    return loop.tool_context(call_id, _SideOutbox(loop, replies, event))
 
 
 class _SideOutbox:
     """The side session's messages go out like any other, and become its answer."""
 
-    def __init__(self, loop: SessionLoop, replies: list[str]) -> None:
+    def __init__(self, loop: SessionLoop, replies: list[str], event: Event) -> None:
         self._loop = loop
         self._replies = replies
+        self._event = event  # the side question: where its answers go
 
     async def send(self, text: str, *, key: str) -> str:
         self._replies.append(text)
-        return await self._loop.deps.outbox.send_and_report(self._loop.session, text, key=key)
+        return await self._loop.deps.outbox.send_and_report(
+            self._loop.session, text, key=key, answering=self._event
+        )
