@@ -59,3 +59,10 @@ def read_secret_file(path: Path, key: str) -> str:
     if not value:
         raise ConfigError(f"{key}: {path} is empty; put the secret on its first line")
     return value
+
+
+def reject_repeated_names(names: list[str], what: str) -> None:
+    """For a list-of-tables section whose entries are named: each name once."""
+    repeated = sorted({name for name in names if names.count(name) > 1})
+    if repeated:
+        raise ValueError(f"{what} names must be unique; {', '.join(repeated)} repeats")

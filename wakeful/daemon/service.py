@@ -26,6 +26,7 @@ import structlog
 from wakeful.daemon.components.context import LateRegistration
 from wakeful.daemon.config import ConfigError, Settings
 from wakeful.daemon.data_dir_lock import DataDirLocked
+from wakeful.daemon.exception_groups import leaves
 from wakeful.daemon.lifespan import RunningDaemon, running_daemon
 from wakeful.daemon.logging import configure_logging
 from wakeful.daemon.reload import reload_settings
@@ -131,9 +132,9 @@ def run_daemon(
     # Raised from inside the lifespan's task groups (or, for the lock, before them);
     # each is one line that names the fix.
     except* ConfigError as group:  # a secret file missing, a hook without a secret, ...
-        failures, code = [str(exc) for exc in _leaves(group)], 2
+        failures, code = [str(exc) for exc in leaves(group)], 2
     except* (OSError, StoreUnavailable, LateRegistration, DataDirLocked) as group:
-        failures, code = [str(exc) for exc in _leaves(group)], 1
+        failures, code = [str(exc) for exc in leaves(group)], 1
     if failures:
         message = "; ".join(failures)
         log.error("cannot start", error=message)
@@ -142,14 +143,6 @@ def run_daemon(
     if exit_process:
         exit_now(0)
     return 0
-
-
-def _leaves(group: BaseExceptionGroup[BaseException]) -> list[BaseException]:
-    return [
-        leaf
-        for exc in group.exceptions
-        for leaf in (_leaves(exc) if isinstance(exc, BaseExceptionGroup) else [exc])
-    ]
 
 
 def _has_uvloop() -> bool:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from wakeful.daemon import schedules
-from wakeful.daemon.config_base import Section
+from wakeful.daemon.config_base import Section, reject_repeated_names
 from wakeful.events import SESSION_PATTERN
 
 
@@ -88,8 +88,5 @@ class TimerSettings(BaseModel):
     @field_validator("timers")
     @classmethod
     def _unique_timer_names(cls, timers: list[TimerConfig]) -> list[TimerConfig]:
-        names = [timer.name for timer in timers]
-        repeated = sorted({name for name in names if names.count(name) > 1})
-        if repeated:
-            raise ValueError(f"timer names must be unique; {', '.join(repeated)} repeats")
+        reject_repeated_names([timer.name for timer in timers], "timer")
         return timers

@@ -8,6 +8,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
 
+from wakeful.daemon.config_base import reject_repeated_names
 from wakeful.events import SESSION_PATTERN
 
 HOOK_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
@@ -103,8 +104,5 @@ class WebhookSettings(BaseModel):
     @field_validator("hooks")
     @classmethod
     def _unique_hook_names(cls, hooks: list[HookConfig]) -> list[HookConfig]:
-        names = [hook.name for hook in hooks]
-        repeated = sorted({name for name in names if names.count(name) > 1})
-        if repeated:
-            raise ValueError(f"hook names must be unique; {', '.join(repeated)} repeats")
+        reject_repeated_names([hook.name for hook in hooks], "hook")
         return hooks

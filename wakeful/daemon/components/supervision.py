@@ -26,6 +26,7 @@ from wakeful.daemon.components.context import (
     Registrations,
 )
 from wakeful.daemon.config import Settings
+from wakeful.daemon.exception_groups import describe_failure, holds
 from wakeful.daemon.feed import Feed
 from wakeful.daemon.store.base import Store
 
@@ -95,12 +96,12 @@ async def supervise(
                     task_status.started()
             return  # finished its work (or had none)
         except Exception as exc:
-            if _holds(exc, LateRegistration):
+            if holds(exc, LateRegistration):
                 raise
             metrics.COMPONENT_CRASHES.inc(component=component.name)
             log.exception("component failed; restarting it", component=component.name)
             registrations.health[health_key] = ComponentHealth(
-                False, f"failed ({_describe(exc)}); restarting in {backoff:.0f} s"
+                False, f"failed ({describe_failure(exc)}); restarting in {backoff:.0f} s"
             )
         if not started:  # start-up goes on without it; it keeps being retried
             started = True
@@ -113,17 +114,3 @@ async def _run_once(
     component: Component, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED
 ) -> None:
     await component.run(task_status=task_status)
-
-
-def _holds(exc: BaseException, kind: type[BaseException]) -> bool:
-    """``exc`` is ``kind`` or an exception group (a component's task group) holding one."""
-    if isinstance(exc, BaseExceptionGroup):
-        return any(_holds(inner, kind) for inner in exc.exceptions)
-    return isinstance(exc, kind)
-
-
-def _describe(exc: BaseException) -> str:
-    """The failure itself, not the task group that carried it."""
-    while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
-        exc = exc.exceptions[0]
-    return f"{type(exc).__name__}: {exc}"

@@ -40,6 +40,7 @@ import anyio
 import structlog
 
 from wakeful.daemon import metrics
+from wakeful.daemon.exception_groups import describe_failure, leaves
 from wakeful.daemon.loop.session_loop import SessionLoop
 from wakeful.daemon.store.base import (
     EventQueue,
@@ -52,17 +53,6 @@ from wakeful.events import Event
 log = structlog.get_logger(__name__)
 
 Submit = Callable[[Event], Awaitable[object]]
-
-
-def _leaves(exc: BaseException) -> list[BaseException]:
-    if isinstance(exc, BaseExceptionGroup):
-        return [leaf for inner in exc.exceptions for leaf in _leaves(inner)]
-    return [exc]
-
-
-def describe_failure(exc: BaseException) -> str:
-    """``RuntimeError: boom`` for the innermost real errors of a (nested) group."""
-    return "; ".join(f"{type(leaf).__name__}: {leaf}"[:300] for leaf in _leaves(exc))
 
 
 def quarantine_alert(session: str, stored: StoredEvent, failure: str) -> Event:
@@ -217,7 +207,7 @@ class SessionSupervisor:
         in_flight = [s.event.id for s in (self.gate.taken or self.gate.carried)]
         error = describe_failure(failure)
         self.gate.last_failure = error
-        kinds = sorted({type(leaf).__name__ for leaf in _leaves(failure)})
+        kinds = sorted({type(leaf).__name__ for leaf in leaves(failure)})
         metrics.SESSION_CRASHES.inc(error=",".join(kinds))
         log.error(
             "session loop crashed; restarting it",
@@ -229,7 +219,7 @@ class SessionSupervisor:
         )
         self.loop.publish_alert(f"the session's run failed ({error}); restarting it")
         try:
-            outage = all(isinstance(leaf, StoreUnavailable) for leaf in _leaves(failure))
+            outage = all(isinstance(leaf, StoreUnavailable) for leaf in leaves(failure))
             poisoned = await self.gate.before_restart(store_outage=outage)
             if poisoned and not self.gate.carried:
                 await self._close_turn(poisoned)
