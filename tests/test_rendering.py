@@ -199,7 +199,8 @@ def test_parallel_answered_event_is_marked_with_its_answer() -> None:
     question = stored("user.input", "what time is it?", answer="It is 10:00 UTC.")
     [message] = render_batch([question], None)
     text = message["content"]
-    assert text.startswith("[2026-01-01 10:00:00 UTC] [Handled in parallel with the main task]")
+    # A note alone opens with its mark, so it never reads as a message the model owes.
+    assert text.startswith("[Handled in parallel with the main task] [2026-01-01 10:00:00 UTC]")
     assert "what time is it?" in text
     assert "It is 10:00 UTC." in text
 

@@ -199,7 +199,13 @@ class SessionLoop:
             bind_contextvars(event_id=batch[-1].event.id, batch_size=len(batch))
             for stored in batch:
                 self.deps.outbox.note_event(stored.event)
-            self.answering = batch[-1].event
+            if all(s.parallel_answer is not None for s in batch):
+                # Only notes of questions already answered in parallel: context for
+                # the run that is going on, or for the next one; never a run alone.
+                if not needs_model_response(await self.writer.messages()):
+                    return False
+            else:
+                self.answering = batch[-1].event
         elif not needs_model_response(await self.writer.messages()):
             return False
         reason = run.exceeded()

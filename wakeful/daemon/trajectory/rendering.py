@@ -55,13 +55,38 @@ def time_note(event: Event, last_agent_at: datetime | None) -> str:
     return f"[{when}, {since} after your last message]"
 
 
+# Opens every note of a question a side session answered. A batch of only such notes
+# is one message that starts with it: context for the next run, never a reason to
+# call the model (see needs_model_response). No other message can start with it:
+# every other rendering starts with its time note or its batch marker.
+PARALLEL_NOTE = "[Handled in parallel with the main task]"
+
+
+def is_parallel_note(message: Message) -> bool:
+    content = message.get("content")
+    return (
+        message.get("role") == "user"
+        and isinstance(content, str)
+        and content.startswith(PARALLEL_NOTE)
+    )
+
+
+def _parallel_notes(events: list[StoredEvent], last_agent_at: datetime | None) -> Message:
+    notes = [
+        f"{time_note(s.event, last_agent_at)} The user asked: {s.event.content.text}\n"
+        f"It was answered at once (the user has seen this answer): {s.parallel_answer}"
+        for s in events
+    ]
+    return {"role": "user", "content": PARALLEL_NOTE + " " + "\n".join(notes)}
+
+
 def describe(stored: StoredEvent) -> str:
     """The event's body as the model reads it, without time or markers."""
     event = stored.event
     text = event.content.text
     if stored.parallel_answer is not None:
         return (
-            "[Handled in parallel with the main task] The user asked: "
+            f"{PARALLEL_NOTE} The user asked: "
             f"{text}\nIt was answered at once (the user has seen this answer): "
             f"{stored.parallel_answer}"
         )
@@ -95,6 +120,8 @@ def render_event(stored: StoredEvent, last_agent_at: datetime | None) -> str:
 
 def render_batch(events: list[StoredEvent], last_agent_at: datetime | None) -> list[Message]:
     """The messages appended for one batch of events (rule 5)."""
+    if all(stored.parallel_answer is not None for stored in events):
+        return [_parallel_notes(events, last_agent_at)]
     if len(events) == 1:
         only = events[0]
         if only.event.kind == "user.input" and only.event.trusted and only.parallel_answer is None:

@@ -30,7 +30,7 @@ from wakeful.daemon.trajectory.placeholders import (
     stopped_by_shutdown_placeholder,
     tool_message,
 )
-from wakeful.daemon.trajectory.rendering import render_batch
+from wakeful.daemon.trajectory.rendering import is_parallel_note, render_batch
 from wakeful.llm.base import ModelResponse
 
 Message = dict[str, Any]
@@ -178,8 +178,12 @@ def _placeholder_text(call: InterruptedCall, cause: str) -> str:
 
 def needs_model_response(messages: list[Message]) -> bool:
     """True when the model owes a reply: the trajectory does not end with a
-    final assistant message (one with no tool calls)."""
-    if not messages:
+    final assistant message (one with no tool calls). Notes of questions answered
+    in parallel after it owe nothing: they are context for the next run."""
+    end = len(messages)
+    while end and is_parallel_note(messages[end - 1]):
+        end -= 1
+    if not end:
         return False
-    last = messages[-1]
+    last = messages[end - 1]
     return not (last.get("role") == "assistant" and not last.get("tool_calls"))
