@@ -7,7 +7,6 @@ the webhook's dedup: a sender's retry of the same delivery adds nothing.
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -17,6 +16,7 @@ from wakeful.channels.webhook import github
 from wakeful.channels.webhook.auth import Verifier
 from wakeful.channels.webhook.config import HookConfig
 from wakeful.channels.webhook.mapping import DeliveryFilter, raw_text, render_template
+from wakeful.daemon.http.json_limits import JsonRefused, loads_limited
 from wakeful.events import Event
 
 # In order of preference: the signed Standard Webhooks id, GitHub's, a generic key.
@@ -50,9 +50,9 @@ def parse_payload(headers: Mapping[str, str], body: bytes) -> Any:
             raise BadDelivery("a form-encoded body must carry the JSON in a 'payload' field")
         body = fields["payload"][0].encode("utf-8")
     try:
-        return json.loads(body)
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise BadDelivery(f"body is not valid JSON: {exc}") from None
+        return loads_limited(body)
+    except JsonRefused as exc:
+        raise BadDelivery(str(exc)) from None
 
 
 def delivery_id(headers: Mapping[str, str], body: bytes) -> str:
