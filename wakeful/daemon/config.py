@@ -109,7 +109,7 @@ class ServerSection(Section):
             "Host header names served besides the loopback names (127.0.0.1, localhost, "
             "[::1], with or without the bound port); anything else gets 421, which stops "
             "DNS rebinding. It applies to /hooks/* too: behind a reverse proxy that passes "
-            "the public name (Caddy, Traefik) add that name here, or \"*\" to serve any Host "
+            'the public name (Caddy, Traefik) add that name here, or "*" to serve any Host '
             "(hooks stay guarded by their own secrets; /api by the token)."
         ),
     )
@@ -252,6 +252,12 @@ class LoopSection(Section):
     parallel_max_model_calls: int = Field(default=3, ge=1, examples=[3])
     parallel_budget_s: float = Field(default=20.0, gt=0, examples=[20])
     stop_grace_s: float = Field(default=2.0, ge=0, examples=[2.0])
+    outputs_max_mb: int = Field(
+        default=256,
+        ge=1,
+        examples=[256],
+        description="Size cap of data_dir/outputs (full tool outputs); oldest files go first.",
+    )
 
 
 class Settings(BaseSettings, ChannelSettings):

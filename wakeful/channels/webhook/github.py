@@ -173,7 +173,7 @@ _SHAPES: tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...] = (
     ("ping", ("zen", "hook_id"), ()),
     ("workflow_run", ("workflow_run", "workflow"), ("deployment",)),
     ("check_run", ("check_run",), ("deployment_status",)),
-    ("push", ("ref", "before", "after", "commits", "pusher"), ()),
+    ("push", ("ref", "commits", "pusher"), ()),
     ("pull_request", ("pull_request", "number"), ("review", "comment", "thread")),
     ("issues", ("issue",), ("comment", "changes_for_comment")),
 )

@@ -2,7 +2,8 @@
 
 404 unknown hook → 413 body over the hook's cap (never reading past it) →
 401 signature → 400 parse → filters (202 ``{"filtered": true}``) → dedup
-by delivery id (a GitHub hook's: its signed body's hash) and commit through the dispatcher → 202 ``{"event_id"}``.
+by delivery id (a GitHub hook's: its signed body's hash) and commit through
+the dispatcher → 202 ``{"event_id"}``.
 The answer never waits for the agent; 503 with ``Retry-After`` when the
 daemon cannot commit, so the sender retries later.
 """
