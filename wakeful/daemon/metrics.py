@@ -11,6 +11,7 @@ running tasks) are computed when ``/metrics`` is read — see
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -23,6 +24,9 @@ Labels = tuple[tuple[str, str], ...]
 
 def _key(labels: Mapping[str, str]) -> Labels:
     return tuple(sorted((k, str(v)) for k, v in labels.items()))
+
+
+label_key = _key  # for code that aggregates values itself (observability)
 
 
 def _escape(value: str) -> str:
@@ -118,8 +122,20 @@ class Histogram:
         yield f"{self.name}_count {self.count}"
 
 
-def render(families: Iterable[Family]) -> str:
-    return "\n".join(line for family in families for line in family.render()) + "\n"
+def render(families: Iterable[Family], *, hidden_labels: frozenset[str] = frozenset()) -> str:
+    """The text format; samples differing only in ``hidden_labels`` are summed into one."""
+    shown = [_without(f, hidden_labels) for f in families] if hidden_labels else families
+    return "\n".join(line for family in shown for line in family.render()) + "\n"
+
+
+def _without(family: Family, hidden: frozenset[str]) -> Family:
+    if not isinstance(family, Counter | Gauge):
+        return family  # histograms carry no labels
+    merged: dict[Labels, float] = {}
+    for labels, value in family.values.items():
+        key = tuple((k, v) for k, v in labels if k not in hidden)
+        merged[key] = merged.get(key, 0.0) + value
+    return dataclasses.replace(family, values=merged)
 
 
 EVENTS_ACCEPTED = Counter(
