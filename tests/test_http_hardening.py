@@ -144,6 +144,15 @@ async def served(section: ServerSection) -> AsyncIterator[tuple[str, int]]:
             servers[0].request_exit()
 
 
+@asynccontextmanager
+async def served_client(section: ServerSection) -> AsyncIterator[httpx.AsyncClient]:
+    async with (
+        served(section) as (host, port),
+        httpx.AsyncClient(base_url=f"http://{host}:{port}") as client,
+    ):
+        yield client
+
+
 async def test_a_slow_body_gets_408_at_the_body_deadline() -> None:
     """A 0.5 B/s body is not held forever: 408 once body_timeout_s has passed."""
     async with served(ServerSection(body_timeout_s=1.0)) as (host, port):
@@ -195,22 +204,20 @@ async def test_allowed_hosts_and_origins_are_configurable() -> None:
     section = ServerSection(
         allowed_hosts=["hooks.example.com"], allowed_origins=["https://dash.example.com"]
     )
-    async with served(section) as (host, port):
-        async with httpx.AsyncClient(base_url=f"http://{host}:{port}") as client:
-            ok = await client.post(
-                "/echo",
-                json={"a": 1},
-                headers={"Host": "hooks.example.com", "Origin": "https://dash.example.com"},
-            )
-            assert ok.status_code == 200
-            other = await client.post("/echo", json={}, headers={"Host": "evil.example"})
-            assert other.status_code == 421
-    async with served(ServerSection(allowed_hosts=["*"])) as (host, port):
-        async with httpx.AsyncClient(base_url=f"http://{host}:{port}") as client:
-            anything = await client.post("/echo", json={}, headers={"Host": "proxy.internal"})
-            assert anything.status_code == 200
-            origin = await client.post("/echo", json={}, headers={"Origin": "https://x.example"})
-            assert origin.status_code == 403  # "*" hosts do not open the Origin check
+    async with served_client(section) as client:
+        ok = await client.post(
+            "/echo",
+            json={"a": 1},
+            headers={"Host": "hooks.example.com", "Origin": "https://dash.example.com"},
+        )
+        assert ok.status_code == 200
+        other = await client.post("/echo", json={}, headers={"Host": "evil.example"})
+        assert other.status_code == 421
+    async with served_client(ServerSection(allowed_hosts=["*"])) as client:
+        anything = await client.post("/echo", json={}, headers={"Host": "proxy.internal"})
+        assert anything.status_code == 200
+        origin = await client.post("/echo", json={}, headers={"Origin": "https://x.example"})
+        assert origin.status_code == 403  # "*" hosts do not open the Origin check
 
 
 def test_units_allow_more_descriptors_than_the_connection_cap() -> None:
