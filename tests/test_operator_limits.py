@@ -1,27 +1,21 @@
 """Issue 10, finding 6: the operator's limits cap the model's, and what the daemon
-writes is private: shell_exec's timeout_s, the outputs/ size cap, umask and a
-warning for a data dir others can read, names kept out of /metrics and /readyz."""
+stays private: shell_exec's timeout_s, the outputs/ size cap, names kept out of
+/metrics and /readyz (the data dir's permissions: tests/test_data_dir_perms.py)."""
 
 from __future__ import annotations
 
 import json
-import os
-import stat
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
-import structlog.testing
 from starlette.applications import Starlette
 
 from tests.daemon_harness import daemon_settings, harness
 from tests.test_handlers_tools import make_ctx
 from wakeful.daemon.components.context import ComponentHealth
-from wakeful.daemon.data_dir_perms import secure_data_dir
 from wakeful.daemon.http.observability import observability_routes
-from wakeful.daemon.store.sqlite import SqliteStore
 from wakeful.handlers.registry import default_registry
 
 pytestmark = pytest.mark.anyio
@@ -61,39 +55,6 @@ async def test_outputs_dir_is_capped_oldest_first(tmp_path: Path) -> None:
         assert saved[-1].exists()  # the file the model was just told about stays
     assert not saved[0].exists()
     assert sorted(ctx.output_dir.iterdir()) == sorted(saved[-2:])
-
-
-@pytest.fixture
-def umask_022() -> Iterator[None]:
-    old = os.umask(0o022)
-    try:
-        yield
-    finally:
-        os.umask(old)
-
-
-@pytest.mark.usefixtures("umask_022")
-async def test_data_dir_files_are_private_and_an_open_dir_warns(tmp_path: Path) -> None:
-    data_dir = tmp_path / "data"
-    data_dir.mkdir(mode=0o755)
-    (data_dir / "old-backup.sqlite").write_text("x")
-    with structlog.testing.capture_logs() as logged:
-        exposed = secure_data_dir(data_dir)
-    assert exposed == [data_dir, data_dir / "old-backup.sqlite"]
-    [warning] = [e for e in logged if e["log_level"] == "warning"]
-    assert f"chmod -R go-rwx {data_dir}" == warning["fix"]
-    store = await SqliteStore(data_dir / "wakeful.sqlite").open()
-    await store.aclose()
-    (data_dir / "outputs").mkdir()
-    (data_dir / "outputs" / "full.txt").write_text("secret output")
-    for path in [*data_dir.glob("wakeful.sqlite*"), data_dir / "outputs"]:
-        assert stat.S_IMODE(path.stat().st_mode) & 0o077 == 0, path
-    assert stat.S_IMODE((data_dir / "outputs" / "full.txt").stat().st_mode) == 0o600
-    os.chmod(data_dir, 0o700)
-    os.chmod(data_dir / "old-backup.sqlite", 0o600)
-    with structlog.testing.capture_logs() as logged:
-        assert secure_data_dir(data_dir) == []
-    assert logged == []
 
 
 async def test_metrics_and_readyz_name_nobody_unless_labels_are_on(

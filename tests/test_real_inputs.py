@@ -13,7 +13,7 @@ import pytest
 from tests.webhook_fixtures import LiveDaemon, sign_github
 from tests.webhook_fixtures import live as live
 from wakeful.channels.email.message import parse_email
-from wakeful.channels.webhook.github import event_type, summarize
+from wakeful.channels.webhook import github
 
 CORPUS = Path(__file__).parent / "corpus"
 EMAIL = CORPUS / "email"
@@ -70,7 +70,7 @@ def test_an_unquoted_rfc2047_attachment_name_is_shown_decoded() -> None:
 def test_workflow_run_with_an_empty_name_is_named_from_the_workflow() -> None:
     payload = _payload("workflow_run.1.json")
     assert payload["workflow_run"]["name"] == ""  # as GitHub published it
-    line, fields = summarize("workflow_run", payload)
+    line, fields = github.summarize("workflow_run", payload)
     assert line == "Workflow 'test' run #163 completed: success on master in octo-org/octo-repo"
     assert fields["workflow"] == "test"
 
@@ -86,7 +86,7 @@ def test_the_event_type_comes_from_the_signed_payload(name: str) -> None:
     true_type = name.split(".")[0]
     payload = _payload(name)
     for header in (true_type, "push", "ping", "issues", None):
-        kind = event_type(header, payload)
+        kind = github.event_type(header, payload)
         if true_type in ("deployment", "deployment_status"):
             assert kind in (header if header == true_type else None, None)
         else:
