@@ -8,6 +8,8 @@ small (a 1 s idle timeout, two connections), with the same guard and protocol.
 from __future__ import annotations
 
 import logging
+import socket
+import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -22,6 +24,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from tests.daemon_harness import Harness, daemon_settings, harness
+from tests.daemon_process import DaemonProcess, free_port, write_config
 from tests.webhook_fixtures import GITHUB_SECRET, dumps, sign_github
 from wakeful.daemon.config import ServerSection
 from wakeful.daemon.http.body import read_json_object
@@ -247,3 +250,63 @@ def _complete(data: bytes) -> bool:
         if line.lower().startswith(b"content-length:"):
             return len(body) >= int(line.split(b":", 1)[1])
     return False
+
+
+# The shipped [server] defaults, as literals so this test also runs (and fails) on
+# code from before they existed; test_shipped_connection_defaults keeps them honest.
+SHIPPED_IDLE_TIMEOUT_S = 15
+SHIPPED_MAX_CONNECTIONS = 500
+
+
+def test_shipped_connection_defaults() -> None:
+    section = ServerSection()
+    assert (section.idle_timeout_s, section.max_connections) == (
+        SHIPPED_IDLE_TIMEOUT_S,
+        SHIPPED_MAX_CONNECTIONS,
+    )
+
+
+@pytest.mark.slow
+def test_a_flood_of_idle_connections_at_the_default_fd_limit_is_survived(tmp_path: Path) -> None:
+    """1,100 idle connections against `wakeful run` with 1024 descriptors (soft and
+    hard): beyond the cap they are closed within a second, the rest at the idle
+    timeout; meanwhile requests get 503 with one log line, then 200 again."""
+    port = free_port()
+    config = write_config(tmp_path / "data", None, port)
+    with DaemonProcess(config, port, open_files=(1024, 1024)) as proc:
+        flood = [_idle_connection(port) for _ in range(1100)]
+        statuses = []
+        deadline = time.monotonic() + SHIPPED_IDLE_TIMEOUT_S + 20
+        with httpx.Client(base_url=proc.url, timeout=10) as client:
+            while time.monotonic() < deadline:
+                try:
+                    status = client.get("/healthz", headers={"Connection": "close"}).status_code
+                except httpx.TransportError:
+                    status = 0  # not yet accepted: the backlog is full of the flood
+                statuses.append(status)
+                if status == 200 and 503 in statuses:
+                    break
+                time.sleep(0.5)  # a poll: the daemon's state shows only in its answers
+        assert 503 in statuses and statuses[-1] == 200, statuses
+        assert sum("connection limit reached" in line for line in proc.lines) == 1
+        closed = sum(_closed_by_server(sock) for sock in flood)
+        assert closed >= 1100 - SHIPPED_MAX_CONNECTIONS
+        for sock in flood:
+            sock.close()
+        assert proc.stop() == 0
+
+
+def _idle_connection(port: int) -> socket.socket:
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setblocking(False)
+    sock.connect_ex(("127.0.0.1", port))
+    return sock
+
+
+def _closed_by_server(sock: socket.socket) -> bool:
+    try:
+        return sock.recv(1) == b""
+    except ConnectionResetError:
+        return True
+    except OSError:  # BlockingIOError: still open, nothing sent
+        return False

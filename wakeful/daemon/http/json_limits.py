@@ -60,7 +60,7 @@ def _check(value: Any) -> None:
                 containers.append(item)
             elif kind is float:
                 if not math.isfinite(item):
-                    raise JsonRefused("a number in the body is out of range (it overflows a double)")
+                    raise JsonRefused(_out_of_range())
             elif kind is int and not -_INT_BOUND < item < _INT_BOUND:
                 raise JsonRefused(_too_long())
         if containers and depth > MAX_DEPTH:
@@ -70,6 +70,10 @@ def _check(value: Any) -> None:
             for container in containers
             for child in (container.values() if type(container) is dict else container)
         ]
+
+
+def _out_of_range() -> str:
+    return "a number in the body is out of range (it overflows a double)"
 
 
 def _too_deep() -> str:

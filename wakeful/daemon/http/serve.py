@@ -18,7 +18,7 @@ from anyio.abc import TaskStatus
 from starlette.types import ASGIApp
 
 from wakeful.daemon.config import ServerSection
-from wakeful.daemon.http.connections import GuardedHttpTools, limit_notice
+from wakeful.daemon.http.connections import GuardedHttpTools, fd_headroom, limit_notice
 from wakeful.daemon.http.host_guard import HostGuard, HostPolicy
 
 # Largest request head (request line + headers) h11 buffers before answering 431.
@@ -91,6 +91,7 @@ async def serve_http(
     limits = server if server is not None else ServerSection()
     policy = HostPolicy(limits.allowed_hosts, limits.allowed_origins)
     guarded = HostGuard(app, policy, body_timeout_s=limits.body_timeout_s)
+    fd_headroom(limits.max_connections)
     config = uvicorn.Config(
         guarded,
         http=GuardedHttpTools,
