@@ -46,6 +46,7 @@ def test_gb2312_labelled_text_is_decoded_as_gbk() -> None:
     mail = parse_email(_mail("mailparser-mail_test_9.eml"))
     assert "\ufffd" not in mail.text
     assert "我把镜头拉近些，你们看看这个是什么屄，这种场合" in mail.text
+    assert mail.subject.startswith("我把镜头拉近些，你们看看这个是什么屄，")  # =?gb2312?B?...?=
 
 
 def test_utf8_labelled_gb2312_is_read_as_utf8_not_replaced() -> None:

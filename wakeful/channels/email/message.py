@@ -12,8 +12,10 @@ from wakeful.channels.email.ics import parse_invitation
 from wakeful.channels.email.mime_repair import (
     attachment_name,
     decode_text,
+    decode_words,
     forwarded_messages,
     parse_repaired,
+    raw_header,
 )
 
 MAX_FORWARD_DEPTH = 5  # a forward of a forward of ... shown this deep
@@ -114,6 +116,13 @@ def _parts(msg: EmailMessage) -> tuple[list[dict[str, Any]], dict[str, Any] | No
     return attachments, invitation
 
 
+def _subject(msg: EmailMessage) -> str:
+    raw = raw_header(msg, "Subject")
+    if raw is not None and "=?" in raw:
+        return decode_words(raw)
+    return str(msg.get("Subject", ""))
+
+
 def parse_email(raw: bytes) -> ParsedEmail:
     msg = parse_repaired(raw)
     senders = _addresses(msg, "From")
@@ -121,7 +130,7 @@ def parse_email(raw: bytes) -> ParsedEmail:
     attachments, invitation = _parts(msg)
     return ParsedEmail(
         message_id=str(msg.get("Message-ID", "")).strip(),
-        subject=str(msg.get("Subject", "")),
+        subject=_subject(msg),
         sender=sender_addr,
         sender_display=senders[0] if senders else "",
         to=_addresses(msg, "To"),

@@ -22,7 +22,7 @@ import codecs
 import re
 from email import policy
 from email.errors import StartBoundaryNotFoundDefect
-from email.header import decode_header, make_header
+from email.header import decode_header
 from email.message import EmailMessage, Message, MIMEPart
 from email.parser import BytesParser
 
@@ -78,20 +78,37 @@ def decode_text(payload: bytes, charset: str | None) -> str:
     return payload.decode(codec, "replace")
 
 
+def decode_words(raw: str) -> str:
+    """An RFC 2047 header value decoded with :func:`decode_text`'s charset rules (the
+    parser decodes ``=?gb2312?...?=`` strictly, with replacement characters)."""
+    try:
+        chunks = decode_header(" ".join(raw.split()))
+    except (LookupError, ValueError):
+        return raw
+    return "".join(
+        decode_text(chunk, charset) if isinstance(chunk, bytes) else chunk
+        for chunk, charset in chunks
+    )
+
+
+def raw_header(part: Message, name: str) -> str | None:
+    """The header as sent, before the parser's decoding."""
+    for key, value in part.raw_items():
+        if key.lower() == name.lower():
+            return str(value)
+    return None
+
+
 def attachment_name(part: Message) -> str:
     """The part's file name, decoded (RFC 2231 by the parser, RFC 2047 here too)."""
     name = part.get_filename()
     if name and "=?" not in name:
         return name
     # The raw header: the parsed one has already dropped the unquoted parameter.
-    raw = {name.lower(): value for name, value in part.raw_items()}
     for header in ("content-disposition", "content-type"):
-        match = _RAW_PARAM.search(" ".join(str(raw.get(header, "")).split()))
+        match = _RAW_PARAM.search(" ".join((raw_header(part, header) or "").split()))
         if match:
-            try:
-                return str(make_header(decode_header(match.group(1))))
-            except (LookupError, ValueError, UnicodeDecodeError):
-                continue
+            return decode_words(match.group(1))
     return name or ""
 
 
