@@ -60,20 +60,24 @@ async def test_foreign_host_is_refused_everywhere(tmp_path: Path) -> None:
         assert hook.status_code == 421  # the same rule for hooks (see host_guard.py)
 
 
-async def test_loopback_names_are_served_with_or_without_the_port(tmp_path: Path) -> None:
+async def test_loopback_names_are_served_with_or_without_a_port(tmp_path: Path) -> None:
+    """Any port: an SSH tunnel (ssh -L 9000:127.0.0.1:8787) arrives as localhost:9000."""
     async with daemon(tmp_path) as h:
         port = _port(h)
-        for host in ("127.0.0.1", "localhost", "[::1]", f"localhost:{port}", f"[::1]:{port}"):
+        hosts = ("127.0.0.1", "localhost", "[::1]", f"localhost:{port}", "LocalHost:9000")
+        for host in (*hosts, f"[::1]:{port}"):
             response = await h.client.get("/api/status", headers={"Host": host})
             assert response.status_code == 200, host
-        other_port = await h.client.get("/healthz", headers={"Host": f"localhost:{port + 1}"})
-        assert other_port.status_code == 421
+        lookalike = await h.client.get("/healthz", headers={"Host": "localhost.evil.example"})
+        assert lookalike.status_code == 421
 
 
 async def test_foreign_origin_is_refused_even_with_the_token(tmp_path: Path) -> None:
     async with daemon(tmp_path) as h:
         message = {"text": "hello"}
-        for origin in ("https://evil.example", "null", f"http://evil.example:{_port(h)}"):
+        port = _port(h)
+        foreign = ("https://evil.example", "null", f"http://evil.example:{port}")
+        for origin in (*foreign, f"http://localhost:{port + 1}"):
             response = await h.client.post(
                 "/api/messages", json=message, headers={"Origin": origin}
             )
@@ -205,17 +209,21 @@ async def test_connection_cap_answers_503_and_logs_once_per_burst(
 
 async def test_allowed_hosts_and_origins_are_configurable() -> None:
     section = ServerSection(
-        allowed_hosts=["hooks.example.com"], allowed_origins=["https://dash.example.com"]
+        allowed_hosts=["hooks.example.com", "pinned.example.com:8443"],
+        allowed_origins=["https://dash.example.com"],
     )
     async with served_client(section) as client:
         ok = await client.post(
             "/echo",
             json={"a": 1},
-            headers={"Host": "hooks.example.com", "Origin": "https://dash.example.com"},
+            headers={"Host": "hooks.example.com:443", "Origin": "https://dash.example.com"},
         )
         assert ok.status_code == 200
         other = await client.post("/echo", json={}, headers={"Host": "evil.example"})
         assert other.status_code == 421
+        for host, status in (("pinned.example.com:8443", 200), ("pinned.example.com:80", 421)):
+            pinned = await client.post("/echo", json={}, headers={"Host": host})
+            assert pinned.status_code == status, host
     async with served_client(ServerSection(allowed_hosts=["*"])) as client:
         anything = await client.post("/echo", json={}, headers={"Host": "proxy.internal"})
         assert anything.status_code == 200

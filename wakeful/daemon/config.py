@@ -107,7 +107,7 @@ class ServerSection(Section):
         examples=[["wakeful.example.com"]],
         description=(
             "Host header names served besides the loopback names (127.0.0.1, localhost, "
-            "[::1], with or without the bound port); anything else gets 421, which stops "
+            "[::1]), with any port unless the entry names one; anything else gets 421, which stops "
             "DNS rebinding. It applies to /hooks/* too: behind a reverse proxy that passes "
             'the public name (Caddy, Traefik) add that name here, or "*" to serve any Host '
             "(hooks stay guarded by their own secrets; /api by the token)."

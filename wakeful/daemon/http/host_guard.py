@@ -7,6 +7,12 @@ page from driving the API with a token it learned some other way. A plain
 ASGI middleware (not ``BaseHTTPMiddleware``): on an allowed request it costs
 one scan of the header list, which keeps the webhook hot path fast.
 
+Host names are matched with any port: rebinding changes the name, never the
+port, while an SSH tunnel (``ssh -L 9000:127.0.0.1:8787``) or a container's
+port mapping legitimately changes the port. An allowlist entry written with
+a port (``"example.com:8443"``) matches only that port. Origins do carry the
+port check: a page on ``http://localhost:3000`` is not the daemon's own.
+
 Webhooks (``/hooks/*``) get the same check on purpose: one rule is easier to
 reason about, and an operator who exposes hooks through a proxy that passes
 the public Host names it in ``[server] allowed_hosts`` (or ``"*"``). Senders
@@ -50,11 +56,11 @@ class HostPolicy:
         self.any_origin = ANY in origins
         self._origins = frozenset(origins)
 
-    def host_allowed(self, host: str, bound_port: int | None) -> bool:
+    def host_allowed(self, host: str) -> bool:
         if self.any_host or host.lower() in self._names:
             return True
-        name, port = split_host(host)
-        return name in self._names and (port is None or port == bound_port)
+        name, _ = split_host(host)
+        return name in self._names
 
     def origin_allowed(self, origin: str, bound_port: int | None) -> bool:
         origin = origin.strip().lower().rstrip("/")
@@ -96,7 +102,7 @@ class HostGuard:
         server = scope.get("server")
         port = server[1] if server else None
         # No Host at all (HTTP/1.0 tools) cannot be a rebinding browser: served.
-        if host is not None and not self.policy.host_allowed(host, port):
+        if host is not None and not self.policy.host_allowed(host):
             return 421, (
                 f"Host {host!r} is not served here; add it to [server] allowed_hosts "
                 "if this daemon is meant to answer that name"
