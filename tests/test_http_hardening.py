@@ -137,8 +137,10 @@ def _app() -> Starlette:
 
 
 @asynccontextmanager
-async def served(section: ServerSection) -> AsyncIterator[tuple[str, int]]:
-    sock = bind_socket("127.0.0.1", 0)
+async def served(
+    section: ServerSection, bind_host: str = "127.0.0.1"
+) -> AsyncIterator[tuple[str, int]]:
+    sock = bind_socket(bind_host, 0)
     port = sock.getsockname()[1]
     servers: list[QuietServer] = []
     async with anyio.create_task_group() as group:
@@ -146,15 +148,17 @@ async def served(section: ServerSection) -> AsyncIterator[tuple[str, int]]:
             _app(), sock, servers, server=section, task_status=task_status
         ))  # fmt: skip
         try:
-            yield "127.0.0.1", port
+            yield bind_host, port
         finally:
             servers[0].request_exit()
 
 
 @asynccontextmanager
-async def served_client(section: ServerSection) -> AsyncIterator[httpx.AsyncClient]:
+async def served_client(
+    section: ServerSection, bind_host: str = "127.0.0.1"
+) -> AsyncIterator[httpx.AsyncClient]:
     async with (
-        served(section) as (host, port),
+        served(section, bind_host) as (host, port),
         httpx.AsyncClient(base_url=f"http://{host}:{port}") as client,
     ):
         yield client
@@ -229,6 +233,14 @@ async def test_allowed_hosts_and_origins_are_configurable() -> None:
         assert anything.status_code == 200
         origin = await client.post("/echo", json={}, headers={"Origin": "https://x.example"})
         assert origin.status_code == 403  # "*" hosts do not open the Origin check
+
+
+async def test_the_address_the_daemon_is_bound_to_is_a_served_host() -> None:
+    """Bound to one address (as to a LAN IP), clients use that IP as Host; others are refused."""
+    async with served_client(ServerSection(), bind_host="127.0.0.2") as client:
+        assert (await client.post("/echo", json={})).status_code == 200  # Host 127.0.0.2:port
+        other = await client.post("/echo", json={}, headers={"Host": "127.0.0.3"})
+        assert other.status_code == 421
 
 
 def test_units_allow_more_descriptors_than_the_connection_cap() -> None:

@@ -56,11 +56,14 @@ class HostPolicy:
         self.any_origin = ANY in origins
         self._origins = frozenset(origins)
 
-    def host_allowed(self, host: str) -> bool:
+    def host_allowed(self, host: str, own_address: str | None = None) -> bool:
+        """``own_address``: the IP the request arrived on, which a client of a daemon
+        bound to one LAN address uses as its Host (rebinding cannot produce it: the
+        browser sends the attacker's name)."""
         if self.any_host or host.lower() in self._names:
             return True
         name, _ = split_host(host)
-        return name in self._names
+        return name in self._names or (own_address is not None and name == own_address)
 
     def origin_allowed(self, origin: str, bound_port: int | None) -> bool:
         origin = origin.strip().lower().rstrip("/")
@@ -101,8 +104,9 @@ class HostGuard:
                 origin = value.decode("latin-1")
         server = scope.get("server")
         port = server[1] if server else None
+        own = (f"[{server[0]}]" if ":" in server[0] else server[0]) if server else None
         # No Host at all (HTTP/1.0 tools) cannot be a rebinding browser: served.
-        if host is not None and not self.policy.host_allowed(host):
+        if host is not None and not self.policy.host_allowed(host, own):
             return 421, (
                 f"Host {host!r} is not served here; add it to [server] allowed_hosts "
                 "if this daemon is meant to answer that name"
