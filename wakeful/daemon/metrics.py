@@ -11,10 +11,9 @@ running tasks) are computed when ``/metrics`` is read — see
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Protocol
 
 from wakeful.daemon.store.base import ModelCallRecord
@@ -24,9 +23,6 @@ Labels = tuple[tuple[str, str], ...]
 
 def _key(labels: Mapping[str, str]) -> Labels:
     return tuple(sorted((k, str(v)) for k, v in labels.items()))
-
-
-label_key = _key  # for code that aggregates values itself (observability)
 
 
 def _escape(value: str) -> str:
@@ -135,7 +131,7 @@ def _without(family: Family, hidden: frozenset[str]) -> Family:
     for labels, value in family.values.items():
         key = tuple((k, v) for k, v in labels if k not in hidden)
         merged[key] = merged.get(key, 0.0) + value
-    return dataclasses.replace(family, values=merged)
+    return replace(family, values=merged)
 
 
 EVENTS_ACCEPTED = Counter(

@@ -100,10 +100,8 @@ class Observability:
                 up.set(int(health.ok), component=name, required=str(health.required).lower())
                 continue
             # "email:work:INBOX" → "email"; 1 only when every one of its kind is up.
-            kind = {"component": _kind(name), "required": str(health.required).lower()}
-            up.values[metrics.label_key(kind)] = min(
-                up.values.get(metrics.label_key(kind), 1.0), float(health.ok)
-            )
+            kind = _labels(component=_kind(name), required=str(health.required).lower())
+            up.values[kind] = min(up.values.get(kind, 1.0), float(health.ok))
         figures = metrics.Gauge(
             "wakeful_component_value", "Numeric figures components report (timers, tasks, …)."
         )
@@ -113,7 +111,7 @@ class Observability:
                     figures.set(value, component=name, key=key)
                     continue
                 # "<hook>.accepted" → "accepted", summed over the named things.
-                total = metrics.label_key({"component": name, "key": key.rsplit(".", 1)[-1]})
+                total = _labels(component=name, key=key.rsplit(".", 1)[-1])
                 figures.values[total] = figures.values.get(total, 0.0) + value
         return [up, figures]
 
@@ -121,6 +119,11 @@ class Observability:
         seconds = float(request.query_params.get("seconds", "5"))
         time.sleep(seconds)  # noqa: ASYNC251 — blocking on purpose: the event loop stalls
         return JSONResponse({"blocked_s": seconds})
+
+
+def _labels(**labels: str) -> metrics.Labels:
+    """A label set as Gauge.values keys it, for values aggregated here."""
+    return tuple(sorted(labels.items()))
 
 
 def _kind(health_key: str) -> str:
