@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import resource
 import signal
 import socket
 import subprocess
@@ -52,8 +53,11 @@ def write_config(data_dir: Path, model_url: str | None, port: int) -> Path:
 class DaemonProcess:
     """A `wakeful run` child whose log lines are collected as they are written."""
 
-    def __init__(self, config: Path, port: int) -> None:
+    def __init__(
+        self, config: Path, port: int, *, open_files: tuple[int, int] | None = None
+    ) -> None:
         self.config = config
+        self.open_files = open_files  # RLIMIT_NOFILE (soft, hard) for the child
         self.url = f"http://127.0.0.1:{port}"
         self.lines: list[str] = []
         self._cond = threading.Condition()
@@ -67,10 +71,15 @@ class DaemonProcess:
             stderr=subprocess.STDOUT,
             text=True,
             env=env,
+            preexec_fn=self._limit_open_files if self.open_files else None,
         )
         threading.Thread(target=self._read, daemon=True).start()
         self.wait_for_log("wakeful is listening", timeout_s)
         return self
+
+    def _limit_open_files(self) -> None:
+        assert self.open_files is not None
+        resource.setrlimit(resource.RLIMIT_NOFILE, self.open_files)
 
     def _read(self) -> None:
         assert self.proc is not None and self.proc.stdout is not None

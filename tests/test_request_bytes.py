@@ -3,7 +3,9 @@ was sent before reasoning was recorded and replayed (prompt caches key on bytes)
 
 ``tests/golden/request_without_reasoning.json`` was captured from the provider
 before reasoning replay existed; any byte that changes here is a cache miss
-for every running session after an upgrade.
+for every running session after an upgrade. A deliberate change of a tool's
+definition changes it too (recaptured when shell_exec's description began to
+name the operator's timeout limit); the diff must show only that.
 """
 
 from __future__ import annotations

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import time
 import uuid
@@ -62,13 +63,15 @@ def test_github_push_becomes_a_one_line_summary(live: LiveDaemon) -> None:
     response = live.post("gh", body, sign_github(body, "push", "delivery-1"))
     assert response.status_code == 202, response.text
     [entry] = live.new_events()
-    assert entry["id"] == "wh:gh:delivery-1"
+    # GitHub does not sign X-GitHub-Delivery: the id is the signed body's hash (issue 10).
+    assert entry["id"] == "wh:gh:sha256:" + hashlib.sha256(body).hexdigest()
     assert entry["text"].startswith(
         "octocat pushed 1 commit to branch main in acme/rocket: Tighten bolts\n"
     )
     event = live.portal.call(_stored_event, live, entry["seq"])
     assert event["context"]["priority"] == "high"
     assert event["content"]["data"]["fields"]["commits"] == 1
+    assert event["content"]["data"]["github_delivery"] == "delivery-1"
 
 
 async def _stored_event(live: LiveDaemon, seq: int) -> dict[str, Any]:

@@ -153,6 +153,55 @@ class ServerSection(Section):
     admin_token: SecretStr | None = Field(default=None, examples=["a-long-random-string"])
     admin_token_file: Path | None = Field(default=None, examples=["/etc/wakeful/admin-token"])
     max_body_bytes: int = Field(default=1024 * 1024, ge=1, examples=[1048576])
+    allowed_hosts: list[str] = Field(
+        default_factory=list,
+        examples=[["wakeful.example.com"]],
+        description=(
+            "Host header names served besides the loopback names (127.0.0.1, localhost, "
+            "[::1]), with any port unless the entry names one; anything else gets 421, which stops "
+            "DNS rebinding. It applies to /hooks/* too: behind a reverse proxy that passes "
+            'the public name (Caddy, Traefik) add that name here, or "*" to serve any Host '
+            "(hooks stay guarded by their own secrets; /api by the token)."
+        ),
+    )
+    allowed_origins: list[str] = Field(
+        default_factory=list,
+        examples=[["https://dashboard.example.com"]],
+        description=(
+            "Browser origins (scheme://host[:port]) allowed to call the daemon besides its "
+            "own loopback origins; a request with any other Origin header gets 403, even "
+            'with the token. "*" allows every origin.'
+        ),
+    )
+    metrics_labels: bool = Field(
+        default=False,
+        examples=[False],
+        description=(
+            "When true, /metrics and /readyz name sessions, mailboxes and hooks; when "
+            "false (the default) they show totals only, since both are unauthenticated."
+        ),
+    )
+    max_connections: int = Field(
+        default=500,
+        ge=1,
+        examples=[500],
+        description=(
+            "Open connections served at once; a request beyond it gets 503 (logged once "
+            "per burst). Keep the unit's LimitNOFILE= well above it."
+        ),
+    )
+    idle_timeout_s: float = Field(
+        default=15.0,
+        gt=0,
+        examples=[15],
+        description="A connection that sends nothing (before or between requests) is closed.",
+    )
+    body_timeout_s: float = Field(
+        default=30.0,
+        gt=0,
+        examples=[30],
+        description="A request body not fully received within this many seconds gets 408.",
+    )
 
     @field_validator("bind")
     @classmethod
@@ -269,6 +318,12 @@ class LoopSection(Section):
     parallel_max_model_calls: int = Field(default=3, ge=1, examples=[3])
     parallel_budget_s: float = Field(default=20.0, gt=0, examples=[20])
     stop_grace_s: float = Field(default=2.0, ge=0, examples=[2.0])
+    outputs_max_mb: int = Field(
+        default=256,
+        ge=1,
+        examples=[256],
+        description="Size cap of data_dir/outputs (full tool outputs); oldest files go first.",
+    )
 
 
 class Settings(BaseSettings, ChannelSettings):

@@ -26,6 +26,11 @@ bind = "127.0.0.1:8787"
 # admin_token_file = "/etc/wakeful/admin-token"
 # admin_token = "..."
 max_body_bytes = 1048576                # requests larger than this get 413
+# Host names served besides loopback and the bound address ("*": any), e.g. the
+# public name a reverse proxy passes to /hooks/*; browser origins allowed.
+# allowed_hosts = ["hooks.example.com"]
+# allowed_origins = []
+# metrics_labels = false                # /metrics and /readyz name sessions, hooks
 
 [store]
 backend = "sqlite"                      # "sqlite" (embedded) | "redis"

@@ -11,6 +11,7 @@ import ipaddress
 from collections.abc import AsyncIterator, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 import anyio
@@ -28,6 +29,7 @@ from wakeful.daemon.components.context import (
 from wakeful.daemon.components.supervision import configure_all, run_all
 from wakeful.daemon.config import LlmSection, Settings
 from wakeful.daemon.data_dir_lock import hold_data_dir_lock
+from wakeful.daemon.data_dir_perms import secure_data_dir
 from wakeful.daemon.dispatcher import Dispatcher
 from wakeful.daemon.feed import Feed
 from wakeful.daemon.http.app import create_app
@@ -96,6 +98,7 @@ async def running_daemon(
 ) -> AsyncIterator[RunningDaemon]:
     """The daemon, serving; ``components`` replaces the registry's list (tests, tools)."""
     data_dir = settings.daemon.resolved_data_dir()
+    secure_data_dir(data_dir)  # umask 077; a loud warning if others can read it
     with hold_data_dir_lock(data_dir):  # before anything reads or writes data_dir
         admin_token = settings.server.resolve_admin_token(data_dir)
         api_key = settings.llm.resolve_api_key()
@@ -136,7 +139,9 @@ async def _start(
     workspace.mkdir(exist_ok=True)
     output_dir.mkdir(exist_ok=True)
     tools = default_registry(
-        default_timeout_s=settings.loop.tool_timeout_s, shell_grace_s=settings.loop.stop_grace_s
+        default_timeout_s=settings.loop.tool_timeout_s,
+        shell_grace_s=settings.loop.stop_grace_s,
+        outputs_max_bytes=settings.loop.outputs_max_mb * 1024 * 1024,
     )
     registrations = Registrations(tools)
     gate = EventGate()
@@ -183,7 +188,7 @@ async def _start(
         extra_routes=[
             *registrations.hot_routes,
             *registrations.routes,
-            *observability_routes(daemon),
+            *observability_routes(daemon, labels=settings.server.metrics_labels),
         ],
         outbox=outbox,
     )
@@ -191,7 +196,8 @@ async def _start(
     sock = bind_socket(host, port)
     bound_host, bound_port = sock.getsockname()[:2]
     servers: list[QuietServer] = []
-    await group.start(serve_http, HotRoutes(app, registrations.hot_routes), sock, servers)
+    serve = partial(serve_http, server=settings.server)
+    await group.start(serve, HotRoutes(app, registrations.hot_routes), sock, servers)
     url = (
         f"http://[{bound_host}]:{bound_port}"
         if ":" in bound_host

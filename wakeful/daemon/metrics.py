@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Protocol
 
 from wakeful.daemon.store.base import ModelCallRecord
@@ -118,8 +118,20 @@ class Histogram:
         yield f"{self.name}_count {self.count}"
 
 
-def render(families: Iterable[Family]) -> str:
-    return "\n".join(line for family in families for line in family.render()) + "\n"
+def render(families: Iterable[Family], *, hidden_labels: frozenset[str] = frozenset()) -> str:
+    """The text format; samples differing only in ``hidden_labels`` are summed into one."""
+    shown = [_without(f, hidden_labels) for f in families] if hidden_labels else families
+    return "\n".join(line for family in shown for line in family.render()) + "\n"
+
+
+def _without(family: Family, hidden: frozenset[str]) -> Family:
+    if not isinstance(family, Counter | Gauge):
+        return family  # histograms carry no labels
+    merged: dict[Labels, float] = {}
+    for labels, value in family.values.items():
+        key = tuple((k, v) for k, v in labels if k not in hidden)
+        merged[key] = merged.get(key, 0.0) + value
+    return replace(family, values=merged)
 
 
 EVENTS_ACCEPTED = Counter(

@@ -12,6 +12,8 @@ import uuid
 from pathlib import Path
 
 NO_OUTPUT = "(no output)"
+# The whole outputs/ dir ([loop] outputs_max_mb); past it the oldest files go first.
+DEFAULT_OUTPUTS_MAX_BYTES = 256 * 1024 * 1024
 
 _UNSAFE_NAME = re.compile(r"[^A-Za-z0-9_.-]+")
 
@@ -24,6 +26,7 @@ def shape_output(
     head_lines: int = 50,
     tail_lines: int = 50,
     max_chars: int = 20_000,
+    outputs_max_bytes: int = DEFAULT_OUTPUTS_MAX_BYTES,
 ) -> str:
     """Return ``text`` unchanged when short, else its head and tail plus a note.
 
@@ -43,7 +46,9 @@ def shape_output(
         # Very long lines defeat a line budget: fall back to characters.
         half = max(1, max_chars // 2)
         head, tail = text[:half], text[-half:]
-    path = save_full_output(text, output_dir=output_dir, name_hint=name_hint)
+    path = save_full_output(
+        text, output_dir=output_dir, name_hint=name_hint, outputs_max_bytes=outputs_max_bytes
+    )
     note = _omission_note(
         omitted_lines=text.count("\n", len(head), len(text) - len(tail)),
         omitted_chars=len(text) - len(head) - len(tail),
@@ -57,14 +62,46 @@ def shape_output(
     return f"{head}{note}\n{tail}"
 
 
-def save_full_output(text: str, *, output_dir: Path, name_hint: str) -> Path:
-    """Write ``text`` to a new, uniquely named file under ``output_dir``."""
+def save_full_output(
+    text: str,
+    *,
+    output_dir: Path,
+    name_hint: str,
+    outputs_max_bytes: int = DEFAULT_OUTPUTS_MAX_BYTES,
+) -> Path:
+    """Write ``text`` to a new, uniquely named file under ``output_dir``, then remove
+    the oldest files until the directory is within ``outputs_max_bytes``."""
     output_dir.mkdir(parents=True, exist_ok=True)
     stem = _UNSAFE_NAME.sub("_", name_hint).strip("_.")[:80] or "output"
     # A random suffix: the same call id may be shaped more than once.
     path = output_dir / f"{stem}-{uuid.uuid4().hex[:8]}.txt"
     path.write_text(text, encoding="utf-8", newline="")
+    prune_outputs(output_dir, outputs_max_bytes, keep=path)
     return path
+
+
+def prune_outputs(output_dir: Path, max_bytes: int, *, keep: Path) -> list[Path]:
+    """Remove the oldest files (by mtime) until the total is within ``max_bytes``;
+    ``keep`` (the file just written, which the model is about to be told of) stays."""
+    files: list[tuple[float, int, Path]] = []
+    for entry in output_dir.iterdir():
+        try:
+            info = entry.stat()
+        except OSError:  # removed meanwhile
+            continue
+        if entry.is_file():
+            files.append((info.st_mtime, info.st_size, entry))
+    total = sum(size for _, size, _ in files)
+    removed: list[Path] = []
+    for _, size, entry in sorted(files, key=lambda item: item[0]):
+        if total <= max_bytes:
+            break
+        if entry == keep:
+            continue
+        entry.unlink(missing_ok=True)
+        total -= size
+        removed.append(entry)
+    return removed
 
 
 def _omission_note(

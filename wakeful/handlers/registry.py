@@ -20,7 +20,7 @@ from pydantic import BaseModel, ValidationError
 from wakeful.handlers.base import Tool, ToolContext, ToolOutput
 from wakeful.handlers.clock import GetTime
 from wakeful.handlers.files import ReadFile
-from wakeful.handlers.output import shape_output
+from wakeful.handlers.output import DEFAULT_OUTPUTS_MAX_BYTES, shape_output
 from wakeful.handlers.process import DEFAULT_GRACE_S
 from wakeful.handlers.shell import ShellExec
 from wakeful.handlers.tasks import CancelTask, TaskStatus
@@ -39,9 +39,15 @@ _NET_CHARS = 60_000
 class ToolRegistry:
     """Tools by name, in registration order (so definitions are byte-stable)."""
 
-    def __init__(self, *, default_timeout_s: float = DEFAULT_TIMEOUT_S) -> None:
+    def __init__(
+        self,
+        *,
+        default_timeout_s: float = DEFAULT_TIMEOUT_S,
+        outputs_max_bytes: int = DEFAULT_OUTPUTS_MAX_BYTES,
+    ) -> None:
         self._tools: dict[str, Tool] = {}
         self._default_timeout_s = default_timeout_s
+        self._outputs_max_bytes = outputs_max_bytes
         self._definitions: dict[bool, list[dict[str, Any]]] = {}
         self._frozen = False
 
@@ -94,7 +100,7 @@ class ToolRegistry:
         # tool is then a tool failure, not mistaken for our deadline.
         with anyio.move_on_after(timeout_s):
             output = await _run_guarded(tool, parsed, ctx)
-            return _safety_net(output, ctx, name)
+            return _safety_net(output, ctx, name, self._outputs_max_bytes)
         return ToolOutput(_timeout_text(name, timeout_s), is_error=True, data={"timed_out": True})
 
 
@@ -136,7 +142,9 @@ async def _run_guarded(tool: Tool, args: BaseModel, ctx: ToolContext) -> ToolOut
         )
 
 
-def _safety_net(output: ToolOutput, ctx: ToolContext, name: str) -> ToolOutput:
+def _safety_net(
+    output: ToolOutput, ctx: ToolContext, name: str, outputs_max_bytes: int
+) -> ToolOutput:
     shaped = shape_output(
         output.text,
         output_dir=ctx.output_dir,
@@ -144,6 +152,7 @@ def _safety_net(output: ToolOutput, ctx: ToolContext, name: str) -> ToolOutput:
         head_lines=_NET_LINES,
         tail_lines=_NET_LINES,
         max_chars=_NET_CHARS,
+        outputs_max_bytes=outputs_max_bytes,
     )
     return output if shaped == output.text else dataclasses.replace(output, text=shaped)
 
@@ -236,16 +245,26 @@ def _without_titles(schema: Any) -> Any:
 
 
 def default_registry(
-    *, default_timeout_s: float = DEFAULT_TIMEOUT_S, shell_grace_s: float | None = None
+    *,
+    default_timeout_s: float = DEFAULT_TIMEOUT_S,
+    shell_grace_s: float | None = None,
+    outputs_max_bytes: int = DEFAULT_OUTPUTS_MAX_BYTES,
 ) -> ToolRegistry:
-    """A registry with every built-in tool, in a fixed order."""
-    registry = ToolRegistry(default_timeout_s=default_timeout_s)
+    """A registry with every built-in tool, in a fixed order. ``default_timeout_s``
+    is the operator's per-call limit: it also caps shell_exec's own ``timeout_s``."""
+    registry = ToolRegistry(
+        default_timeout_s=default_timeout_s, outputs_max_bytes=outputs_max_bytes
+    )
     grace_s = DEFAULT_GRACE_S if shell_grace_s is None else shell_grace_s
     tools: list[Tool] = [
         ReplyToUser(),
         GetTime(),
         ReadFile(),
-        ShellExec(grace_s=grace_s),
+        ShellExec(
+            grace_s=grace_s,
+            max_timeout_s=default_timeout_s,
+            outputs_max_bytes=outputs_max_bytes,
+        ),
         TaskStatus(),
         CancelTask(),
     ]

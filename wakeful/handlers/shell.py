@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import signal
 from pathlib import Path
@@ -10,10 +11,11 @@ import anyio
 from pydantic import Field
 
 from wakeful.handlers.base import ToolArgs, ToolContext, ToolOutput
-from wakeful.handlers.output import shape_output
+from wakeful.handlers.output import DEFAULT_OUTPUTS_MAX_BYTES, shape_output
 from wakeful.handlers.process import DEFAULT_GRACE_S, ProcessResult, run_process
 
 MAX_TIMEOUT_S = 3600
+DEFAULT_TIMEOUT_S = 120
 
 # Where a command word can start: line start, after ; & | ( or $( or a
 # backtick, optionally behind sudo. Keeps "echo shutdown" harmless.
@@ -60,7 +62,8 @@ class ShellExec:
         "through with read_file. Use it for quick commands (builds, tests, grep, ls, git "
         "status). It cannot be interactive (stdin is empty), and background processes "
         "started with & are stopped when the command ends. If the command runs longer than "
-        "timeout_s seconds (default 120, max 3600) the whole process group is stopped "
+        "timeout_s seconds (default 120, max 3600 or the operator's lower limit) the whole "
+        "process group is stopped "
         "(SIGTERM, then SIGKILL 2 s later) and the partial output is returned. Obviously "
         "destructive commands are refused: recursive delete of / or ~, mkfs, writes to raw "
         "disks, fork bombs, shutdown/reboot. "
@@ -70,7 +73,10 @@ class ShellExec:
     class Args(ToolArgs):
         command: str = Field(min_length=1, description="the shell command line")
         timeout_s: int = Field(
-            default=120, ge=1, le=MAX_TIMEOUT_S, description="seconds before it is stopped"
+            default=DEFAULT_TIMEOUT_S,
+            ge=1,
+            le=MAX_TIMEOUT_S,
+            description="seconds before it is stopped",
         )
         cwd: str | None = Field(
             default=None, description="directory to run in, relative to the workspace"
@@ -80,20 +86,46 @@ class ShellExec:
     # The command's own timeout_s is enforced inside; this is only a backstop.
     timeout_s: float | None = MAX_TIMEOUT_S + 2 * DEFAULT_GRACE_S + 5
 
-    def __init__(self, *, grace_s: float = DEFAULT_GRACE_S) -> None:
+    def __init__(
+        self,
+        *,
+        grace_s: float = DEFAULT_GRACE_S,
+        max_timeout_s: float = MAX_TIMEOUT_S,
+        outputs_max_bytes: int = DEFAULT_OUTPUTS_MAX_BYTES,
+    ) -> None:
         self._grace_s = grace_s
+        # The operator's [loop] tool_timeout_s: the model's timeout_s cannot exceed it.
+        self._max_timeout_s = max(1, int(max_timeout_s))
+        self._outputs_max_bytes = outputs_max_bytes
 
     async def run(self, a: Args, ctx: ToolContext) -> ToolOutput:
         cwd = await preflight(self.name, a.command, a.cwd, ctx.workspace)
         if isinstance(cwd, ToolOutput):
             return cwd
-        result = await run_process(a.command, cwd=cwd, timeout_s=a.timeout_s, grace_s=self._grace_s)
-        return _format(result, a.timeout_s, ctx)
+        timeout_s = min(a.timeout_s, self._max_timeout_s)
+        result = await run_process(a.command, cwd=cwd, timeout_s=timeout_s, grace_s=self._grace_s)
+        output = _format(result, timeout_s, ctx, self._outputs_max_bytes, self._max_timeout_s)
+        if timeout_s < a.timeout_s and "timeout_s" in a.model_fields_set:
+            note = (
+                f"(timeout_s {a.timeout_s} was capped to {timeout_s} s, the operator's limit "
+                "for one tool call; split longer work into shorter steps)"
+            )
+            output = dataclasses.replace(output, text=f"{note}\n{output.text}")
+        return output
 
 
-def _format(result: ProcessResult, timeout_s: int, ctx: ToolContext) -> ToolOutput:
+def _format(
+    result: ProcessResult,
+    timeout_s: int,
+    ctx: ToolContext,
+    outputs_max_bytes: int,
+    max_timeout_s: int,
+) -> ToolOutput:
     output = shape_output(
-        result.output, output_dir=ctx.output_dir, name_hint=f"shell_exec-{ctx.call_id}"
+        result.output,
+        output_dir=ctx.output_dir,
+        name_hint=f"shell_exec-{ctx.call_id}",
+        outputs_max_bytes=outputs_max_bytes,
     )
     data = {
         "exit_code": result.exit_code,
@@ -104,8 +136,8 @@ def _format(result: ProcessResult, timeout_s: int, ctx: ToolContext) -> ToolOutp
         header = (
             f"timed out after {timeout_s} s; the command was stopped (its whole process "
             "group). It may have partially executed - check its effects before retrying. "
-            "If it needs longer, rerun with a larger timeout_s (max 3600); otherwise narrow "
-            "the command. Output before it was stopped:"
+            f"If it needs longer, rerun with a larger timeout_s (at most {max_timeout_s}); "
+            "otherwise narrow the command. Output before it was stopped:"
         )
         return ToolOutput(f"{header}\n{output}", is_error=True, data=data)
     header = f"{_status(result.exit_code)} after {result.duration_s:.1f} s"

@@ -3,14 +3,22 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from email import policy
 from email.message import EmailMessage, Message, MIMEPart
-from email.parser import BytesParser
 from email.utils import getaddresses, parsedate_to_datetime
 from typing import Any
 
 from wakeful.channels.email.htmltext import html_to_text
 from wakeful.channels.email.ics import parse_invitation
+from wakeful.channels.email.mime_repair import (
+    attachment_name,
+    decode_text,
+    decode_words,
+    forwarded_messages,
+    parse_repaired,
+    raw_header,
+)
+
+MAX_FORWARD_DEPTH = 5  # a forward of a forward of ... shown this deep
 
 
 @dataclass(frozen=True)
@@ -56,15 +64,13 @@ def _date(msg: Message) -> str | None:
 
 
 def _decoded_text(part: MIMEPart) -> str:
-    try:
-        content = part.get_content()
-    except (LookupError, ValueError):  # unknown or broken charset: keep what is readable
-        payload = part.get_payload(decode=True)
-        content = payload.decode("utf-8", "replace") if isinstance(payload, bytes) else ""
-    return content if isinstance(content, str) else ""
+    payload = part.get_payload(decode=True)
+    if not isinstance(payload, bytes):
+        return ""
+    return decode_text(payload, part.get_content_charset())
 
 
-def _body(msg: EmailMessage) -> str:
+def _own_text(msg: EmailMessage) -> str:
     part = msg.get_body(preferencelist=("plain", "html"))
     if part is None:
         return ""
@@ -72,6 +78,25 @@ def _body(msg: EmailMessage) -> str:
     if part.get_content_subtype() == "html":
         return html_to_text(text)
     return text.strip()
+
+
+def _body(msg: EmailMessage, depth: int = 0) -> str:
+    """The message's text, then each forwarded (message/rfc822) message's, so a
+    mail that only forwards another does not arrive empty."""
+    texts = [_own_text(msg)]
+    if depth < MAX_FORWARD_DEPTH:
+        for enclosed in forwarded_messages(msg):
+            texts.append(_forwarded_block(enclosed, depth + 1))
+    return "\n\n".join(text for text in texts if text)
+
+
+def _forwarded_block(enclosed: EmailMessage, depth: int) -> str:
+    lines = ["---------- Forwarded message ----------"]
+    for name in ("From", "Date", "Subject", "To"):
+        value = enclosed.get(name)
+        if value:
+            lines.append(f"{name}: {value}")
+    return "\n".join(lines) + "\n\n" + _body(enclosed, depth)
 
 
 def _parts(msg: EmailMessage) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
@@ -85,20 +110,27 @@ def _parts(msg: EmailMessage) -> tuple[list[dict[str, Any]], dict[str, Any] | No
         size = len(payload) if isinstance(payload, bytes) else 0
         if ctype == "text/calendar" and invitation is None and isinstance(payload, bytes):
             invitation = parse_invitation(payload)
-        if part.get_filename() or part.get_content_disposition() == "attachment":
-            attachments.append({"name": part.get_filename() or "", "type": ctype, "size": size})
+        name = attachment_name(part)
+        if name or part.get_content_disposition() == "attachment":
+            attachments.append({"name": name, "type": ctype, "size": size})
     return attachments, invitation
 
 
+def _subject(msg: EmailMessage) -> str:
+    raw = raw_header(msg, "Subject")
+    if raw is not None and "=?" in raw:
+        return decode_words(raw)
+    return str(msg.get("Subject", ""))
+
+
 def parse_email(raw: bytes) -> ParsedEmail:
-    msg = BytesParser(policy=policy.default).parsebytes(raw)
-    assert isinstance(msg, EmailMessage)  # policy.default always builds EmailMessage
+    msg = parse_repaired(raw)
     senders = _addresses(msg, "From")
     sender_addr = getaddresses([senders[0]])[0][1].lower() if senders else ""
     attachments, invitation = _parts(msg)
     return ParsedEmail(
         message_id=str(msg.get("Message-ID", "")).strip(),
-        subject=str(msg.get("Subject", "")),
+        subject=_subject(msg),
         sender=sender_addr,
         sender_display=senders[0] if senders else "",
         to=_addresses(msg, "To"),

@@ -109,13 +109,23 @@ def check_run(p: Any) -> tuple[str, Fields]:
     return f"Check run '{name}' {_text(p, 'action')}: {outcome} at {sha} in {repo}", fields
 
 
+def _workflow_name(p: Any) -> str:
+    """The run's name; GitHub sends it empty for some runs, naming the workflow elsewhere."""
+    for path in ("workflow_run.name", "workflow.name", "workflow_run.display_title"):
+        value = _get(p, path)
+        if isinstance(value, str) and value.strip():
+            return value.strip()
+    workflow_file = _get(p, "workflow_run.path") or _get(p, "workflow.path")
+    return str(workflow_file).rsplit("/", 1)[-1] if workflow_file else "(unnamed workflow)"
+
+
 def workflow_run(p: Any) -> tuple[str, Fields]:
-    name, repo = _text(p, "workflow_run.name"), _text(p, "repository.full_name")
+    name, repo = _workflow_name(p), _text(p, "repository.full_name")
     number, branch = _text(p, "workflow_run.run_number"), _text(p, "workflow_run.head_branch")
     outcome = _outcome(p, "workflow_run")
     fields = {
         "repository": _get(p, "repository.full_name"),
-        "workflow": _get(p, "workflow_run.name"),
+        "workflow": name,
         "run_number": _get(p, "workflow_run.run_number"),
         "action": _get(p, "action"),
         "status": _get(p, "workflow_run.status"),
@@ -153,3 +163,39 @@ def summarize(kind: str | None, payload: Any) -> tuple[str, Fields]:
     fields = {"repository": repo, "action": action, "sender": _get(payload, "sender.login")}
     where = f" in {repo}" if repo else ""
     return f"GitHub {what} event{where} by {_text(payload, 'sender.login')}", fields
+
+
+# What only the named event's payload carries, checked most specific first. The
+# X-GitHub-Event header is not covered by the signature; the body is, so where the
+# body says what it is, that wins over the header.
+_SHAPES: tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...] = (
+    # (event type, keys it must have, keys that mean some other event)
+    ("ping", ("zen", "hook_id"), ()),
+    ("workflow_run", ("workflow_run", "workflow"), ("deployment",)),
+    ("check_run", ("check_run",), ("deployment_status",)),
+    ("push", ("ref", "commits", "pusher"), ()),
+    ("pull_request", ("pull_request", "number"), ("review", "comment", "thread")),
+    ("issues", ("issue",), ("comment", "changes_for_comment")),
+)
+SHAPED_TYPES = frozenset(kind for kind, _, _ in _SHAPES)
+
+
+def _shape(payload: Any) -> str | None:
+    if not isinstance(payload, dict):
+        return None
+    for kind, required, excluded in _SHAPES:
+        if all(k in payload for k in required) and not any(k in payload for k in excluded):
+            return kind
+    return None
+
+
+def event_type(header: str | None, payload: Any) -> str | None:
+    """The event type: the signed payload's shape where it has one of ours, else the
+    header, except that a header naming one of those shapes on a payload without it
+    is not believed (None: shown as an unknown event, matched by no ``events`` filter)."""
+    shaped = _shape(payload)
+    if shaped is not None:
+        return shaped
+    if header in SHAPED_TYPES:
+        return None
+    return header

@@ -2,7 +2,8 @@
 
 404 unknown hook → 413 body over the hook's cap (never reading past it) →
 401 signature → 400 parse → filters (202 ``{"filtered": true}``) → dedup
-by delivery id and commit through the dispatcher → 202 ``{"event_id"}``.
+by delivery id (a GitHub hook's: its signed body's hash) and commit through
+the dispatcher → 202 ``{"event_id"}``.
 The answer never waits for the agent; 503 with ``Retry-After`` when the
 daemon cannot commit, so the sender retries later.
 """
@@ -23,11 +24,11 @@ from wakeful.channels.webhook.auth import AuthError
 from wakeful.channels.webhook.delivery import (
     BadDelivery,
     Hook,
-    delivery_id,
+    hook_event_type,
     parse_payload,
+    signed_delivery_id,
     to_event,
 )
-from wakeful.channels.webhook.mapping import event_type
 from wakeful.daemon.front_door import DaemonUnavailable, SubmitResult
 from wakeful.daemon.http.body import read_capped
 from wakeful.daemon.http.errors import ApiError
@@ -81,12 +82,13 @@ class HookIngress:
             raise ApiError(401, str(exc)) from None
         try:
             payload = parse_payload(headers, body)
-            kind = event_type(headers, payload)
+            kind = hook_event_type(hook, headers, payload)
             why = hook.filter.rejects(kind, payload)
             if why is not None:
                 self._counts[hook.name]["filtered"] += 1
                 return _accepted({"filtered": True, "reason": why})
-            event = to_event(hook, delivery_id(headers, body), kind, payload)
+            delivery = signed_delivery_id(hook, headers, body)
+            event = to_event(hook, delivery, kind, payload, headers.get("x-github-delivery"))
         except (BadDelivery, EventError) as exc:
             raise ApiError(400, str(exc)) from None
         result = await self._commit(event)

@@ -17,6 +17,13 @@ import uvicorn
 from anyio.abc import TaskStatus
 from starlette.types import ASGIApp
 
+from wakeful.daemon.config import ServerSection
+from wakeful.daemon.http.connections import GuardedHttpTools, fd_headroom, limit_notice
+from wakeful.daemon.http.host_guard import HostGuard, HostPolicy
+
+# Largest request head (request line + headers) h11 buffers before answering 431.
+MAX_HEAD_BYTES = 16 * 1024
+
 _heap_frozen = False
 
 
@@ -77,10 +84,22 @@ async def serve_http(
     sock: socket.socket,
     server_holder: list[QuietServer],
     *,
+    server: ServerSection | None = None,
     task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
 ) -> None:
+    """Serve ``app`` behind the Host/Origin guard with the ``[server]`` limits."""
+    limits = server if server is not None else ServerSection()
+    policy = HostPolicy(limits.allowed_hosts, limits.allowed_origins)
+    guarded = HostGuard(app, policy, body_timeout_s=limits.body_timeout_s)
+    fd_headroom(limits.max_connections)
     config = uvicorn.Config(
-        app,
+        guarded,
+        http=GuardedHttpTools,
+        # Closes connections idle before their first request as well as between
+        # requests (GuardedHttpTools), so idle sockets cannot pile up to the fd limit.
+        timeout_keep_alive=max(1, round(limits.idle_timeout_s)),
+        h11_max_incomplete_event_size=MAX_HEAD_BYTES,
+        limit_concurrency=limits.max_connections,
         log_config=None,
         access_log=False,
         date_header=False,
@@ -90,8 +109,9 @@ async def serve_http(
         # Nothing reads client addresses; X-Forwarded-For is not trusted from anyone.
         proxy_headers=False,
     )
-    server = QuietServer(config)
-    server_holder.append(server)
+    quiet = QuietServer(config)
+    server_holder.append(quiet)
     freeze_startup_heap()  # serving starts last: everything start-up builds exists by now
-    task_status.started()
-    await server.serve(sockets=[sock])
+    with limit_notice(limits.max_connections):
+        task_status.started()
+        await quiet.serve(sockets=[sock])
