@@ -29,11 +29,12 @@ from wakeful.daemon.loop.limits import LoopLimits, Run
 from wakeful.daemon.loop.status_bar import render_status_bar
 from wakeful.daemon.loop.task_views import CombinedTaskView, SessionTaskViews
 from wakeful.daemon.loop.tool_activity import PROGRESS_EVERY_S, tool_item
-from wakeful.daemon.loop.tool_tasks import Claim, ToolExecutor, ToolTask, ToolTaskManager
+from wakeful.daemon.loop.tool_tasks import ToolExecutor, ToolTask, ToolTaskManager
 from wakeful.daemon.outbox.service import Outbox
 from wakeful.daemon.store.base import ConsumeConflict, ModelCallRecord, Store, StoredEvent
 from wakeful.daemon.trajectory.rules import (
-    InterruptedCall,
+    CallInFlight,
+    Interruption,
     PartialOutput,
     TrajectoryWriter,
     needs_model_response,
@@ -339,16 +340,7 @@ class SessionLoop:
         self._publish({"type": "task", **task.describe()})
         self._publish(tool_item(task, "finished"))
         with anyio.CancelScope(shield=True):
-            await self._record_if_finished(task)
-
-    async def _record_if_finished(self, task: ToolTask) -> bool:
-        """Rule 2 for a finished, unclaimed call; claimed before the write so no
-        placeholder can be written for it meanwhile. False if it is not finished."""
-        if task.claim is not Claim.NONE or not task.done.is_set() or task.output is None:
-            return False
-        task.claim = Claim.LOOP
-        await self.writer.record_tool_result(task.call.id, task.output.text)
-        return True
+            await self.writer.record_tool_result(task)  # rule 2
 
     async def _close_unfinished(self, started: list[ToolTask]) -> None:
         # No interrupt recorded means the session's own task group is being
@@ -356,22 +348,16 @@ class SessionLoop:
         interrupt = self._interrupt or Interrupt(
             "the daemon is stopping", stop_tools=True, shutdown=True
         )
-        shutdown = interrupt.shutdown
-        placeholders: list[InterruptedCall] = []
-        for task in started:
-            if task.claim is not Claim.NONE or await self._record_if_finished(task):
-                continue
-            # At shutdown the placeholder is the call's final word: no late event.
-            task.claim = Claim.LOOP if shutdown else Claim.LATE
+        # Rule 3. At shutdown the placeholder is the call's final word: no late event.
+        interruption = Interruption(interrupt.cause, interrupt.stop_tools, interrupt.shutdown)
+        by_id = {task.call_id: task for task in started}
+
+        def cancel(call: CallInFlight) -> None:  # at once, not after the write
             if interrupt.stop_tools:
-                task.scope.cancel()
-            placeholders.append(
-                InterruptedCall(
-                    task.call.id, task.call.name, task.elapsed_s(), interrupt.stop_tools, shutdown
-                )
-            )
-        await self.writer.close_interrupted_calls(placeholders, interrupt.cause)
-        metrics.PLACEHOLDERS.inc(len(placeholders), session=self.session)
+                by_id[call.call_id].scope.cancel()
+
+        closed = await self.writer.close_interrupted_calls(started, interruption, cancel)
+        metrics.PLACEHOLDERS.inc(len(closed), session=self.session)
 
     def _tool_context(self, call: ToolCall) -> ToolContext:
         return self.tool_context(call.id, self.user_outbox)

@@ -63,6 +63,25 @@ class ToolTask:
     def task_id(self) -> str:
         return task_id_for_call(self.call.id)
 
+    # -- as a CallInFlight (trajectory rules 2 and 3) --------------------------------
+
+    @property
+    def call_id(self) -> str:
+        return self.call.id
+
+    @property
+    def tool_name(self) -> str:
+        return self.call.name
+
+    def result_if_finished(self) -> str | None:
+        return self.output.text if self.done.is_set() and self.output is not None else None
+
+    def take(self, *, late: bool) -> bool:
+        if self.claim is not Claim.NONE:
+            return False
+        self.claim = Claim.LATE if late else Claim.LOOP
+        return True
+
     def elapsed_s(self) -> float:
         return (self.finished_at or time.monotonic()) - self.started_at
 

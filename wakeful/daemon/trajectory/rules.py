@@ -17,9 +17,10 @@ what a crash left and persists its placeholders, so they never change again.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Protocol
 
 import structlog
 
@@ -37,12 +38,35 @@ Message = dict[str, Any]
 log = structlog.get_logger(__name__)
 
 
+class CallInFlight(Protocol):
+    """A tool call the loop started: what rules 2 and 3 need to know of it.
+
+    A call is *taken* exactly once — by the trajectory (its result, or the final
+    placeholder at shutdown, is its tool message) or by a late result (a placeholder
+    promised that its outcome arrives as a ``tool.result`` event).
+    """
+
+    @property
+    def call_id(self) -> str: ...
+
+    @property
+    def tool_name(self) -> str: ...
+
+    def elapsed_s(self) -> float: ...
+
+    def result_if_finished(self) -> str | None:
+        """The result text once the call has really finished; None while it runs."""
+        ...
+
+    def take(self, *, late: bool) -> bool:
+        """Claim the call (``late``: for a late result); False if it was taken already."""
+        ...
+
+
 @dataclass(frozen=True)
-class InterruptedCall:
-    call_id: str
-    tool: str
-    elapsed_s: float
-    cancelled: bool  # True: the call was told to stop; False: it goes on in the background
+class Interruption:
+    cause: str
+    cancelled: bool  # True: the calls were told to stop; False: they go on in the background
     shutdown: bool = False  # the daemon itself is stopping: no late result will follow
 
 
@@ -126,19 +150,39 @@ class TrajectoryWriter:
         self.last_agent_at = datetime.now(UTC)
         return message
 
-    async def record_tool_result(self, call_id: str, text: str) -> None:
-        """Rule 2: a tool's result, written only once the call has really finished."""
-        await self._append([tool_message(call_id, text)])
+    async def record_tool_result(self, call: CallInFlight) -> bool:
+        """Rule 2: a tool's result, written only once the call has really finished
+        and only if nothing took the call first. False: not written (still running,
+        or already answered by a placeholder)."""
+        text = call.result_if_finished()
+        if text is None or not call.take(late=False):
+            return False
+        await self._append([tool_message(call.call_id, text)])
+        return True
 
     async def close_interrupted_calls(
-        self, calls: list[InterruptedCall], cause: str
-    ) -> list[Message]:
+        self,
+        calls: Sequence[CallInFlight],
+        interruption: Interruption,
+        on_taken: Callable[[CallInFlight], None] = lambda call: None,
+    ) -> list[CallInFlight]:
         """Rule 3: each unfinished call gets one honest placeholder, so the
-        assistant message stays paired with results before anything else is added."""
-        messages = [tool_message(call.call_id, _placeholder_text(call, cause)) for call in calls]
+        assistant message stays paired with results before anything else is added.
+        A call that finished meanwhile gets its real result instead. Returns the
+        calls that got a placeholder (their outcome is now a late result's, unless
+        the daemon is stopping). ``on_taken`` runs for each as soon as it is taken,
+        before the placeholders are written (the loop cancels the call there)."""
+        closed: list[CallInFlight] = []
+        for call in calls:
+            if await self.record_tool_result(call):
+                continue
+            if call.take(late=not interruption.shutdown):
+                on_taken(call)
+                closed.append(call)
+        messages = [tool_message(c.call_id, _placeholder_text(c, interruption)) for c in closed]
         if messages:
             await self._append(messages, meta={"placeholder": True})
-        return messages
+        return closed
 
     def discard_partial_output(self, partial: PartialOutput, cause: str) -> None:
         """Rule 4: an interrupted stream is dropped whole; nothing of it is written,
@@ -162,17 +206,17 @@ class TrajectoryWriter:
         return normalize(await self.messages()).messages
 
 
-def _placeholder_text(call: InterruptedCall, cause: str) -> str:
-    if call.shutdown:
+def _placeholder_text(call: CallInFlight, interruption: Interruption) -> str:
+    if interruption.shutdown:
         return stopped_by_shutdown_placeholder(
-            tool=call.tool, call_id=call.call_id, elapsed_s=call.elapsed_s
+            tool=call.tool_name, call_id=call.call_id, elapsed_s=call.elapsed_s()
         )
     return interrupted_placeholder(
-        tool=call.tool,
+        tool=call.tool_name,
         call_id=call.call_id,
-        elapsed_s=call.elapsed_s,
-        cause=cause,
-        cancelled=call.cancelled,
+        elapsed_s=call.elapsed_s(),
+        cause=interruption.cause,
+        cancelled=interruption.cancelled,
     )
 
 
