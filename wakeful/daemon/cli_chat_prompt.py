@@ -95,14 +95,13 @@ class TerminalChat:
         while True:
             try:
                 line = prompt.prompt().strip()
+                if line:
+                    self._send(line, message_kind(line))
             except EOFError:
                 return 0
-            except KeyboardInterrupt:
+            except KeyboardInterrupt:  # at the prompt, or (SIGINT) while sending
                 if self._ctrl_c():
                     return 0
-                continue
-            if line:
-                self._send(line, message_kind(line))
 
     def _ctrl_c(self) -> bool:
         """Interrupt a run, or quit when idle and pressed twice; True to quit."""
