@@ -89,6 +89,7 @@ class Follower:
             self.idle.clear()
             self.running.set()
         elif state == "idle":
+            self._screen.end_stream()
             self.running.clear()
             self.idle.set()
 

@@ -79,6 +79,12 @@ class ChatScreen:
             self.note(f"[partial answer dropped: {cause}]")
         self.on_change()
 
+    def end_stream(self) -> None:
+        """At the end of a run: text streamed but never sent as a reply stays on screen."""
+        with self._lock:
+            self._end_stream()
+        self.on_change()
+
     def _was_streamed(self, message: dict[str, Any]) -> bool:
         """Whether this message's text is the one just streamed (so it is on screen)."""
         streamed = self._streamed.strip()
