@@ -51,7 +51,7 @@ def user_texts(model_server: FakeModelServer) -> list[str]:
 def test_the_reply_streams_and_is_printed_once(
     daemon: DaemonProcess, model_server: FakeModelServer, tmp_path: Path
 ) -> None:
-    model_server.push(Reply(text=WORDS, token_delay_s=0.05))
+    model_server.push(Reply(text=WORDS, token_delay_s=0.1))  # 2.5 s in all
     child = chat(daemon, tmp_path)
     child.sendline("tell me")
     child.expect("w03")
