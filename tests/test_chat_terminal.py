@@ -1,12 +1,15 @@
 """`wakeful chat` as a person meets it: a real `wakeful run`, the fake streaming model,
 and the chat on a real pty (pexpect): the reply streams, `!stop` and Ctrl-C interrupt
-a run (the model stream is closed) and the chat stays, Ctrl-C twice or Ctrl-D quits,
+a run (the model stream is closed) and the chat stays, a line typed during a run is sent
+at once, Ctrl-C twice or Ctrl-D quits,
 an unprompted reply leaves the half-typed line intact, arrow keys edit and recall."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -85,6 +88,27 @@ def test_an_interrupt_during_a_stream_closes_it_and_the_chat_stays(
     child.sendline("are you there?")
     child.expect("STILL-HERE")
     assert child.isalive()
+    quit_with_ctrl_d(child)
+
+
+def test_a_line_typed_during_a_run_is_sent_at_once(
+    daemon: DaemonProcess, model_server: FakeModelServer, tmp_path: Path
+) -> None:
+    model_server.push(Reply(text=WORDS, token_delay_s=0.2))
+    child = chat(daemon, tmp_path)
+    child.sendline("tell me a long one")
+    child.expect("w01")
+    assert not model_server.requests[0].completed  # typed while the run still streams
+    child.sendline("and one more thing")
+
+    def stored() -> bool:
+        with daemon.client() as client:
+            events = client.get("/api/sessions/main/events", params={"after": 0}).json()
+        return "and one more thing" in json.dumps(events)
+
+    while not stored():  # the daemon is another process: its log is polled
+        assert not (model_server.requests[0].completed or model_server.requests[0].aborted)
+        time.sleep(0.05)
     quit_with_ctrl_d(child)
 
 
