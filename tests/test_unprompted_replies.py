@@ -5,8 +5,6 @@ SIGKILL of the daemon in between loses none and shows none twice."""
 
 from __future__ import annotations
 
-import io
-import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -14,6 +12,7 @@ from typing import Any
 
 import pexpect
 
+from tests.chat_terminal import on_screen, spawn_chat, transcript
 from tests.daemon_process import DaemonProcess, free_port, write_config
 from tests.fakes.model_replies import Reply, ToolCallSpec
 from tests.fakes.model_server import FakeModelServer
@@ -71,20 +70,13 @@ def said(messages: list[dict[str, Any]]) -> str:
 
 
 def chat(config: Path, *args: str) -> pexpect.spawn:
-    child = pexpect.spawn(
-        sys.executable,
-        ["-m", "wakeful", "-c", str(config), "chat", *args],
-        encoding="utf-8",
-        timeout=20,
-    )
-    child.expect("chatting in session 'main'")
-    return child
+    return spawn_chat(config, config.parent / "state", *args)
 
 
 def until_prompt_then_quit(child: pexpect.spawn) -> str:
     """Everything the chat printed before its first prompt; then Ctrl-D."""
-    child.expect("you> ")
-    shown = str(child.before)
+    child.expect("you>")
+    shown = on_screen(child)
     child.sendeof()
     child.expect(pexpect.EOF)
     child.close()
@@ -134,14 +126,14 @@ def test_an_open_chat_shows_replies_that_arrive_between_prompts(
     config = write_config(tmp_path, model_server.base_url, port)
     with DaemonProcess(config, port) as daemon:
         child = chat(config)
-        child.logfile_read = transcript = io.StringIO()
-        child.expect("you> ")
+        child.expect("you>")
         child.sendline("build it, and remind me of the stand-up")
         child.expect("STANDUP-NOW", timeout=30)  # the timer fires ~2 s after the run ended
         until_prompt_then_quit(child)
         assert outbox(daemon, unread=1) == []
         assert daemon.stop() == 0
-    shown = transcript.getvalue()
+    shown = on_screen(child)
     assert all(shown.count(phrase) == 1 for phrase in PHRASES), shown
     # The prompt was back (the run was over) before the timer's reply was printed.
-    assert shown.find("you> ", shown.index("ON-IT")) < shown.index("STANDUP-NOW"), shown
+    raw = transcript(child)  # the prompt's redraws, which the screen no longer shows
+    assert raw.find("you>", raw.index("ON-IT")) < raw.index("STANDUP-NOW"), raw

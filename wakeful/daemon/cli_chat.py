@@ -1,10 +1,12 @@
-"""`wakeful chat`: a terminal chat that also shows what the agent said unprompted.
+"""`wakeful chat`: a terminal chat that streams replies and takes input during a run.
 
 At start it shows the session's unread messages (replies to timers, shell
 tasks, webhooks made while no chat was open) and acknowledges them, so the
-next chat does not show them again. While it runs, a follower thread prints
-every message as it arrives — also between prompts — and acknowledges it.
-Messages are told apart by their outbox id, so none is printed twice.
+next chat does not show them again. While it runs, a follower thread shows
+the session's feed as it arrives — reply text as it streams, tool activity,
+alerts, unprompted replies — while the prompt (wakeful.daemon.cli_chat_prompt)
+keeps the line being typed intact. On a pipe it is a plain line mode: each
+line is sent, its run's replies printed, then the next line is read.
 """
 
 from __future__ import annotations
@@ -14,56 +16,14 @@ import threading
 import time
 from typing import Any
 
+from wakeful.daemon.cli_chat_screen import ChatScreen, message_line, tool_line
 from wakeful.daemon.cli_client import CliError, DaemonClient
+
+__all__ = ["ChatScreen", "Follower", "message_line", "run_chat"]
 
 # The stream sends a heartbeat every 15 s; a silent minute means the daemon went away.
 STREAM_READ_TIMEOUT_S = 60.0
 RECONNECT_DELAY_S = 1.0
-PROMPT = "you> "
-
-
-class ChatScreen:
-    """What has been shown, so each message is printed (and acknowledged) once."""
-
-    def __init__(self, client: DaemonClient, session: str) -> None:
-        self._client = client
-        self._session = session
-        self._shown: set[int] = set()
-        self._lock = threading.Lock()
-        self.at_prompt = False
-
-    def show(self, messages: list[dict[str, Any]], *, acknowledge: bool = True) -> None:
-        with self._lock:
-            # An item without an outbox id (an older daemon) cannot be told apart: shown.
-            fresh = [m for m in messages if m.get("id") not in self._shown]
-            for message in fresh:
-                if isinstance(message.get("id"), int):
-                    self._shown.add(message["id"])
-                self._print(message_line(message))
-        ids = tuple(m["id"] for m in fresh if isinstance(m.get("id"), int))
-        if ids and acknowledge:
-            self._client.acknowledge(self._session, ids=ids)
-
-    def show_unread(self) -> None:
-        self.show(self._client.outbox(self._session, unread=True))
-
-    def note(self, text: str) -> None:
-        with self._lock:
-            self._print(text, stream=sys.stderr)
-
-    def _print(self, text: str, stream: Any = None) -> None:
-        # Between prompts the line is printed over the prompt, which is then redrawn.
-        out = stream or sys.stdout
-        print(("\r" if self.at_prompt else "") + text, file=out, flush=True)
-        if self.at_prompt:
-            print(PROMPT, end="", flush=True)
-
-
-def message_line(message: dict[str, Any]) -> str:
-    text = str(message.get("text", ""))
-    if message.get("state") == "unknown":
-        return f"{text}  [delivery unknown: the daemon stopped while sending it]"
-    return text
 
 
 class Follower:
@@ -75,6 +35,7 @@ class Follower:
         self._screen = screen
         self.subscribed = threading.Event()
         self.idle = threading.Event()
+        self.running = threading.Event()  # a run is active: Ctrl-C interrupts it
         self._stopping = threading.Event()
         self._thread = threading.Thread(target=self._run, name="chat-follower", daemon=True)
 
@@ -110,49 +71,76 @@ class Follower:
         kind = item.get("type")
         if kind == "reply":
             self._screen.show([item])
+        elif kind == "delta":
+            self._screen.stream(str(item.get("delta", "")))
+        elif kind == "discarded":
+            self._screen.drop_stream(str(item.get("cause") or "the run was interrupted"))
+        elif kind == "tool":
+            line = tool_line(item)
+            if line is not None:
+                self._screen.note(line)
         elif kind in {"alert", "error"}:
             self._screen.note(f"[{kind}] {item.get('text') or item.get('message') or item}")
-        elif kind == "run" and item.get("state") == "idle":
+        elif kind == "run":
+            self._track_run(item.get("state"))
+
+    def _track_run(self, state: Any) -> None:
+        if state == "busy":
+            self.idle.clear()
+            self.running.set()
+        elif state == "idle":
+            self._screen.end_stream()
+            self.running.clear()
             self.idle.set()
 
 
 def run_chat(client: DaemonClient, session: str, timeout_s: float, history: bool) -> int:
-    print(f"chatting in session {session!r}; Ctrl-D to quit, !stop to interrupt")
-    screen = ChatScreen(client.clone(), session)
+    terminal = sys.stdin.isatty() and sys.stdout.isatty()
+    print(f"chatting in session {session!r}; Ctrl-D to quit, !stop or Ctrl-C to interrupt")
+    screen = ChatScreen(client.clone(), session, terminal=terminal)
     if history:
         screen.show(client.outbox(session, unread=False))
     follower = Follower(client.clone(), session, screen)
+    if terminal:
+        # Imported here: prompt_toolkit is only needed on a terminal.
+        from wakeful.daemon.cli_chat_prompt import TerminalChat
+
+        return TerminalChat(client, session, screen, follower, model=timeout_s > 0).run()
+    return _plain_chat(client, session, timeout_s, follower)
+
+
+def start_following(client: DaemonClient, session: str, follower: Follower) -> None:
     follower.start()
     if not follower.subscribed.wait(10):
         follower.stop()
         raise CliError(f"cannot follow session {session!r} at {client.url}")
+
+
+def _plain_chat(client: DaemonClient, session: str, timeout_s: float, follower: Follower) -> int:
+    start_following(client, session, follower)
     try:
-        return _prompt_loop(client, session, timeout_s, screen, follower)
+        for raw in sys.stdin:
+            line = raw.strip()
+            if line:
+                _send_and_wait(client, session, line, timeout_s, follower)
+        return 0
     finally:
         follower.stop()
 
 
-def _prompt_loop(
-    client: DaemonClient, session: str, timeout_s: float, screen: ChatScreen, follower: Follower
-) -> int:
-    while True:
-        screen.at_prompt = True
-        try:
-            line = input(PROMPT).strip()
-        except EOFError:
-            print()
-            return 0
-        finally:
-            screen.at_prompt = False
-        if not line:
-            continue
-        kind = "user.interrupt" if line.startswith("!stop") else "user.input"
-        follower.idle.clear()
-        try:
-            client.send(session, line, kind)
-        except CliError as exc:
-            print(f"wakeful: {exc}", file=sys.stderr)
-            continue
-        # No model (timeout 0): nothing will run, so there is no end of a run to wait for.
-        if timeout_s > 0 and not follower.idle.wait(timeout_s):
-            print("wakeful: timed out waiting for the agent's run to finish", file=sys.stderr)
+def _send_and_wait(
+    client: DaemonClient, session: str, line: str, timeout_s: float, follower: Follower
+) -> None:
+    follower.idle.clear()
+    try:
+        client.send(session, line, message_kind(line))
+    except CliError as exc:
+        print(f"wakeful: {exc}", file=sys.stderr)
+        return
+    # No model (timeout 0): nothing will run, so there is no end of a run to wait for.
+    if timeout_s > 0 and not follower.idle.wait(timeout_s):
+        print("wakeful: timed out waiting for the agent's run to finish", file=sys.stderr)
+
+
+def message_kind(line: str) -> str:
+    return "user.interrupt" if line.startswith("!stop") else "user.input"

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import socket
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -37,6 +39,7 @@ class DaemonClient:
         self.url = url
         self._token = token
         self._token_origin = token_origin
+        self._stream_socket: socket.socket | None = None
         self._http = httpx.Client(
             base_url=url, headers={"Authorization": f"Bearer {token}"}, timeout=30
         )
@@ -81,6 +84,11 @@ class DaemonClient:
         return DaemonClient(self.url, self._token, self._token_origin)
 
     def close(self) -> None:
+        """Also ends a stream being read on another thread (closing alone does not)."""
+        sock, self._stream_socket = self._stream_socket, None
+        if sock is not None:
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
         self._http.close()
 
     def outbox(self, session: str, *, unread: bool) -> list[dict[str, Any]]:
@@ -115,6 +123,7 @@ class DaemonClient:
         path = f"/api/sessions/{session}/stream"
         try:
             with self._http.stream("GET", path, timeout=timeout) as response:
+                self._stream_socket = _socket_of(response)
                 if response.status_code != 200:
                     response.read()
                     self._check(response)
@@ -178,3 +187,9 @@ def _sse_items(lines: Iterator[str], deadline: float) -> Iterator[dict[str, Any]
             data = []
             if isinstance(item, dict):
                 yield item
+
+
+def _socket_of(response: httpx.Response) -> socket.socket | None:
+    stream = response.extensions.get("network_stream")
+    sock = stream.get_extra_info("socket") if stream is not None else None
+    return sock if isinstance(sock, socket.socket) else None

@@ -1,0 +1,55 @@
+"""`wakeful chat` on a real pty (pexpect), and its screen as a terminal draws it (pyte).
+
+The raw output of a line editor repeats what it redraws, so "shown once" is
+asserted on the rendered screen, not on the bytes.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import sys
+from pathlib import Path
+
+import pexpect
+import pyte
+
+ROWS, COLUMNS = 200, 120  # tall enough that nothing a test prints scrolls away
+
+
+def spawn_chat(config: Path, state_home: Path, *args: str) -> pexpect.spawn:
+    env = {
+        **os.environ,
+        "TERM": "xterm",
+        "XDG_STATE_HOME": str(state_home),  # the chat's history goes here
+        # pexpect answers no cursor-position request; a real terminal does.
+        "PROMPT_TOOLKIT_NO_CPR": "1",
+    }
+    child = pexpect.spawn(
+        sys.executable,
+        ["-m", "wakeful", "-c", str(config), "chat", *args],
+        env=env,
+        encoding="utf-8",
+        timeout=15,
+        dimensions=(ROWS, COLUMNS),
+    )
+    child.logfile_read = io.StringIO()
+    child.expect("chatting in session 'main'")
+    return child
+
+
+def transcript(child: pexpect.spawn) -> str:
+    log = child.logfile_read
+    assert isinstance(log, io.StringIO)
+    return log.getvalue()
+
+
+def screen_lines(child: pexpect.spawn) -> list[str]:
+    """The terminal's lines after everything the chat wrote so far."""
+    screen = pyte.Screen(COLUMNS, ROWS)
+    pyte.Stream(screen).feed(transcript(child))
+    return [line.rstrip() for line in screen.display]
+
+
+def on_screen(child: pexpect.spawn) -> str:
+    return "\n".join(screen_lines(child))

@@ -1,0 +1,190 @@
+"""`wakeful chat` as a person meets it: a real `wakeful run`, the fake streaming model,
+and the chat on a real pty (pexpect): the reply streams, `!stop` and Ctrl-C interrupt
+a run (the model stream is closed) and the chat stays, a line typed during a run is sent
+at once, Ctrl-C twice or Ctrl-D quits,
+an unprompted reply leaves the half-typed line intact, arrow keys edit and recall."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pexpect
+import pytest
+
+from tests.chat_terminal import on_screen, spawn_chat, transcript
+from tests.daemon_process import DaemonProcess, free_port, write_config
+from tests.fakes.model_replies import Reply, ToolCallSpec
+from tests.fakes.model_server import FakeModelServer
+
+WORDS = " ".join(f"w{i:02d}" for i in range(25))  # 25 tokens (one screen line): 5 s at 0.2 s
+LEFT, UP = "\x1b[D", "\x1b[A"
+
+
+@pytest.fixture
+def daemon(tmp_path: Path, model_server: FakeModelServer) -> Iterator[DaemonProcess]:
+    port = free_port()
+    with DaemonProcess(write_config(tmp_path / "data", model_server.base_url, port), port) as d:
+        yield d
+
+
+def chat(daemon: DaemonProcess, state_home: Path) -> pexpect.spawn:
+    child = spawn_chat(daemon.config, state_home)
+    child.expect("you>")
+    return child
+
+
+def quit_with_ctrl_d(child: pexpect.spawn) -> None:
+    child.sendcontrol("d")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0, transcript(child)
+
+
+def user_texts(model_server: FakeModelServer) -> list[str]:
+    """What the user said, in the last request the model received."""
+    messages = model_server.requests[-1].body["messages"][:-1]  # the last: the status bar
+    return [str(m.get("content")) for m in messages if m["role"] == "user"]
+
+
+def test_the_reply_streams_and_is_printed_once(
+    daemon: DaemonProcess, model_server: FakeModelServer, tmp_path: Path
+) -> None:
+    model_server.push(Reply(text=WORDS, token_delay_s=0.1))  # 2.5 s in all
+    child = chat(daemon, tmp_path)
+    child.sendline("tell me")
+    child.expect("w03")
+    assert not model_server.requests[0].completed  # on screen while still streaming
+    model_server.wait_for_completion(0, timeout_s=10)
+    child.expect("w24")
+    with daemon.client() as client:
+        unread = client.get("/api/sessions/main/outbox", params={"unread": 1}).json()
+    assert unread["messages"] == []  # the reply record was acknowledged
+    quit_with_ctrl_d(child)
+    assert on_screen(child).count(WORDS) == 1, on_screen(child)  # not printed twice
+
+
+@pytest.mark.parametrize("how", ["!stop", "ctrl-c"])
+def test_an_interrupt_during_a_stream_closes_it_and_the_chat_stays(
+    how: str, daemon: DaemonProcess, model_server: FakeModelServer, tmp_path: Path
+) -> None:
+    model_server.push(Reply(text=WORDS, token_delay_s=0.2))
+    child = chat(daemon, tmp_path)
+    child.sendline("tell me a long one")
+    child.expect("w01")
+    if how == "ctrl-c":
+        child.sendintr()
+    else:
+        child.sendline("!stop")
+    model_server.wait_for_abort(0, timeout_s=10)  # the daemon closed the model stream
+    child.expect("partial answer dropped")
+    assert on_screen(child).count("w00") == 1  # what streamed stays, once, above the note
+    model_server.push(Reply(text="STILL-HERE"))
+    child.expect("you>")
+    child.sendline("are you there?")
+    child.expect("STILL-HERE")
+    assert child.isalive()
+    quit_with_ctrl_d(child)
+
+
+def test_a_line_typed_during_a_run_is_sent_at_once(
+    daemon: DaemonProcess, model_server: FakeModelServer, tmp_path: Path
+) -> None:
+    model_server.push(Reply(text=WORDS, token_delay_s=0.2))
+    child = chat(daemon, tmp_path)
+    child.sendline("tell me a long one")
+    child.expect("w01")
+    assert not model_server.requests[0].completed  # typed while the run still streams
+    child.sendline("and one more thing")
+
+    def stored() -> bool:
+        with daemon.client() as client:
+            events = client.get("/api/sessions/main/events", params={"after": 0}).json()
+        return "and one more thing" in json.dumps(events)
+
+    while not stored():  # the daemon is another process: its log is polled
+        assert not (model_server.requests[0].completed or model_server.requests[0].aborted)
+        time.sleep(0.05)
+    quit_with_ctrl_d(child)
+
+
+def test_ctrl_c_twice_quits_and_once_does_not(daemon: DaemonProcess, tmp_path: Path) -> None:
+    child = chat(daemon, tmp_path)
+    child.sendintr()
+    child.expect("Ctrl-C again to quit")
+    assert child.isalive()
+    child.sendintr()
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0, transcript(child)
+
+
+def test_an_unprompted_reply_leaves_the_half_typed_line_intact(
+    daemon: DaemonProcess, model_server: FakeModelServer, tmp_path: Path
+) -> None:
+    child = chat(daemon, tmp_path)
+    child.send("half-typed")
+    child.expect("half-typed")
+    model_server.push(Reply(text="FROM-ELSEWHERE"))
+    daemon.send("a message from another client")  # as `wakeful send` would
+    child.expect("FROM-ELSEWHERE")
+    child.expect("half-typed")  # the line being edited is drawn again below it
+    model_server.push(Reply(text="GOT-IT"))
+    child.send(" line\r")
+    child.expect("GOT-IT")
+    assert "half-typed line" in user_texts(model_server)[-1]
+    quit_with_ctrl_d(child)
+
+
+def test_arrow_keys_edit_and_up_recalls(
+    daemon: DaemonProcess, model_server: FakeModelServer, tmp_path: Path
+) -> None:
+    child = chat(daemon, tmp_path)
+    child.send(f"helo{LEFT}l\r")
+    model_server.wait_for_requests(1, timeout_s=10)
+    child.expect("ok")
+    assert "hello" in user_texts(model_server)[-1]
+    assert "helo" not in " ".join(user_texts(model_server))
+    child.send(f"{UP}\r")  # the previous line, sent again
+    model_server.wait_for_requests(2, timeout_s=10)
+    assert sum("hello" in text for text in user_texts(model_server)) == 2
+    quit_with_ctrl_d(child)
+    assert "hello" in (tmp_path / "wakeful-chat" / "history").read_text()
+
+
+def test_tool_activity_is_one_line_each_and_history_may_be_unwritable(
+    daemon: DaemonProcess, model_server: FakeModelServer, tmp_path: Path
+) -> None:
+    blocked = tmp_path / "a-file"
+    blocked.write_text("")  # XDG_STATE_HOME is a file: no history directory can be made
+    model_server.push(
+        Reply(tool_calls=(ToolCallSpec("shell_exec", {"command": "echo hi"}),)),
+        Reply(text="ALL-DONE"),
+    )
+    child = chat(daemon, blocked)
+    child.sendline("run it")
+    child.expect(r"shell_exec started")
+    child.expect(r"shell_exec finished in \d+\.\d s")
+    child.expect("ALL-DONE")
+    quit_with_ctrl_d(child)
+    assert "no saved history" in transcript(child)
+
+
+def test_a_pipe_gets_a_plain_line_mode(
+    daemon: DaemonProcess, model_server: FakeModelServer
+) -> None:
+    model_server.push(Reply(text="FIRST-ANSWER"), Reply(text="SECOND-ANSWER"))
+    done = subprocess.run(
+        [sys.executable, "-m", "wakeful", "-c", str(daemon.config), "chat"],
+        input="one\ntwo\n",
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.index("FIRST-ANSWER") < done.stdout.index("SECOND-ANSWER"), done.stdout
+    assert "\x1b" not in done.stdout
