@@ -72,6 +72,16 @@ class MemoryDaemon:
         ]
         return [entry for entry in entries if entry["seq"] > after_seq][:limit]
 
+    async def event_log_newest(
+        self, session: str | None, before_seq: int = 0, limit: int = 50
+    ) -> dict[str, Any]:
+        below = [
+            e
+            for e in await self.event_log(session, 0, 10**9)
+            if not before_seq or e["seq"] < before_seq
+        ]
+        return {"events": below[-limit:], "older": max(0, len(below) - limit)}
+
     async def trajectory(self, session: str) -> list[dict[str, Any]]:
         return [
             {"role": "user", "content": e.content.text}

@@ -125,6 +125,13 @@ class ApiBackend:
             stored = await self.store.event_log(session, after_seq, limit)
         return [event_log_entry(s) for s in stored]
 
+    async def event_log_newest(
+        self, session: str | None, before_seq: int = 0, limit: int = 50
+    ) -> dict[str, Any]:
+        with _store_unavailable_is_503():
+            page = await self.store.event_log_newest(session, before_seq, limit)
+        return {"events": [event_log_entry(s) for s in page.events], "older": page.older}
+
     async def trajectory(self, session: str) -> list[dict[str, Any]]:
         with _store_unavailable_is_503():
             return await self.store.trajectory(session)

@@ -17,6 +17,7 @@ from typing import Any
 
 from wakeful.daemon.cli_chat import ChatScreen, run_chat
 from wakeful.daemon.cli_client import CliError, DaemonClient
+from wakeful.daemon.cli_wait import AnswerWatch, answered, finish
 from wakeful.daemon.config import (
     STARTER_CONFIG,
     ConfigError,
@@ -117,17 +118,17 @@ def _send_and_wait(client: DaemonClient, session: str, text: str, kind: str, tim
         return 1
     deadline = time.monotonic() + timeout
     screen = ChatScreen(client, session)
-    # Subscribe first so no reply can slip out between the post and the subscription;
-    # then what was said while nobody listened, then this run's replies.
+    # Subscribe first so no reply can slip out between the post and the subscription.
     with client.stream(session, deadline) as items:
-        screen.show_unread()
-        client.send(session, text, kind)
+        watch = AnswerWatch(client.send(session, text, kind)["event_id"])
         for item in items:
-            if item.get("type") == "reply":
-                screen.show([item])
+            reply = watch.take(item)
+            if reply is not None:
+                screen.show([reply])
             _print_feed_item(item)
-            if item.get("type") == "run" and item.get("state") == "idle":
-                return 0
+            idle = item.get("type") == "run" and item.get("state") == "idle"
+            if idle and answered(client, session, watch):
+                return finish(watch)
     raise CliError("the daemon closed the stream before the run finished")
 
 
@@ -194,18 +195,57 @@ def _model_missing(status: dict[str, Any]) -> bool:
 
 
 def cmd_events(args: argparse.Namespace) -> int:
+    """The newest page in time order (newest last, beside the prompt, where --follow
+    continues), with a line saying how many older events there are and how to see them."""
     client = _client(args)
-    path = f"/api/sessions/{args.session}/events" if args.session else "/api/events"
-    after = 0
+    path = f"/api/sessions/{client.segment(args.session)}/events" if args.session else "/api/events"
+    if args.all:
+        after = _print_forward(client, path, 0, args.limit)
+    else:
+        params = {"newest": 1, "limit": args.limit, "before": args.before or 0}
+        page = client.get_json(path, params)
+        entries: list[dict[str, Any]] = page["events"]
+        if entries and int(page.get("older", 0)):
+            _note_older(int(page["older"]), int(entries[0]["seq"]), args)
+        for entry in entries:
+            print(_event_line(entry), flush=True)
+        after = max([int(e["seq"]) for e in entries], default=0)
+    if args.session and after == 0 and not args.before:
+        _require_session(client, args.session)
+    while args.follow:
+        # The log is small and local; a one-second poll keeps --follow simple.
+        time.sleep(1.0)
+        after = _print_forward(client, path, after, args.limit)
+    return 0
+
+
+def _print_forward(client: DaemonClient, path: str, after: int, limit: int) -> int:
+    """Every event after ``after``, oldest first, page by page; the last seq printed."""
     while True:
-        entries = client.get_json(path, {"after": after, "limit": args.limit})["events"]
+        entries = client.get_json(path, {"after": after, "limit": limit})["events"]
         for entry in entries:
             print(_event_line(entry), flush=True)
             after = max(after, int(entry.get("seq", after)))
-        if not args.follow:
-            return 0
-        # The log is small and local; a one-second poll keeps --follow simple.
-        time.sleep(1.0)
+        if len(entries) < limit:
+            return after
+
+
+def _note_older(older: int, first_seq: int, args: argparse.Namespace) -> None:
+    session = f" -s {args.session}" if args.session else ""
+    print(
+        f"({older} older event{'s' if older != 1 else ''} not shown: "
+        f"`wakeful events{session} --before {first_seq}` for the previous page, --all for all)",
+        file=sys.stderr,
+        flush=True,
+    )
+
+
+def _require_session(client: DaemonClient, session: str) -> None:
+    """An unknown session is a mistake to name, not an empty answer."""
+    known = sorted(client.get_json("/api/status").get("sessions") or {})
+    if session not in known:
+        listed = ", ".join(known) if known else "none yet"
+        raise CliError(f"no session {session!r} on this daemon; known sessions: {listed}")
 
 
 def cmd_events_retry(args: argparse.Namespace) -> int:
@@ -228,14 +268,28 @@ def _event_line(entry: dict[str, Any]) -> str:
     fields = [str(entry.get("seq", "")), str(when)[:19], str(event.get("session", ""))]
     fields += [str(event.get("kind", "")), str(event.get("channel", ""))]
     if entry.get("status"):
-        fields.append(
-            f"[{entry['status']}{'/' + entry['strategy'] if entry.get('strategy') else ''}]"
-        )
+        fields.append(f"[{_route(entry)}]")
     return "  ".join(fields) + (f"  {text}" if text else "")
 
 
+def _route(entry: dict[str, Any]) -> str:
+    """``status/strategy: reason`` — how the router decided, as the README promises."""
+    route = str(entry["status"])
+    if entry.get("strategy"):
+        route += f"/{entry['strategy']}"
+    reason = str(entry.get("reason") or "").replace("\n", " ")
+    if reason:
+        route += f": {reason if len(reason) <= 60 else reason[:59] + '…'}"
+    return route
+
+
 def cmd_trajectory(args: argparse.Namespace) -> int:
-    messages = _client(args).get_json(f"/api/sessions/{args.session}/trajectory")["messages"]
+    client = _client(args)
+    messages = client.get_json(f"/api/sessions/{client.segment(args.session)}/trajectory")[
+        "messages"
+    ]
+    if not messages:
+        _require_session(client, args.session)
     if args.json:
         print(json.dumps(messages, indent=2, ensure_ascii=False))
         return 0
@@ -299,6 +353,10 @@ def _parser() -> argparse.ArgumentParser:
     events.add_argument("--session", "-s", help="only this session (default: all)")
     events.add_argument("--follow", "-f", action="store_true", help="keep printing new events")
     events.add_argument("--limit", "-n", type=_positive_int, default=50, help="page size")
+    events.add_argument(
+        "--before", type=_positive_int, metavar="SEQ", help="the page of events older than SEQ"
+    )
+    events.add_argument("--all", action="store_true", help="every event, oldest first")
     actions = events.add_subparsers(dest="action", metavar="ACTION")
     retry = _add(actions, "retry", cmd_events_retry, "put a quarantined event back in its queue")
     retry.add_argument("event_id", metavar="ID", help="the event's id (see `wakeful status`)")

@@ -73,6 +73,11 @@ class DaemonClient:
             raise CliError(f"unexpected answer from the daemon: {entry!r}")
         return entry
 
+    @staticmethod
+    def segment(name: str) -> str:
+        """A session name or id as one URL path segment (``/``, ``?``, ``#`` escaped)."""
+        return quote(name, safe="")
+
     def get_json(self, path: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
         return self._json(self._request("GET", path, params=params))
 
@@ -112,7 +117,7 @@ class DaemonClient:
         """Subscribe to a session's feed; returns once the server says it is live."""
         read = read_timeout_s or max(0.1, deadline - time.monotonic())
         timeout = httpx.Timeout(10, read=read)
-        path = f"/api/sessions/{session}/stream"
+        path = f"/api/sessions/{self.segment(session)}/stream"
         try:
             with self._http.stream("GET", path, timeout=timeout) as response:
                 if response.status_code != 200:
