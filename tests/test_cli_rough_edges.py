@@ -159,3 +159,45 @@ async def test_send_wait_prints_only_the_replies_to_its_message(
         with anyio.fail_after(10):
             assert await run_cli(url, "send", "--wait", "hi") == 0
     assert capsys.readouterr().out.splitlines() == ["for you", "for the batch"]
+
+
+def _task(task_id: str, state: str, preview: str = "") -> dict[str, Any]:
+    task: dict[str, Any] = {"task_id": task_id, "tool": "shell_exec", "state": state}
+    task.update(runtime_s=1.5, arguments='{"command": "make"}')
+    if preview:
+        task["result_preview"] = preview
+    return task
+
+
+@pytest.mark.anyio
+async def test_status_is_compact_with_recent_tasks_and_model_health(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Running tasks and the 3 latest finished, one line each, a count of the rest, and
+    the model's health; --json keeps everything."""
+    daemon = MemoryDaemon()
+    finished = [_task(f"t{i}", "done", f"line one of {i}\nline two\nline three") for i in range(20)]
+    health = {"state": "failing", "last_error": "09:00: HTTP 401", "failing_since": "09:00"}
+
+    async def status() -> dict[str, Any]:
+        tasks = [*finished[:10], _task("live", "running"), *finished[10:]]
+        model = {"configured": True, "health": health}
+        return {"model": model, "sessions": {"main": {"busy": True, "tasks": tasks}}}
+
+    daemon.status = status  # type: ignore[method-assign]
+    async with serve(app_for(daemon)) as url:
+        assert await run_cli(url, "status") == 0
+        short = capsys.readouterr().out
+        assert await run_cli(url, "status", "--json") == 0
+        full = capsys.readouterr().out
+    task_lines = [line.strip() for line in short.splitlines() if line.strip().startswith("- ")]
+    assert task_lines == [
+        '- live  shell_exec  running  1.5s  {"command": "make"}',
+        "- t17  shell_exec  done  1.5s  line one of 17 line two line three",
+        "- t18  shell_exec  done  1.5s  line one of 18 line two line three",
+        "- t19  shell_exec  done  1.5s  line one of 19 line two line three",
+        "- (+17 older finished tasks)",
+    ]
+    assert "line two\n" not in short and len(short.splitlines()) < 20
+    assert "failing_since: 09:00" in short and "last_error: 09:00: HTTP 401" in short
+    assert full.count('"task_id"') == 21

@@ -98,6 +98,7 @@ class ApiBackend:
         model: dict[str, Any] = {
             "configured": self.provider.configured,
             "description": self.provider.describe(),
+            "health": self.sessions.deps.model_health.describe(),
         }
         if not self.provider.configured:
             model["how_to_configure"] = HOW_TO_CONFIGURE

@@ -17,6 +17,7 @@ from typing import Any
 
 from wakeful.daemon.cli_chat import ChatScreen, run_chat
 from wakeful.daemon.cli_client import CliError, DaemonClient
+from wakeful.daemon.cli_status import compact_status
 from wakeful.daemon.cli_wait import AnswerWatch, answered, finish
 from wakeful.daemon.config import (
     STARTER_CONFIG,
@@ -141,11 +142,14 @@ def _print_feed_item(item: dict[str, Any]) -> None:
 
 def cmd_status(args: argparse.Namespace) -> int:
     status = _client(args).get_json("/api/status")
+    if args.json:
+        print(json.dumps(status, indent=2, ensure_ascii=False))
+        return 0
     model = status.get("model")
-    shown = status
+    shown = compact_status(status)
     if isinstance(model, dict) and "how_to_configure" in model:
         # Printed once, whole, below rather than squeezed into the summary.
-        shown = {**status, "model": {k: v for k, v in model.items() if k != "how_to_configure"}}
+        shown = {**shown, "model": {k: v for k, v in model.items() if k != "how_to_configure"}}
     for line in _pretty(shown):
         print(line)
     if _model_missing(status):
@@ -348,7 +352,8 @@ def _parser() -> argparse.ArgumentParser:
     send.add_argument("--wait", action="store_true", help="print replies until the run ends")
     _timeout_arg(send)
     send.add_argument("text", help="the message")
-    _add(sub, "status", cmd_status, "sessions, queue, tasks, timers and health")
+    status = _add(sub, "status", cmd_status, "sessions, queue, recent tasks and model health")
+    status.add_argument("--json", action="store_true", help="everything, as the daemon says it")
     events = _add(sub, "events", cmd_events, "show the event log")
     events.add_argument("--session", "-s", help="only this session (default: all)")
     events.add_argument("--follow", "-f", action="store_true", help="keep printing new events")

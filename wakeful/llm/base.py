@@ -28,6 +28,10 @@ class ModelNotConfigured(ProviderError):
     """No model is configured; events are stored and wait."""
 
 
+class ModelKeyRefused(ProviderError):
+    """The endpoint refused the API key (HTTP 401/403): retrying cannot help."""
+
+
 class ModelUnavailable(ProviderError):
     """The endpoint is down, overloaded or refused us after retries."""
 
