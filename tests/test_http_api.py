@@ -82,6 +82,15 @@ class MemoryDaemon:
         ]
         return {"events": below[-limit:], "older": max(0, len(below) - limit)}
 
+    async def next_request(self, session: str) -> dict[str, Any] | None:
+        if session not in await self.known_sessions():
+            return None
+        system = {"role": "system", "content": "prompt"}
+        return {"model": "m", "messages": [system, *await self.trajectory(session)], "tools": []}
+
+    async def known_sessions(self) -> list[str]:
+        return sorted({e.session for e in self.submitted})
+
     async def trajectory(self, session: str) -> list[dict[str, Any]]:
         return [
             {"role": "user", "content": e.content.text}

@@ -289,14 +289,22 @@ def _route(entry: dict[str, Any]) -> str:
 
 def cmd_trajectory(args: argparse.Namespace) -> int:
     client = _client(args)
-    messages = client.get_json(f"/api/sessions/{client.segment(args.session)}/trajectory")[
-        "messages"
-    ]
+    session = client.segment(args.session)
+    if args.raw:
+        body = client.get_json(f"/api/sessions/{session}/request")["request"]
+        print(json.dumps(body, indent=2, ensure_ascii=False))
+        return 0
+    messages = client.get_json(f"/api/sessions/{session}/trajectory")["messages"]
     if not messages:
         _require_session(client, args.session)
     if args.json:
         print(json.dumps(messages, indent=2, ensure_ascii=False))
         return 0
+    print(
+        f"(session {args.session}'s stored conversation; the model also gets the system "
+        "prompt, the tools and a status bar: `--raw` shows the exact next request)\n",
+        file=sys.stderr,
+    )
     for message in messages:
         print(_message_text(message))
         print()
@@ -365,9 +373,17 @@ def _parser() -> argparse.ArgumentParser:
     actions = events.add_subparsers(dest="action", metavar="ACTION")
     retry = _add(actions, "retry", cmd_events_retry, "put a quarantined event back in its queue")
     retry.add_argument("event_id", metavar="ID", help="the event's id (see `wakeful status`)")
-    trajectory = _add(sub, "trajectory", cmd_trajectory, "the trajectory as the model sees it")
+    trajectory = _add(
+        sub, "trajectory", cmd_trajectory, "a session's stored conversation (the trajectory)"
+    )
     trajectory.add_argument("session", help="session name, e.g. main")
-    trajectory.add_argument("--json", action="store_true", help="raw JSON messages")
+    trajectory.add_argument("--json", action="store_true", help="the stored messages as JSON")
+    trajectory.add_argument(
+        "--raw",
+        action="store_true",
+        help="the exact request the next model call would send (system prompt, tools, "
+        "status bar), as JSON; the model is not called",
+    )
     chat = _add(sub, "chat", cmd_chat, "interactive chat in the terminal")
     _session_arg(chat)
     _timeout_arg(chat)

@@ -198,6 +198,17 @@ class OpenAIProvider:
         # TypedDict transform (tens of ms for a long trajectory, against well
         # under 1 ms for json.dumps). Our messages and tools are plain JSON
         # already, so post the body as it is, with the same auth and stream type.
+        return await self._client.post(
+            "/chat/completions",
+            body=self.wire_body(request),
+            cast_to=ChatCompletion,
+            options={"security": {"bearer_auth": True}},
+            stream=True,
+            stream_cls=openai.AsyncStream[ChatCompletionChunk],
+        )
+
+    def wire_body(self, request: ModelRequest) -> dict[str, object]:
+        """The JSON body posted to /chat/completions for this request."""
         model = request.model or self._model
         body: dict[str, object] = {
             "model": model,
@@ -209,14 +220,7 @@ class OpenAIProvider:
             body["tools"] = request.tools
         if request.max_tokens is not None:
             body["max_tokens"] = request.max_tokens
-        return await self._client.post(
-            "/chat/completions",
-            body=body,
-            cast_to=ChatCompletion,
-            options={"security": {"bearer_auth": True}},
-            stream=True,
-            stream_cls=openai.AsyncStream[ChatCompletionChunk],
-        )
+        return body
 
     def _undecodable(self, exc: Exception) -> ProviderError:
         # A failed call like any other (counted toward [loop] max_consecutive_failures),

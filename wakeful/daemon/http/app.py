@@ -104,6 +104,19 @@ class Api:
             raise _unavailable(exc) from None
         return JSONResponse({"session": request.path_params["session"], "messages": messages})
 
+    async def next_request(self, request: Request) -> Response:
+        """The exact body the session's next model call would post (no model is called)."""
+        self.tokens.require(request)
+        session = request.path_params["session"]
+        try:
+            body = await self.daemon.next_request(session)
+            if body is None:
+                known = ", ".join(await self.daemon.known_sessions()) or "none yet"
+                raise ApiError(404, f"no session {session!r}; known sessions: {known}")
+        except DaemonUnavailable as exc:
+            raise _unavailable(exc) from None
+        return JSONResponse({"session": session, "request": body})
+
     async def retry_event(self, request: Request) -> Response:
         self.tokens.require(request)
         event_id = request.path_params["event_id"]
@@ -180,6 +193,7 @@ def create_app(
         Route("/api/sessions/{session:path}/events", api.session_events, methods=["GET"]),
         Route("/api/sessions/{session:path}/stream", api.stream, methods=["GET"]),
         Route("/api/sessions/{session:path}/trajectory", api.trajectory, methods=["GET"]),
+        Route("/api/sessions/{session:path}/request", api.next_request, methods=["GET"]),
         Route("/api/sessions/{session:path}/outbox", api.outbox_messages, methods=["GET"]),
         Route("/api/sessions/{session:path}/outbox/ack", api.outbox_ack, methods=["POST"]),
     ]

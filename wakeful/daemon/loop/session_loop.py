@@ -268,6 +268,10 @@ class SessionLoop:
         await self._record_call(run, response, response.latency_s, "ok")
         return response
 
+    async def next_request(self) -> ModelRequest:
+        """What a model call starting now would send (`wakeful trajectory --raw`); no call."""
+        return await self._build_request(Run(self.deps.limits))
+
     async def _build_request(self, run: Run) -> ModelRequest:
         messages = await self.writer.request_messages()
         pending = len(await self.deps.store.pending(self.session))
