@@ -3,13 +3,12 @@ send --wait's exit code and its replies, against a real HTTP server."""
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
 
+from tests.test_cli import _isolated as _isolated  # autouse: no WAKEFUL_* settings
 from tests.test_cli import app_for, run_cli
 from tests.test_http_api import MemoryDaemon, serve
 from wakeful.events import Event, user_message
@@ -18,15 +17,6 @@ from wakeful.events import Event, user_message
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
-
-
-@pytest.fixture(autouse=True)
-def _isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in list(os.environ):
-        if name.startswith("WAKEFUL_") or name == "STATE_DIRECTORY":
-            monkeypatch.delenv(name)
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("WAKEFUL_DAEMON__DATA_DIR", str(tmp_path / "data"))
 
 
 class RoutedDaemon(MemoryDaemon):

@@ -4,7 +4,6 @@ daemon; the default output says it is the stored conversation."""
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any
 
@@ -13,18 +12,11 @@ import pytest
 
 from tests.daemon_harness import ADMIN_TOKEN, daemon_settings, harness, watch_feed
 from tests.fakes.model_server import FakeModelServer, Reply
+from tests.test_cli import _isolated as _isolated  # autouse: no WAKEFUL_* settings
 from wakeful.daemon.cli import main
 from wakeful.daemon.loop.status_bar import STATUS_BAR_HEADER
 
 pytestmark = pytest.mark.anyio
-
-
-@pytest.fixture(autouse=True)
-def _isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in list(os.environ):
-        if name.startswith("WAKEFUL_") or name == "STATE_DIRECTORY":
-            monkeypatch.delenv(name)
-    monkeypatch.chdir(tmp_path)
 
 
 async def _cli(url: str, monkeypatch: pytest.MonkeyPatch, *argv: str) -> int:

@@ -119,8 +119,10 @@ def _send_and_wait(client: DaemonClient, session: str, text: str, kind: str, tim
         return 1
     deadline = time.monotonic() + timeout
     screen = ChatScreen(client, session)
-    # Subscribe first so no reply can slip out between the post and the subscription.
+    # Subscribe first so no reply can slip out between the post and the subscription;
+    # then what was said while nobody listened (#6), then only the replies to this message.
     with client.stream(session, deadline) as items:
+        screen.show_unread()
         watch = AnswerWatch(client.send(session, text, kind)["event_id"])
         for item in items:
             reply = watch.take(item)
