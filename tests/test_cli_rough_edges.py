@@ -3,11 +3,13 @@ send --wait's exit code and its replies, against a real HTTP server."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
 
+from tests.daemon_harness import daemon_settings, harness
 from tests.test_cli import _isolated as _isolated  # autouse: no WAKEFUL_* settings
 from tests.test_cli import app_for, run_cli
 from tests.test_http_api import MemoryDaemon, serve
@@ -191,3 +193,21 @@ async def test_status_is_compact_with_recent_tasks_and_model_health(
     assert "line two\n" not in short and len(short.splitlines()) < 20
     assert "failing_since: 09:00" in short and "last_error: 09:00: HTTP 401" in short
     assert full.count('"task_id"') == 21
+
+
+@pytest.mark.anyio
+async def test_events_pages_a_real_daemon_log_with_reasons(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The whole path on a real daemon and store: newest page, the count, the reason."""
+    settings = daemon_settings(tmp_path / "d", "http://127.0.0.1:9/v1", llm={"model": ""})
+    async with harness(settings) as h:
+        for i in range(4):
+            await h.send(f"note {i}")
+        capsys.readouterr()
+        assert await run_cli(h.running.url, "events", "-n", "2") == 0
+        captured = capsys.readouterr()
+    lines = [line for line in captured.out.splitlines() if "user.input" in line]
+    assert ["note 2" in lines[0], "note 3" in lines[1]] == [True, True]
+    assert "2 older events not shown" in captured.err
+    assert all("[pending/" in line and ": " in line.split("[pending/")[1] for line in lines)
