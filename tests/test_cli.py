@@ -108,11 +108,12 @@ async def test_send_wait_prints_replies_until_idle(capsys: pytest.CaptureFixture
     daemon = MemoryDaemon()
 
     async def answer(event: Event) -> None:
+        said = {"type": "reply", "answers": event.id}
         daemon.publish(event.session, {"type": "run", "state": "running"})
-        daemon.publish(event.session, {"type": "reply", "text": f"echo: {event.content.text}"})
-        daemon.publish(event.session, {"type": "reply", "text": "done"})
+        daemon.publish(event.session, {**said, "text": f"echo: {event.content.text}"})
+        daemon.publish(event.session, {**said, "text": "done"})
         daemon.publish(event.session, {"type": "run", "state": "idle"})
-        daemon.publish(event.session, {"type": "reply", "text": "too late"})
+        daemon.publish(event.session, {**said, "text": "too late"})
 
     daemon.on_submit = answer
     async with serve(app_for(daemon)) as url:

@@ -43,3 +43,20 @@ async def test_send_wait_shows_unread_first_and_acknowledges(
     assert first == ["said while away", "an answer"]
     assert unread["messages"] == []
     assert second == ["more"]
+
+
+async def test_send_wait_exits_1_when_the_real_model_refuses_the_key(
+    tmp_path: Path, model_server: FakeModelServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Against a real daemon: a 401 ends the run with no reply, and send --wait says why."""
+    model_server.push(Reply(status=401, error_message="Incorrect API key provided"))
+    settings = daemon_settings(
+        tmp_path, model_server.base_url, server={"bind": "127.0.0.1:0", "admin_token": TOKEN}
+    )
+    async with harness(settings) as h:
+        with anyio.fail_after(20):
+            assert await run_cli(h.running.url, "send", "--wait", "hello") == 1
+    err = capsys.readouterr().err
+    assert "wakeful: no reply: run stopped: the model endpoint" in err
+    assert "refused the API key (HTTP 401)" in err and "[llm] api_key_env" in err
+    assert len(model_server.requests) == 1

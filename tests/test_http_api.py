@@ -72,6 +72,25 @@ class MemoryDaemon:
         ]
         return [entry for entry in entries if entry["seq"] > after_seq][:limit]
 
+    async def event_log_newest(
+        self, session: str | None, before_seq: int = 0, limit: int = 50
+    ) -> dict[str, Any]:
+        below = [
+            e
+            for e in await self.event_log(session, 0, 10**9)
+            if not before_seq or e["seq"] < before_seq
+        ]
+        return {"events": below[-limit:], "older": max(0, len(below) - limit)}
+
+    async def next_request(self, session: str) -> dict[str, Any] | None:
+        if session not in await self.known_sessions():
+            return None
+        system = {"role": "system", "content": "prompt"}
+        return {"model": "m", "messages": [system, *await self.trajectory(session)], "tools": []}
+
+    async def known_sessions(self) -> list[str]:
+        return sorted({e.session for e in self.submitted})
+
     async def trajectory(self, session: str) -> list[dict[str, Any]]:
         return [
             {"role": "user", "content": e.content.text}

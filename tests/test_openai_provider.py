@@ -13,12 +13,12 @@ import pytest
 from tests.fakes.model_server import FakeModelServer, Reply, ToolCallSpec
 from wakeful.llm import (
     HOW_TO_CONFIGURE,
+    ModelKeyRefused,
     ModelNotConfigured,
     ModelRequest,
     ModelUnavailable,
     NullProvider,
     OpenAIProvider,
-    ProviderError,
     ToolCall,
 )
 
@@ -208,9 +208,10 @@ async def test_rejected_key_raises_provider_error(
 ) -> None:
     """A 401 is a configuration problem, not an outage, and the key is never echoed."""
     model_server.push(Reply(status=401, error_message="Incorrect API key provided"))
-    with pytest.raises(ProviderError, match="rejected the API key") as caught:
+    with pytest.raises(ModelKeyRefused, match="refused the API key") as caught:
         await provider.complete(REQUEST)
     assert not isinstance(caught.value, ModelUnavailable)
+    assert len(model_server.requests) == 1  # an auth error is not retried
     assert "api_key_env" in str(caught.value)
     assert "sk-secret-key" not in str(caught.value)
 

@@ -400,3 +400,21 @@ async def test_trajectory_writes_take_a_fencing_token(store: Store) -> None:
 async def test_probe_write_succeeds_on_a_healthy_store(store: Store) -> None:
     await store.probe_write()
     assert store.health.ok and "ok" in store.health.describe()
+
+
+async def test_event_log_newest_pages_backwards_with_a_count_of_older(store: Store) -> None:
+    """event_log_newest: the newest N below a seq, in seq order, and how many older remain."""
+    for i in range(1, 8):
+        await store.append(ev(f"m{i}", "main" if i % 2 else "other"))
+    page = await store.event_log_newest(None, limit=3)
+    assert [s.event.id for s in page.events] == ["m5", "m6", "m7"]
+    assert page.older == 4
+    before = page.events[0].seq
+    page = await store.event_log_newest(None, before_seq=before, limit=3)
+    assert ([s.event.id for s in page.events], page.older) == (["m2", "m3", "m4"], 1)
+    main = await store.event_log_newest("main", limit=2)
+    assert ([s.event.id for s in main.events], main.older) == (["m5", "m7"], 2)
+    rest = await store.event_log_newest("main", before_seq=main.events[0].seq, limit=10)
+    assert ([s.event.id for s in rest.events], rest.older) == (["m1", "m3"], 0)
+    none = await store.event_log_newest("nobody", limit=5)
+    assert (none.events, none.older) == ([], 0)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import subprocess
 import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
@@ -90,6 +91,41 @@ def test_bearer_hook_takes_the_token_from_the_environment(live: LiveDaemon) -> N
     assert good.status_code == 202, good.text
     [entry] = live.new_events()
     assert entry["text"] == '{"hello":"world"}'
+
+
+def _curl(live: LiveDaemon, hook: str, *args: str) -> tuple[int, dict[str, Any]]:
+    """POST with the real curl, as the README's examples do; (status, JSON answer)."""
+    url = f"{live.harness.running.url}/hooks/{hook}"
+    done = subprocess.run(
+        ["curl", "-sS", "-o", "-", "-w", "\n%{http_code}", *args, url],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=True,
+    )
+    answer, _, status = done.stdout.rpartition("\n")
+    return int(status), json.loads(answer)
+
+
+def test_bearer_hook_takes_curl_form_and_plain_text_bodies(live: LiveDaemon) -> None:
+    """`curl -d` (form fields) and a text/plain body are a bearer hook's payload; a signed
+    hook still refuses a form without its JSON `payload` field."""
+    auth = ["-H", f"Authorization: Bearer {BEARER_TOKEN}"]
+    status, _ = _curl(live, "tok", *auth, "-d", "text=disk almost full", "-d", "host=db1")
+    assert status == 202
+    [form] = live.new_events()
+    assert json.loads(form["text"]) == {"text": "disk almost full", "host": "db1"}
+    plain = ["-H", "Content-Type: text/plain; charset=utf-8", "--data-binary", "backup done ✓"]
+    status, _ = _curl(live, "tok", *auth, *plain)
+    assert status == 202
+    [text] = live.new_events()
+    assert text["text"] == "backup done ✓"
+    signed = sign_standard(NEW_SECRET, b"a=1", "msg_form")
+    refused = live.post(
+        "std", b"a=1", {**signed, "content-type": "application/x-www-form-urlencoded"}
+    )
+    assert refused.status_code == 400 and "'payload' field" in refused.json()["error"]
+    assert live.new_events() == []
 
 
 def test_ten_deliveries_of_one_id_make_one_event(live: LiveDaemon) -> None:

@@ -13,7 +13,7 @@ from wakeful.daemon.front_door import DaemonUnavailable, SubmitResult
 from wakeful.daemon.sessions import Sessions
 from wakeful.daemon.store.base import Store, StoredEvent, StoreUnavailable
 from wakeful.events import Event
-from wakeful.llm.base import ModelProvider
+from wakeful.llm.base import ModelProvider, WireBody
 from wakeful.llm.null_provider import HOW_TO_CONFIGURE
 
 
@@ -98,6 +98,7 @@ class ApiBackend:
         model: dict[str, Any] = {
             "configured": self.provider.configured,
             "description": self.provider.describe(),
+            "health": self.sessions.deps.model_health.describe(),
         }
         if not self.provider.configured:
             model["how_to_configure"] = HOW_TO_CONFIGURE
@@ -125,9 +126,30 @@ class ApiBackend:
             stored = await self.store.event_log(session, after_seq, limit)
         return [event_log_entry(s) for s in stored]
 
+    async def event_log_newest(
+        self, session: str | None, before_seq: int = 0, limit: int = 50
+    ) -> dict[str, Any]:
+        with _store_unavailable_is_503():
+            page = await self.store.event_log_newest(session, before_seq, limit)
+        return {"events": [event_log_entry(s) for s in page.events], "older": page.older}
+
     async def trajectory(self, session: str) -> list[dict[str, Any]]:
         with _store_unavailable_is_503():
             return await self.store.trajectory(session)
+
+    async def next_request(self, session: str) -> dict[str, Any] | None:
+        if session not in await self.known_sessions():
+            return None  # sessions.get would start a loop for it
+        with _store_unavailable_is_503():
+            request = await self.sessions.get(session).next_request()
+        if isinstance(self.provider, WireBody):
+            return self.provider.wire_body(request)
+        # No model configured: the request as built, with no model to post it to.
+        return {"model": None, "messages": request.messages, "tools": request.tools}
+
+    async def known_sessions(self) -> list[str]:
+        with _store_unavailable_is_503():
+            return await self.store.sessions()
 
     @asynccontextmanager
     async def subscribe(self, session: str) -> AsyncIterator[AsyncIterator[FeedItem]]:

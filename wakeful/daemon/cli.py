@@ -17,6 +17,9 @@ from typing import Any
 
 from wakeful.daemon.cli_chat import ChatScreen, run_chat
 from wakeful.daemon.cli_client import CliError, DaemonClient
+from wakeful.daemon.cli_events import require_session, show_events
+from wakeful.daemon.cli_status import compact_status
+from wakeful.daemon.cli_wait import AnswerWatch, answered, finish
 from wakeful.daemon.config import (
     STARTER_CONFIG,
     ConfigError,
@@ -118,16 +121,18 @@ def _send_and_wait(client: DaemonClient, session: str, text: str, kind: str, tim
     deadline = time.monotonic() + timeout
     screen = ChatScreen(client, session)
     # Subscribe first so no reply can slip out between the post and the subscription;
-    # then what was said while nobody listened, then this run's replies.
+    # then what was said while nobody listened (#6), then only the replies to this message.
     with client.stream(session, deadline) as items:
         screen.show_unread()
-        client.send(session, text, kind)
+        watch = AnswerWatch(client.send(session, text, kind)["event_id"])
         for item in items:
-            if item.get("type") == "reply":
-                screen.show([item])
+            reply = watch.take(item)
+            if reply is not None:
+                screen.show([reply])
             _print_feed_item(item)
-            if item.get("type") == "run" and item.get("state") == "idle":
-                return 0
+            idle = item.get("type") == "run" and item.get("state") == "idle"
+            if idle and answered(client, session, watch):
+                return finish(watch)
     raise CliError("the daemon closed the stream before the run finished")
 
 
@@ -140,11 +145,14 @@ def _print_feed_item(item: dict[str, Any]) -> None:
 
 def cmd_status(args: argparse.Namespace) -> int:
     status = _client(args).get_json("/api/status")
+    if args.json:
+        print(json.dumps(status, indent=2, ensure_ascii=False))
+        return 0
     model = status.get("model")
-    shown = status
+    shown = compact_status(status)
     if isinstance(model, dict) and "how_to_configure" in model:
         # Printed once, whole, below rather than squeezed into the summary.
-        shown = {**status, "model": {k: v for k, v in model.items() if k != "how_to_configure"}}
+        shown = {**shown, "model": {k: v for k, v in model.items() if k != "how_to_configure"}}
     for line in _pretty(shown):
         print(line)
     if _model_missing(status):
@@ -194,18 +202,7 @@ def _model_missing(status: dict[str, Any]) -> bool:
 
 
 def cmd_events(args: argparse.Namespace) -> int:
-    client = _client(args)
-    path = f"/api/sessions/{args.session}/events" if args.session else "/api/events"
-    after = 0
-    while True:
-        entries = client.get_json(path, {"after": after, "limit": args.limit})["events"]
-        for entry in entries:
-            print(_event_line(entry), flush=True)
-            after = max(after, int(entry.get("seq", after)))
-        if not args.follow:
-            return 0
-        # The log is small and local; a one-second poll keeps --follow simple.
-        time.sleep(1.0)
+    return show_events(_client(args), args)
 
 
 def cmd_events_retry(args: argparse.Namespace) -> int:
@@ -214,31 +211,24 @@ def cmd_events_retry(args: argparse.Namespace) -> int:
     return 0
 
 
-def _event_line(entry: dict[str, Any]) -> str:
-    # Entries are flat (seq, kind, text, ...); a nested "event" is accepted too.
-    inner = entry.get("event")
-    event: dict[str, Any] = inner if isinstance(inner, dict) else entry
-    raw_content = event.get("content")
-    content: dict[str, Any] = raw_content if isinstance(raw_content, dict) else {}
-    text = str(event.get("text") or content.get("subject") or content.get("text") or "")
-    text = text.replace("\n", " ")
-    if len(text) > 100:
-        text = text[:99] + "…"
-    when = event.get("occurred_at") or event.get("received_at") or ""
-    fields = [str(entry.get("seq", "")), str(when)[:19], str(event.get("session", ""))]
-    fields += [str(event.get("kind", "")), str(event.get("channel", ""))]
-    if entry.get("status"):
-        fields.append(
-            f"[{entry['status']}{'/' + entry['strategy'] if entry.get('strategy') else ''}]"
-        )
-    return "  ".join(fields) + (f"  {text}" if text else "")
-
-
 def cmd_trajectory(args: argparse.Namespace) -> int:
-    messages = _client(args).get_json(f"/api/sessions/{args.session}/trajectory")["messages"]
+    client = _client(args)
+    session = client.segment(args.session)
+    if args.raw:
+        body = client.get_json(f"/api/sessions/{session}/request")["request"]
+        print(json.dumps(body, indent=2, ensure_ascii=False))
+        return 0
+    messages = client.get_json(f"/api/sessions/{session}/trajectory")["messages"]
+    if not messages:
+        require_session(client, args.session)
     if args.json:
         print(json.dumps(messages, indent=2, ensure_ascii=False))
         return 0
+    print(
+        f"(session {args.session}'s stored conversation; the model also gets the system "
+        "prompt, the tools and a status bar: `--raw` shows the exact next request)\n",
+        file=sys.stderr,
+    )
     for message in messages:
         print(_message_text(message))
         print()
@@ -294,17 +284,30 @@ def _parser() -> argparse.ArgumentParser:
     send.add_argument("--wait", action="store_true", help="print replies until the run ends")
     _timeout_arg(send)
     send.add_argument("text", help="the message")
-    _add(sub, "status", cmd_status, "sessions, queue, tasks, timers and health")
+    status = _add(sub, "status", cmd_status, "sessions, queue, recent tasks and model health")
+    status.add_argument("--json", action="store_true", help="everything, as the daemon says it")
     events = _add(sub, "events", cmd_events, "show the event log")
     events.add_argument("--session", "-s", help="only this session (default: all)")
     events.add_argument("--follow", "-f", action="store_true", help="keep printing new events")
     events.add_argument("--limit", "-n", type=_positive_int, default=50, help="page size")
+    events.add_argument(
+        "--before", type=_positive_int, metavar="SEQ", help="the page of events older than SEQ"
+    )
+    events.add_argument("--all", action="store_true", help="every event, oldest first")
     actions = events.add_subparsers(dest="action", metavar="ACTION")
     retry = _add(actions, "retry", cmd_events_retry, "put a quarantined event back in its queue")
     retry.add_argument("event_id", metavar="ID", help="the event's id (see `wakeful status`)")
-    trajectory = _add(sub, "trajectory", cmd_trajectory, "the trajectory as the model sees it")
+    trajectory = _add(
+        sub, "trajectory", cmd_trajectory, "a session's stored conversation (the trajectory)"
+    )
     trajectory.add_argument("session", help="session name, e.g. main")
-    trajectory.add_argument("--json", action="store_true", help="raw JSON messages")
+    trajectory.add_argument("--json", action="store_true", help="the stored messages as JSON")
+    trajectory.add_argument(
+        "--raw",
+        action="store_true",
+        help="the exact request the next model call would send (system prompt, tools, "
+        "status bar), as JSON; the model is not called",
+    )
     chat = _add(sub, "chat", cmd_chat, "interactive chat in the terminal")
     _session_arg(chat)
     _timeout_arg(chat)

@@ -76,6 +76,11 @@ class DaemonClient:
             raise CliError(f"unexpected answer from the daemon: {entry!r}")
         return entry
 
+    @staticmethod
+    def segment(name: str) -> str:
+        """A session name or id as one URL path segment (``/``, ``?``, ``#`` escaped)."""
+        return quote(name, safe="")
+
     def get_json(self, path: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
         return self._json(self._request("GET", path, params=params))
 
@@ -97,7 +102,9 @@ class DaemonClient:
         while True:
             after = messages[-1]["id"] if messages else 0
             params = {"unread": 1} if unread else {"after": after}
-            response = self._send_request("GET", f"/api/sessions/{session}/outbox", params=params)
+            response = self._send_request(
+                "GET", f"/api/sessions/{self.segment(session)}/outbox", params=params
+            )
             if response.status_code == 404:
                 return []  # a daemon without an outbox keeps nothing unread
             self._check(response)
@@ -111,7 +118,7 @@ class DaemonClient:
     ) -> None:
         """Tell the daemon these messages were shown, so no chat shows them as unread again."""
         body = {"up_to": up_to, "ids": list(ids)}
-        self._request("POST", f"/api/sessions/{session}/outbox/ack", json=body)
+        self._request("POST", f"/api/sessions/{self.segment(session)}/outbox/ack", json=body)
 
     @contextmanager
     def stream(
@@ -120,7 +127,7 @@ class DaemonClient:
         """Subscribe to a session's feed; returns once the server says it is live."""
         read = read_timeout_s or max(0.1, deadline - time.monotonic())
         timeout = httpx.Timeout(10, read=read)
-        path = f"/api/sessions/{session}/stream"
+        path = f"/api/sessions/{self.segment(session)}/stream"
         try:
             with self._http.stream("GET", path, timeout=timeout) as response:
                 self._stream_socket = _socket_of(response)

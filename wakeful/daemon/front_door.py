@@ -45,7 +45,19 @@ class FrontDoor(Protocol):
         self, session: str | None, after_seq: int = 0, limit: int = 200
     ) -> list[dict[str, Any]]: ...
 
+    async def event_log_newest(
+        self, session: str | None, before_seq: int = 0, limit: int = 50
+    ) -> dict[str, Any]:
+        """``{"events": [...] (seq order), "older": n}``: the newest below ``before_seq``."""
+        ...
+
     async def trajectory(self, session: str) -> list[dict[str, Any]]: ...
+
+    async def next_request(self, session: str) -> dict[str, Any] | None:
+        """The body the session's next model call would send; None for an unknown session."""
+        ...
+
+    async def known_sessions(self) -> list[str]: ...
 
     async def retry_event(self, event_id: str) -> dict[str, Any] | None:
         """Put a quarantined event back in its queue; None if it is not quarantined."""

@@ -7,7 +7,6 @@ process does around it (signals, systemd, exit) is :mod:`wakeful.daemon.service`
 
 from __future__ import annotations
 
-import ipaddress
 from collections.abc import AsyncIterator, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
@@ -40,6 +39,7 @@ from wakeful.daemon.http.sse import StreamRegistry
 from wakeful.daemon.logging import add_secrets
 from wakeful.daemon.loop.limits import LoopLimits
 from wakeful.daemon.loop.session_loop import LoopDeps
+from wakeful.daemon.model_key import is_loopback, key_source, missing_key_warning
 from wakeful.daemon.outbox.deliverer import Deliverer
 from wakeful.daemon.outbox.factory import open_outbox
 from wakeful.daemon.outbox.service import Outbox
@@ -70,9 +70,13 @@ def make_provider(llm: LlmSection, api_key: str | None) -> ModelProvider:
         return NullProvider()
     from wakeful.llm.openai_provider import OpenAIProvider  # heavy: only when used
 
+    warning = missing_key_warning(llm, api_key)
+    if warning is not None:
+        log.warning(warning)
     return OpenAIProvider(
         base_url=llm.base_url,
         api_key=api_key,
+        key_source=key_source(llm),
         model=llm.model,
         timeout_s=llm.timeout_s,
         max_retries=llm.max_retries,
@@ -217,13 +221,6 @@ async def _start(
         daemon, url, admin_token, data_dir, app.state.streams, registrations, reloadables
     )
     return running, servers[0]
-
-
-def is_loopback(host: str) -> bool:
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return host == "localhost"
 
 
 def _classifier(settings: Settings, provider: ModelProvider) -> ModelClassifier | None:

@@ -22,6 +22,11 @@ class Sessions:
         self._loops: dict[str, SessionLoop] = {}
         self.supervisors: dict[str, SessionSupervisor] = {}
 
+    @property
+    def deps(self) -> LoopDeps:
+        """What every session loop shares (the status reads its model health)."""
+        return self._deps
+
     def get(self, session: str) -> SessionLoop:
         loop = self._loops.get(session)
         if loop is None:

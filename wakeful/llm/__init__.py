@@ -5,6 +5,7 @@ from typing import TYPE_CHECKING, Any
 from wakeful.llm.base import (
     DeltaCallback,
     Message,
+    ModelKeyRefused,
     ModelNotConfigured,
     ModelProvider,
     ModelRequest,
@@ -35,6 +36,7 @@ __all__ = [
     "HOW_TO_CONFIGURE",
     "DeltaCallback",
     "Message",
+    "ModelKeyRefused",
     "ModelNotConfigured",
     "ModelProvider",
     "ModelRequest",

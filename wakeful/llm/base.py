@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from wakeful.llm.reasoning import REASONING_KEY, Reasoning
 
@@ -26,6 +26,10 @@ class ProviderError(Exception):
 
 class ModelNotConfigured(ProviderError):
     """No model is configured; events are stored and wait."""
+
+
+class ModelKeyRefused(ProviderError):
+    """The endpoint refused the API key (HTTP 401/403): retrying cannot help."""
 
 
 class ModelUnavailable(ProviderError):
@@ -81,6 +85,13 @@ class ModelResponse:
         if self.reasoning is not None:
             message[REASONING_KEY] = self.reasoning.as_field()
         return message
+
+
+@runtime_checkable
+class WireBody(Protocol):
+    """A provider that can show the body it would post (`wakeful trajectory --raw`)."""
+
+    def wire_body(self, request: ModelRequest) -> dict[str, object]: ...
 
 
 class ModelProvider(Protocol):

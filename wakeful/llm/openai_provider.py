@@ -23,6 +23,7 @@ from openai.types.completion_usage import CompletionUsage
 
 from wakeful.llm.base import (
     DeltaCallback,
+    ModelKeyRefused,
     ModelRequest,
     ModelResponse,
     ModelUnavailable,
@@ -38,7 +39,6 @@ _DUMMY_KEY = "not-needed"
 _CLOSE_TIMEOUT_S = 2.0
 # What a reply that is not UTF-8, not JSON or not the chunk schema raises while streamed.
 UNDECODABLE = (UnicodeDecodeError, json.JSONDecodeError, pydantic.ValidationError)
-_KEY_HINT = "check the key named by [llm] api_key_env or stored in [llm] api_key_file"
 
 
 def redact_url(url: str) -> str:
@@ -144,8 +144,10 @@ class OpenAIProvider:
         max_retries: int = 2,
         extra_headers: dict[str, str] | None = None,
         replay_reasoning: ReplayPolicy = "auto",
+        key_source: str = "[llm] api_key_env or [llm] api_key_file",
     ) -> None:
         self._base_url = base_url
+        self._key_source = key_source
         self._safe_url = redact_url(base_url)
         self._model = model
         self._max_retries = max_retries
@@ -196,6 +198,17 @@ class OpenAIProvider:
         # TypedDict transform (tens of ms for a long trajectory, against well
         # under 1 ms for json.dumps). Our messages and tools are plain JSON
         # already, so post the body as it is, with the same auth and stream type.
+        return await self._client.post(
+            "/chat/completions",
+            body=self.wire_body(request),
+            cast_to=ChatCompletion,
+            options={"security": {"bearer_auth": True}},
+            stream=True,
+            stream_cls=openai.AsyncStream[ChatCompletionChunk],
+        )
+
+    def wire_body(self, request: ModelRequest) -> dict[str, object]:
+        """The JSON body posted to /chat/completions for this request."""
         model = request.model or self._model
         body: dict[str, object] = {
             "model": model,
@@ -207,14 +220,7 @@ class OpenAIProvider:
             body["tools"] = request.tools
         if request.max_tokens is not None:
             body["max_tokens"] = request.max_tokens
-        return await self._client.post(
-            "/chat/completions",
-            body=body,
-            cast_to=ChatCompletion,
-            options={"security": {"bearer_auth": True}},
-            stream=True,
-            stream_cls=openai.AsyncStream[ChatCompletionChunk],
-        )
+        return body
 
     def _undecodable(self, exc: Exception) -> ProviderError:
         # A failed call like any other (counted toward [loop] max_consecutive_failures),
@@ -239,8 +245,9 @@ class OpenAIProvider:
             return ModelUnavailable(f"the model endpoint {url} failed mid-stream: {exc.message}")
         status = exc.status_code
         if status in (401, 403):
-            return ProviderError(
-                f"the model endpoint {url} rejected the API key (HTTP {status}): {_KEY_HINT}"
+            return ModelKeyRefused(
+                f"the model endpoint {url} refused the API key (HTTP {status}); the key comes "
+                f"from {self._key_source}: check it there (not retried)"
             )
         if status in (408, 409, 429) or status >= 500:
             return ModelUnavailable(

@@ -6,6 +6,7 @@ the webhook's dedup: a sender's retry of the same delivery adds nothing.
 
 from __future__ import annotations
 
+import codecs
 import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -28,6 +29,7 @@ from wakeful.events import Event
 DELIVERY_ID_HEADERS = ("webhook-id", "x-github-delivery", "idempotency-key")
 MAX_DELIVERY_ID = 200
 FORM_TYPE = "application/x-www-form-urlencoded"
+TEXT_TYPE = "text/plain"
 
 
 class BadDelivery(ValueError):
@@ -47,17 +49,46 @@ class Hook:
         return self.config.name
 
 
-def parse_payload(headers: Mapping[str, str], body: bytes) -> Any:
-    """The JSON document (GitHub's form-encoded ``payload=`` too)."""
-    if headers.get("content-type", "").split(";")[0].strip().lower() == FORM_TYPE:
-        fields = parse_qs(body.decode("latin-1"))
+def parse_payload(headers: Mapping[str, str], body: bytes, *, bearer: bool = False) -> Any:
+    """The JSON document (GitHub's form-encoded ``payload=`` too).
+
+    A bearer hook also takes what ``curl -d`` and plain-text senders post: a form
+    without ``payload`` becomes its fields, ``text/plain`` its text. Signed hooks
+    keep to JSON: their signature covers the raw body, which is all they accept.
+    """
+    media = headers.get("content-type", "").split(";")[0].strip().lower()
+    if media == FORM_TYPE:
+        fields = parse_qs(body.decode("latin-1"), keep_blank_values=True)
         if "payload" not in fields:
+            if bearer:
+                return form_fields(body)
             raise BadDelivery("a form-encoded body must carry the JSON in a 'payload' field")
         body = fields["payload"][0].encode("utf-8")
+    elif bearer and media == TEXT_TYPE:
+        return body.decode(_charset(headers.get("content-type", "")), "replace")
     try:
         return loads_limited(body)
     except JsonRefused as exc:
         raise BadDelivery(str(exc)) from None
+
+
+def form_fields(body: bytes) -> dict[str, str | list[str]]:
+    """``a=1&b=2&b=3`` as ``{"a": "1", "b": ["2", "3"]}`` (curl sends UTF-8 unescaped)."""
+    fields = parse_qs(body.decode("utf-8", "replace"), keep_blank_values=True)
+    return {name: values[0] if len(values) == 1 else values for name, values in fields.items()}
+
+
+def _charset(content_type: str) -> str:
+    for param in content_type.split(";")[1:]:
+        name, _, value = param.partition("=")
+        if name.strip().lower() == "charset":
+            charset = value.strip().strip('"')
+            try:
+                codecs.lookup(charset)
+            except LookupError:
+                break
+            return charset
+    return "utf-8"
 
 
 def delivery_id(headers: Mapping[str, str], body: bytes) -> str:

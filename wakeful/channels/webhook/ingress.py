@@ -81,7 +81,7 @@ class HookIngress:
         except AuthError as exc:
             raise ApiError(401, str(exc)) from None
         try:
-            payload = parse_payload(headers, body)
+            payload = parse_payload(headers, body, bearer=hook.config.auth == "bearer")
             kind = hook_event_type(hook, headers, payload)
             why = hook.filter.rejects(kind, payload)
             if why is not None:

@@ -59,8 +59,12 @@ def render_template(template: str, payload: Any) -> str:
 
 
 def raw_text(payload: Any) -> str:
-    """With no template or preset: the JSON itself, cut to a readable size."""
-    text = json.dumps(payload, ensure_ascii=False, separators=(",", ":"))
+    """With no template or preset: the JSON itself (a plain-text body as it is), cut to
+    a readable size."""
+    if isinstance(payload, str):
+        text = payload
+    else:
+        text = json.dumps(payload, ensure_ascii=False, separators=(",", ":"))
     if len(text) <= MAX_RAW_TEXT_CHARS:
         return text
     return f"{text[:MAX_RAW_TEXT_CHARS]}… (cut; {len(text)} characters in all)"

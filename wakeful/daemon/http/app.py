@@ -81,9 +81,16 @@ class Api:
         return await self._event_log(request, request.query_params.get("session"))
 
     async def _event_log(self, request: Request, session: str | None) -> Response:
-        after = _int_param(request, "after", 0, minimum=0)
+        """``?after=SEQ`` reads forward (oldest first, for following); ``?newest=1``
+        (with ``before=SEQ`` to page back) the newest, and how many older ones remain."""
         limit = _int_param(request, "limit", 200, minimum=1, maximum=MAX_LOG_LIMIT)
+        newest = request.query_params.get("newest") in {"1", "true", "yes"}
         try:
+            if newest:
+                before = _int_param(request, "before", 0, minimum=0)
+                page = await self.daemon.event_log_newest(session, before_seq=before, limit=limit)
+                return JSONResponse(page)
+            after = _int_param(request, "after", 0, minimum=0)
             entries = await self.daemon.event_log(session, after_seq=after, limit=limit)
         except DaemonUnavailable as exc:
             raise _unavailable(exc) from None
@@ -96,6 +103,19 @@ class Api:
         except DaemonUnavailable as exc:
             raise _unavailable(exc) from None
         return JSONResponse({"session": request.path_params["session"], "messages": messages})
+
+    async def next_request(self, request: Request) -> Response:
+        """The exact body the session's next model call would post (no model is called)."""
+        self.tokens.require(request)
+        session = request.path_params["session"]
+        try:
+            body = await self.daemon.next_request(session)
+            if body is None:
+                known = ", ".join(await self.daemon.known_sessions()) or "none yet"
+                raise ApiError(404, f"no session {session!r}; known sessions: {known}")
+        except DaemonUnavailable as exc:
+            raise _unavailable(exc) from None
+        return JSONResponse({"session": session, "request": body})
 
     async def retry_event(self, request: Request) -> Response:
         self.tokens.require(request)
@@ -170,11 +190,12 @@ def create_app(
         Route("/api/status", api.status, methods=["GET"]),
         Route("/api/events", api.all_events, methods=["GET"]),
         Route("/api/events/{event_id:path}/retry", api.retry_event, methods=["POST"]),
-        Route("/api/sessions/{session}/events", api.session_events, methods=["GET"]),
-        Route("/api/sessions/{session}/stream", api.stream, methods=["GET"]),
-        Route("/api/sessions/{session}/trajectory", api.trajectory, methods=["GET"]),
-        Route("/api/sessions/{session}/outbox", api.outbox_messages, methods=["GET"]),
-        Route("/api/sessions/{session}/outbox/ack", api.outbox_ack, methods=["POST"]),
+        Route("/api/sessions/{session:path}/events", api.session_events, methods=["GET"]),
+        Route("/api/sessions/{session:path}/stream", api.stream, methods=["GET"]),
+        Route("/api/sessions/{session:path}/trajectory", api.trajectory, methods=["GET"]),
+        Route("/api/sessions/{session:path}/request", api.next_request, methods=["GET"]),
+        Route("/api/sessions/{session:path}/outbox", api.outbox_messages, methods=["GET"]),
+        Route("/api/sessions/{session:path}/outbox/ack", api.outbox_ack, methods=["POST"]),
     ]
     handlers: dict[Any, Any] = {ApiError: http_error, 404: http_error, 405: http_error}
     handlers[Exception] = server_error

@@ -30,9 +30,12 @@ class Run:
     model_calls: int = 0
     consecutive_failures: int = 0
     interrupts: int = 0
+    refused: str | None = None  # the model refused our key: retrying cannot help
 
     def exceeded(self) -> str | None:
         """Why the run must stop now, or None."""
+        if self.refused is not None:
+            return self.refused
         limits = self.limits
         if self.model_calls >= limits.max_model_calls_per_run:
             return (

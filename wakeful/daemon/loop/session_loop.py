@@ -26,6 +26,7 @@ from wakeful.daemon import metrics
 from wakeful.daemon.feed import Feed
 from wakeful.daemon.loop.late_results import late_result_event, lost_result_text, unpaid_promises
 from wakeful.daemon.loop.limits import LoopLimits, Run
+from wakeful.daemon.loop.model_health import ModelHealth
 from wakeful.daemon.loop.status_bar import render_status_bar
 from wakeful.daemon.loop.task_views import CombinedTaskView, SessionTaskViews
 from wakeful.daemon.loop.tool_activity import PROGRESS_EVERY_S, tool_item
@@ -41,7 +42,14 @@ from wakeful.daemon.trajectory.rules import (
 )
 from wakeful.events import Event
 from wakeful.handlers.base import ToolContext, UserOutbox
-from wakeful.llm.base import ModelProvider, ModelRequest, ModelResponse, ProviderError, ToolCall
+from wakeful.llm.base import (
+    ModelKeyRefused,
+    ModelProvider,
+    ModelRequest,
+    ModelResponse,
+    ProviderError,
+    ToolCall,
+)
 from wakeful.llm.null_provider import HOW_TO_CONFIGURE
 
 log = structlog.get_logger(__name__)
@@ -77,6 +85,7 @@ class LoopDeps:
     outbox: Outbox  # everything the agent says leaves through here
     # Components' task views (background shell tasks, …), added at start-up.
     task_views: list[SessionTaskViews] = field(default_factory=list)
+    model_health: ModelHealth = field(default_factory=ModelHealth)  # read by the status
 
 
 @dataclass
@@ -260,6 +269,10 @@ class SessionLoop:
         await self._record_call(run, response, response.latency_s, "ok")
         return response
 
+    async def next_request(self) -> ModelRequest:
+        """What a model call starting now would send (`wakeful trajectory --raw`); no call."""
+        return await self._build_request(Run(self.deps.limits))
+
     async def _build_request(self, run: Run) -> ModelRequest:
         messages = await self.writer.request_messages()
         pending = len(await self.deps.store.pending(self.session))
@@ -277,6 +290,11 @@ class SessionLoop:
     async def _model_failed(self, run: Run, exc: ProviderError, elapsed: float) -> None:
         run.consecutive_failures += 1
         log.warning("model call failed", error=str(exc), failures=run.consecutive_failures)
+        if isinstance(exc, ModelKeyRefused):  # one alert, at the safe point: "run stopped"
+            run.refused = str(exc)
+            self.deps.model_health.key_refused()
+            await self._record_call(run, None, elapsed, f"error: {exc}")
+            return
         self._publish({"type": "alert", "text": f"model call failed: {exc}"})
         await self._record_call(run, None, elapsed, f"error: {exc}")
         if run.exceeded() is None:
@@ -299,6 +317,7 @@ class SessionLoop:
             outcome=outcome[:500],
         )
         metrics.record_model_call(record)
+        self.deps.model_health.record(record)
         log.info(
             "model call",
             outcome=record.outcome,

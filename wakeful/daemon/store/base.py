@@ -96,6 +96,14 @@ class ModelCallRecord:
 
 
 @dataclass(frozen=True)
+class EventLogPage:
+    """The newest events below a seq, in seq order, and how many older ones match."""
+
+    events: list[StoredEvent]
+    older: int
+
+
+@dataclass(frozen=True)
 class QueueDepth:
     session: str
     pending: int
@@ -132,6 +140,12 @@ class EventQueue(Protocol):
     async def event_log(
         self, session: str | None, after_seq: int = 0, limit: int = 200
     ) -> list[StoredEvent]: ...
+
+    async def event_log_newest(
+        self, session: str | None, before_seq: int = 0, limit: int = 50
+    ) -> EventLogPage:
+        """The newest ``limit`` events with seq below ``before_seq`` (0: no bound)."""
+        ...
 
     async def queue_depths(self) -> list[QueueDepth]: ...
 

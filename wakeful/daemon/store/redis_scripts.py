@@ -232,6 +232,26 @@ local ids = redis.call('ZRANGEBYSCORE', p .. ARGV[2], '(' .. ARGV[3], '+inf',
     + _READ_EVENTS
 )
 
+# ARGV: prefix, log key suffix, before_seq (0: none), limit -> {older, EVENT_FIELDS...}:
+# the newest `limit` events below before_seq, newest first, and how many older ones remain.
+EVENT_LOG_NEWEST = (
+    """
+local p = ARGV[1]
+local key = p .. ARGV[2]
+local top = '+inf'
+if tonumber(ARGV[3]) > 0 then top = '(' .. ARGV[3] end
+local ids = redis.call('ZREVRANGEBYSCORE', key, top, '-inf', 'LIMIT', 0, ARGV[4])
+local older = redis.call('ZCOUNT', key, '-inf', top) - #ids
+local rows = (function()
+"""
+    + _READ_EVENTS
+    + """
+end)()
+table.insert(rows, 1, older)
+return rows
+"""
+)
+
 # ARGV: prefix -> flat {session, count, oldest accepted_at} for sessions with open events
 QUEUE_DEPTHS = """
 local p = ARGV[1]
@@ -364,6 +384,7 @@ SCRIPTS = {
     "RECOVER": RECOVER,
     "PENDING": PENDING,
     "EVENT_LOG": EVENT_LOG,
+    "EVENT_LOG_NEWEST": EVENT_LOG_NEWEST,
     "QUEUE_DEPTHS": QUEUE_DEPTHS,
     "NOTE_ATTEMPT": NOTE_ATTEMPT,
     "QUARANTINE": QUARANTINE,

@@ -53,6 +53,7 @@ from wakeful.daemon.store import redis_scripts as lua
 from wakeful.daemon.store.base import (
     AppendResult,
     ConsumeConflict,
+    EventLogPage,
     EventStatus,
     Message,
     ModelCallRecord,
@@ -320,6 +321,13 @@ class RedisStore:
         key = "log" if session is None else f"log:{session}"
         flat = await self._script("EVENT_LOG", [key, after_seq, max(limit, -1)], retry=True)
         return _stored_list(flat)
+
+    async def event_log_newest(
+        self, session: str | None, before_seq: int = 0, limit: int = 50
+    ) -> EventLogPage:
+        key = "log" if session is None else f"log:{session}"
+        older, *flat = await self._script("EVENT_LOG_NEWEST", [key, before_seq, limit], retry=True)
+        return EventLogPage(list(reversed(_stored_list(flat))), int(older))
 
     async def queue_depths(self) -> list[QueueDepth]:
         flat = await self._script("QUEUE_DEPTHS", [], retry=True)

@@ -22,6 +22,7 @@ import anyio.to_thread
 from wakeful.daemon.store.base import (
     AppendResult,
     ConsumeConflict,
+    EventLogPage,
     EventStatus,
     Message,
     ModelCallRecord,
@@ -288,6 +289,25 @@ class SqliteStore:
             ).fetchall()
         )
         return [StoredEvent.from_row(row) for row in rows]
+
+    async def event_log_newest(
+        self, session: str | None, before_seq: int = 0, limit: int = 50
+    ) -> EventLogPage:
+        where = "seq < ?"
+        args: list[object] = [before_seq or 2**62]
+        if session is not None:
+            where, args = "seq < ? AND session = ?", [*args, session]
+
+        def read(conn: sqlite3.Connection) -> tuple[list[Any], int]:
+            rows = conn.execute(
+                f"SELECT {EVENT_COLUMNS} FROM events WHERE {where} ORDER BY seq DESC LIMIT ?",
+                (*args, limit),
+            ).fetchall()
+            (total,) = conn.execute(f"SELECT COUNT(*) FROM events WHERE {where}", args).fetchone()
+            return rows, int(total) - len(rows)
+
+        rows, older = await self._run(read)
+        return EventLogPage([StoredEvent.from_row(row) for row in reversed(rows)], older)
 
     async def queue_depths(self) -> list[QueueDepth]:
         rows = await self._run(
