@@ -24,8 +24,9 @@ from structlog.contextvars import bind_contextvars, reset_contextvars
 from wakeful.daemon import metrics
 from wakeful.daemon.feed import Feed
 from wakeful.daemon.front_door import DaemonUnavailable, SubmitResult
+from wakeful.daemon.loop.deps import LoopDeps
 from wakeful.daemon.loop.parallel import answer_in_parallel
-from wakeful.daemon.loop.session_loop import LoopDeps, SessionLoop
+from wakeful.daemon.loop.session_loop import SessionLoop
 from wakeful.daemon.router import Decision, Router, Strategy
 from wakeful.daemon.sessions import Sessions
 from wakeful.daemon.store.base import EventQueue, EventStatus, StoredEvent, StoreUnavailable

@@ -37,8 +37,8 @@ from wakeful.daemon.http.observability import observability_routes
 from wakeful.daemon.http.serve import QuietServer, bind_socket, serve_http
 from wakeful.daemon.http.sse import StreamRegistry
 from wakeful.daemon.logging import add_secrets
+from wakeful.daemon.loop.deps import LoopDeps
 from wakeful.daemon.loop.limits import LoopLimits
-from wakeful.daemon.loop.session_loop import LoopDeps
 from wakeful.daemon.model_key import is_loopback, key_source, missing_key_warning
 from wakeful.daemon.outbox.deliverer import Deliverer
 from wakeful.daemon.outbox.factory import open_outbox

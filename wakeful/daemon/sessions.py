@@ -10,7 +10,8 @@ from __future__ import annotations
 import anyio
 from anyio.abc import TaskGroup
 
-from wakeful.daemon.loop.session_loop import LoopDeps, SessionLoop, Submit
+from wakeful.daemon.loop.deps import LoopDeps, Submit
+from wakeful.daemon.loop.session_loop import SessionLoop
 from wakeful.daemon.loop.supervisor import PoisonGate, SessionSupervisor
 
 

@@ -12,10 +12,7 @@ scope that :meth:`SessionLoop.interrupt` cancels to force a safe point early
 from __future__ import annotations
 
 import time
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 import anyio
 import structlog
@@ -23,16 +20,15 @@ from anyio.abc import TaskGroup
 from structlog.contextvars import bind_contextvars, bound_contextvars, unbind_contextvars
 
 from wakeful.daemon import metrics
-from wakeful.daemon.feed import Feed
+from wakeful.daemon.loop.deps import BatchGate, Interrupt, LoopDeps, Submit
 from wakeful.daemon.loop.late_results import late_result_event, lost_result_text, unpaid_promises
-from wakeful.daemon.loop.limits import LoopLimits, Run
-from wakeful.daemon.loop.model_health import ModelHealth
+from wakeful.daemon.loop.limits import Run
+from wakeful.daemon.loop.model_call_log import log_model_call, model_call_record
 from wakeful.daemon.loop.status_bar import render_status_bar
-from wakeful.daemon.loop.task_views import CombinedTaskView, SessionTaskViews
+from wakeful.daemon.loop.task_views import CombinedTaskView
 from wakeful.daemon.loop.tool_activity import PROGRESS_EVERY_S, tool_item
-from wakeful.daemon.loop.tool_tasks import ToolExecutor, ToolTask, ToolTaskManager
-from wakeful.daemon.outbox.service import Outbox
-from wakeful.daemon.store.base import ConsumeConflict, ModelCallRecord, Store, StoredEvent
+from wakeful.daemon.loop.tool_tasks import ToolTask, ToolTaskManager
+from wakeful.daemon.store.base import ConsumeConflict
 from wakeful.daemon.trajectory.rules import (
     CallInFlight,
     Interruption,
@@ -44,7 +40,6 @@ from wakeful.events import Event
 from wakeful.handlers.base import ToolContext, UserOutbox
 from wakeful.llm.base import (
     ModelKeyRefused,
-    ModelProvider,
     ModelRequest,
     ModelResponse,
     ProviderError,
@@ -56,46 +51,6 @@ log = structlog.get_logger(__name__)
 
 # How far back a restart looks for placeholders whose promised result never came.
 LATE_PROMISE_LOOKBACK = 500
-
-
-class BatchGate(Protocol):
-    """The supervisor's view of a run: what it takes, consumes and gets answered."""
-
-    async def admit(self, batch: list[StoredEvent]) -> list[StoredEvent]: ...
-
-    def consumed(self) -> None: ...
-
-    def answered(self) -> None: ...
-
-
-class ToolCatalog(ToolExecutor, Protocol):
-    def definitions(self, read_only: bool = False) -> list[dict[str, Any]]: ...
-
-
-@dataclass(frozen=True)
-class LoopDeps:
-    store: Store
-    provider: ModelProvider
-    tools: ToolCatalog
-    feed: Feed
-    limits: LoopLimits
-    system_prompt: str
-    workspace: Path
-    output_dir: Path
-    outbox: Outbox  # everything the agent says leaves through here
-    # Components' task views (background shell tasks, …), added at start-up.
-    task_views: list[SessionTaskViews] = field(default_factory=list)
-    model_health: ModelHealth = field(default_factory=ModelHealth)  # read by the status
-
-
-@dataclass
-class Interrupt:
-    cause: str
-    stop_tools: bool
-    shutdown: bool = False  # the daemon is stopping: no late result will follow
-
-
-Submit = Callable[[Event], Awaitable[object]]
 
 
 class SessionLoop:
@@ -304,28 +259,10 @@ class SessionLoop:
     async def _record_call(
         self, run: Run, response: ModelResponse | None, latency: float, outcome: str
     ) -> None:
-        usage = response.usage if response else None
-        record = ModelCallRecord(
-            session=self.session,
-            run_id=run.run_id,
-            model=response.model if response else "",
-            latency_s=latency,
-            prompt_tokens=usage.prompt_tokens if usage else 0,
-            completion_tokens=usage.completion_tokens if usage else 0,
-            cached_tokens=usage.cached_tokens if usage else 0,
-            finish_reason=response.finish_reason if response else None,
-            outcome=outcome[:500],
-        )
+        record = model_call_record(self.session, run.run_id, response, latency, outcome)
         metrics.record_model_call(record)
         self.deps.model_health.record(record)
-        log.info(
-            "model call",
-            outcome=record.outcome,
-            latency_ms=round(latency * 1000, 1),
-            tokens_in=record.prompt_tokens,
-            tokens_out=record.completion_tokens,
-            cached_tokens=record.cached_tokens,
-        )
+        log_model_call(record)
         await self.deps.store.record_model_call(record)
 
     # -- tool step ----------------------------------------------------------------

@@ -1,0 +1,62 @@
+"""What a session loop is built from: its dependencies and the ports it calls.
+
+Kept apart from the loop so the daemon's wiring (lifespan, dispatcher, sessions)
+depends on these names, not on the loop's code.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from wakeful.daemon.feed import Feed
+from wakeful.daemon.loop.limits import LoopLimits
+from wakeful.daemon.loop.model_health import ModelHealth
+from wakeful.daemon.loop.task_views import SessionTaskViews
+from wakeful.daemon.loop.tool_tasks import ToolExecutor
+from wakeful.daemon.outbox.service import Outbox
+from wakeful.daemon.store.base import Store, StoredEvent
+from wakeful.events import Event
+from wakeful.llm.base import ModelProvider
+
+
+class BatchGate(Protocol):
+    """The supervisor's view of a run: what it takes, consumes and gets answered."""
+
+    async def admit(self, batch: list[StoredEvent]) -> list[StoredEvent]: ...
+
+    def consumed(self) -> None: ...
+
+    def answered(self) -> None: ...
+
+
+class ToolCatalog(ToolExecutor, Protocol):
+    def definitions(self, read_only: bool = False) -> list[dict[str, Any]]: ...
+
+
+@dataclass(frozen=True)
+class LoopDeps:
+    store: Store
+    provider: ModelProvider
+    tools: ToolCatalog
+    feed: Feed
+    limits: LoopLimits
+    system_prompt: str
+    workspace: Path
+    output_dir: Path
+    outbox: Outbox  # everything the agent says leaves through here
+    # Components' task views (background shell tasks, …), added at start-up.
+    task_views: list[SessionTaskViews] = field(default_factory=list)
+    model_health: ModelHealth = field(default_factory=ModelHealth)  # read by the status
+
+
+@dataclass
+class Interrupt:
+    cause: str
+    stop_tools: bool
+    shutdown: bool = False  # the daemon is stopping: no late result will follow
+
+
+Submit = Callable[[Event], Awaitable[object]]
