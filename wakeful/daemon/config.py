@@ -47,11 +47,32 @@ LOG_LEVELS = ("debug", "info", "warning", "error", "critical")
 
 
 class DaemonSection(Section):
-    data_dir: Path | None = Field(default=None, examples=["/var/lib/wakeful"])
-    log_level: str = Field(default="info", examples=["info"])
+    data_dir: Path | None = Field(
+        default=None,
+        examples=["/var/lib/wakeful"],
+        description=(
+            "Where events, conversations, the generated admin token, task logs and tool outputs "
+            "live; default $STATE_DIRECTORY under systemd, else ~/.local/state/wakeful "
+            "(/var/lib/wakeful for root)."
+        ),
+    )
+    log_level: str = Field(
+        default="info",
+        examples=["info"],
+        description="debug, info, warning, error or critical; SIGHUP applies a change at once.",
+    )
     # On SIGTERM: how long busy sessions get to reach a safe point before a
     # running stream or tool is interrupted (keep well inside TimeoutStopSec).
-    stop_timeout_s: float = Field(default=5.0, ge=0, le=600, examples=[5.0])
+    stop_timeout_s: float = Field(
+        default=5.0,
+        ge=0,
+        le=600,
+        examples=[5.0],
+        description=(
+            "On SIGTERM, how long each session gets to reach a safe point before what is left is "
+            "interrupted with placeholders."
+        ),
+    )
     system_prompt: str = Field(
         default=(
             "You are wakeful, a capable assistant running as a background daemon. "
@@ -149,10 +170,36 @@ def split_bind(value: str) -> tuple[str, int]:
 
 
 class ServerSection(Section):
-    bind: str = Field(default="127.0.0.1:8787", examples=["127.0.0.1:8787"])
-    admin_token: SecretStr | None = Field(default=None, examples=["a-long-random-string"])
-    admin_token_file: Path | None = Field(default=None, examples=["/etc/wakeful/admin-token"])
-    max_body_bytes: int = Field(default=1024 * 1024, ge=1, examples=[1048576])
+    bind: str = Field(
+        default="127.0.0.1:8787",
+        examples=["127.0.0.1:8787"],
+        description=(
+            "HOST:PORT the HTTP API listens on; loopback by default (a bind beyond it is warned "
+            "about)."
+        ),
+    )
+    admin_token: SecretStr | None = Field(
+        default=None,
+        examples=["a-long-random-string"],
+        description=(
+            "The bearer token for /api/* (prefer admin_token_file); unset: one is generated once "
+            "into <data_dir>/admin-token."
+        ),
+    )
+    admin_token_file: Path | None = Field(
+        default=None,
+        examples=["/etc/wakeful/admin-token"],
+        description=(
+            "A file holding the admin token (a relative name is a systemd credential, or is found "
+            "beside the config)."
+        ),
+    )
+    max_body_bytes: int = Field(
+        default=1024 * 1024,
+        ge=1,
+        examples=[1048576],
+        description="Requests with a larger body get 413 before it is read.",
+    )
     allowed_hosts: list[str] = Field(
         default_factory=list,
         examples=[["wakeful.example.com"]],
@@ -248,7 +295,11 @@ def _generated_token(path: Path) -> str:
 
 
 class StoreSection(Section):
-    backend: Literal["sqlite", "redis"] = Field(default="sqlite", examples=["sqlite"])
+    backend: Literal["sqlite", "redis"] = Field(
+        default="sqlite",
+        examples=["sqlite"],
+        description="sqlite (embedded, the default) or redis.",
+    )
     redis_url: str = Field(
         default="redis://127.0.0.1:6379/0", examples=["redis://127.0.0.1:6379/0"]
     )
@@ -258,7 +309,11 @@ class StoreSection(Section):
         examples=["wakeful:"],
         description="Start of every key the daemon writes in Redis; one daemon per prefix.",
     )
-    sqlite_synchronous: Literal["full", "normal"] = Field(default="full", examples=["full"])
+    sqlite_synchronous: Literal["full", "normal"] = Field(
+        default="full",
+        examples=["full"],
+        description="full: a 202 survives a power cut; normal: faster, survives a process crash.",
+    )
 
     @field_validator("redis_url")
     @classmethod
@@ -269,21 +324,61 @@ class StoreSection(Section):
 
 
 class LlmSection(Section):
-    provider: Literal["openai"] = Field(default="openai", examples=["openai"])
+    provider: Literal["openai"] = Field(
+        default="openai",
+        examples=["openai"],
+        description=(
+            "openai: any OpenAI-compatible endpoint (OpenAI, vLLM, llama.cpp, Ollama, LM Studio)."
+        ),
+    )
     base_url: str = Field(
         default="https://api.openai.com/v1", examples=["https://api.openai.com/v1"]
     )
-    model: str = Field(default="", examples=["gpt-4.1-mini"])
-    api_key: SecretStr | None = Field(default=None, examples=["sk-..."])
-    api_key_env: str = Field(default="OPENAI_API_KEY", examples=["OPENAI_API_KEY"])
-    api_key_file: Path | None = Field(default=None, examples=["/etc/wakeful/openai-key"])
-    timeout_s: float = Field(default=60.0, gt=0, examples=[60])
-    max_retries: int = Field(default=2, ge=0, le=20, examples=[2])
+    model: str = Field(
+        default="",
+        examples=["gpt-4.1-mini"],
+        description="The model name; empty: events are stored and wait until one is set.",
+    )
+    api_key: SecretStr | None = Field(
+        default=None,
+        examples=["sk-..."],
+        description="The model key inline (prefer api_key_env or api_key_file).",
+    )
+    api_key_env: str = Field(
+        default="OPENAI_API_KEY",
+        examples=["OPENAI_API_KEY"],
+        description="The environment variable that holds the model key.",
+    )
+    api_key_file: Path | None = Field(
+        default=None,
+        examples=["/etc/wakeful/openai-key"],
+        description=(
+            "A file holding the model key (a relative name is a systemd credential, or is found "
+            "beside the config)."
+        ),
+    )
+    timeout_s: float = Field(
+        default=60.0, gt=0, examples=[60], description="Seconds one model call may take."
+    )
+    max_retries: int = Field(
+        default=2,
+        ge=0,
+        le=20,
+        examples=[2],
+        description="Retries of a model call on 429 and 5xx (never on a refused key).",
+    )
     # Reasoning is always kept in the trajectory (SPEC §4 rule 1); this says
     # what of it is sent back. auto: on tool-call turns, to the model that
     # produced it (what DeepSeek's thinking mode needs; vanilla OpenAI streams
     # none, so gets none); always: on every assistant turn; never: not at all.
-    replay_reasoning: Literal["auto", "always", "never"] = Field(default="auto", examples=["auto"])
+    replay_reasoning: Literal["auto", "always", "never"] = Field(
+        default="auto",
+        examples=["auto"],
+        description=(
+            "What reasoning goes back to the model: auto (tool-call turns, same model), always, "
+            "never. It is always kept in the trajectory."
+        ),
+    )
 
     @field_validator("base_url")
     @classmethod
@@ -304,20 +399,77 @@ class LlmSection(Section):
 
 
 class RouterSection(Section):
-    classifier_model: str = Field(default="", examples=["gpt-4.1-nano"])
-    classifier_budget_ms: int = Field(default=300, ge=1, le=60_000, examples=[300])
+    classifier_model: str = Field(
+        default="",
+        examples=["gpt-4.1-nano"],
+        description=(
+            "A small model that routes messages whose meaning decides it; empty: rules only."
+        ),
+    )
+    classifier_budget_ms: int = Field(
+        default=300,
+        ge=1,
+        le=60_000,
+        examples=[300],
+        description="The classifier's hard time budget; slower answers fall back to queue.",
+    )
 
 
 class LoopSection(Section):
-    max_model_calls_per_run: int = Field(default=40, ge=1, examples=[40])
-    max_run_seconds: float = Field(default=1800.0, gt=0, examples=[1800])
-    max_consecutive_failures: int = Field(default=3, ge=1, examples=[3])
+    max_model_calls_per_run: int = Field(
+        default=40,
+        ge=1,
+        examples=[40],
+        description="A run stops with an alert after this many model calls.",
+    )
+    max_run_seconds: float = Field(
+        default=1800.0,
+        gt=0,
+        examples=[1800],
+        description="A run stops with an alert after this long.",
+    )
+    max_consecutive_failures: int = Field(
+        default=3,
+        ge=1,
+        examples=[3],
+        description=(
+            "A run stops after this many failed model calls in a row (its events are kept)."
+        ),
+    )
     # An event in the batch of this many crashed runs is quarantined (`wakeful events retry`).
-    max_event_crashes: int = Field(default=3, ge=1, examples=[3])
-    tool_timeout_s: float = Field(default=120.0, gt=0, examples=[120])
-    parallel_max_model_calls: int = Field(default=3, ge=1, examples=[3])
-    parallel_budget_s: float = Field(default=20.0, gt=0, examples=[20])
-    stop_grace_s: float = Field(default=2.0, ge=0, examples=[2.0])
+    max_event_crashes: int = Field(
+        default=3,
+        ge=1,
+        examples=[3],
+        description=(
+            "An event in this many crashed runs is quarantined (wakeful events retry ID puts it "
+            "back)."
+        ),
+    )
+    tool_timeout_s: float = Field(
+        default=120.0,
+        gt=0,
+        examples=[120],
+        description="A tool call's limit; also caps the timeout a model asks of shell_exec.",
+    )
+    parallel_max_model_calls: int = Field(
+        default=3,
+        ge=1,
+        examples=[3],
+        description="Model calls a side session may make to answer a quick question.",
+    )
+    parallel_budget_s: float = Field(
+        default=20.0,
+        gt=0,
+        examples=[20],
+        description="A side session's time budget; past it the question joins the queue.",
+    )
+    stop_grace_s: float = Field(
+        default=2.0,
+        ge=0,
+        examples=[2.0],
+        description="How long a cancelled tool's process group gets after SIGTERM before SIGKILL.",
+    )
     outputs_max_mb: int = Field(
         default=256,
         ge=1,
