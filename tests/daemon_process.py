@@ -26,6 +26,17 @@ def free_port() -> int:
         return port
 
 
+def run_to_exit(config: Path) -> subprocess.CompletedProcess[str]:
+    """`wakeful run -c CONFIG` to its end (a start-up that must fail), output captured."""
+    return subprocess.run(
+        [sys.executable, "-m", "wakeful", "-c", str(config), "run"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+
+
 def write_config(data_dir: Path, model_url: str | None, port: int) -> Path:
     lines = [
         "[daemon]",

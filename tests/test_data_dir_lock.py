@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.daemon_process import DaemonProcess, free_port, write_config
+from tests.daemon_process import DaemonProcess, free_port, run_to_exit, write_config
 from tests.fakes.model_server import FakeModelServer, Reply
 from wakeful.daemon.data_dir_lock import LOCK_FILE, DataDirLocked, hold_data_dir_lock
 
@@ -21,15 +21,6 @@ def second_config(first: Path, port: int) -> Path:
     path = first.with_name("second.toml")
     path.write_text(text.replace(old_bind, f'bind = "127.0.0.1:{port}"'))
     return path
-
-
-def run_to_exit(config: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "wakeful", "-c", str(config), "run"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
 
 
 def test_second_daemon_refuses_and_first_is_untouched(

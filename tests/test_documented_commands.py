@@ -26,8 +26,7 @@ import httpx
 import pytest
 
 from tests.daemon_process import free_port
-from tests.systemd_fake import NotifySocket
-from tests.test_units_exec import unit_directive
+from tests.test_units_exec import check_serves_and_stops, started_as_systemd_would, unit_directive
 
 ROOT = Path(__file__).resolve().parent.parent
 NOT_RUN = {
@@ -218,20 +217,5 @@ def _start_installed_unit(unit: Path, paths: dict[str, str], etc: Path, state: P
         "CREDENTIALS_DIRECTORY": str(credentials),
         "WAKEFUL_SERVER__BIND": f"127.0.0.1:{port}",
     }
-    with NotifySocket() as notify:
-        proc = subprocess.Popen(
-            shlex.split(exec_start),
-            env={**env, "NOTIFY_SOCKET": notify.address},
-            cwd=state,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        try:
-            notify.wait_for("READY", timeout_s=30)
-            assert httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=5).status_code == 200
-            proc.send_signal(signal.SIGTERM)
-            assert proc.wait(30) == 0
-        finally:
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait(10)
+    with started_as_systemd_would(shlex.split(exec_start), env, state, port) as (proc, notify):
+        check_serves_and_stops(proc, notify, port)

@@ -16,7 +16,6 @@ import os
 import socket
 import sqlite3
 import subprocess
-import sys
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
@@ -27,7 +26,7 @@ import redis
 from redis.asyncio import Redis
 
 from tests.daemon_harness import FeedWatcher, Harness, daemon_settings, harness, watch_feed
-from tests.daemon_process import DaemonProcess, free_port, write_config
+from tests.daemon_process import DaemonProcess, free_port, run_to_exit, write_config
 from tests.fakes.model_server import FakeModelServer
 from tests.redis_server import REDIS_URL
 from wakeful.daemon.store.base import EventStatus, StoreCorrupt, StoreUnavailable
@@ -165,22 +164,12 @@ def _corrupt_database(path: Path) -> None:
     _garbage_over_pages(path)
 
 
-def _run_daemon(config: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "wakeful", "-c", str(config), "run"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env={**os.environ, "PYTHONUNBUFFERED": "1"},
-    )
-
-
 def test_corrupt_sqlite_file_is_one_line_and_exit_1(tmp_path: Path) -> None:
     """PRAGMA quick_check at open: the error names the file and the ways to recover."""
     data_dir = tmp_path / "data"
     config = write_config(data_dir, None, free_port())
     _corrupt_database(data_dir / "wakeful.db")
-    done = _run_daemon(config)
+    done = run_to_exit(config)
     assert done.returncode == 1
     errors = [line for line in done.stdout.splitlines() + done.stderr.splitlines() if
               "error" in line]  # fmt: skip
@@ -195,7 +184,7 @@ def test_a_file_that_is_not_a_database_is_the_same_one_line(tmp_path: Path) -> N
     data_dir = tmp_path / "data"
     config = write_config(data_dir, None, free_port())
     (data_dir / "wakeful.db").write_bytes(b"this is not SQLite" * 500)
-    done = _run_daemon(config)
+    done = run_to_exit(config)
     assert done.returncode == 1
     assert f"{data_dir / 'wakeful.db'} is corrupt" in done.stdout + done.stderr
 
@@ -210,7 +199,7 @@ async def test_second_daemon_on_one_redis_prefix_refuses(
     async with harness(settings) as h:
         port = free_port()
         config = redis_daemon_config(tmp_path / "two", model_server.base_url, redis_prefix, port)
-        done = await anyio.to_thread.run_sync(_run_daemon, config)
+        done = await anyio.to_thread.run_sync(run_to_exit, config)
         assert done.returncode == 1
         output = done.stdout + done.stderr
         assert f"pid {os.getpid()}@{socket.gethostname()}" in output

@@ -68,7 +68,7 @@ def started_as_systemd_would(
             proc.stdout.close()
 
 
-def _check_serves_and_stops(proc: subprocess.Popen[bytes], notify: NotifySocket, port: int) -> None:
+def check_serves_and_stops(proc: subprocess.Popen[bytes], notify: NotifySocket, port: int) -> None:
     with socket.create_connection(("127.0.0.1", port), timeout=5):
         pass  # the bound port answers
     assert httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=5).json() == {"status": "ok"}
@@ -105,7 +105,7 @@ def test_system_unit_exec_start_runs_verbatim(tmp_path: Path) -> None:
         "WAKEFUL_SERVER__BIND": f"127.0.0.1:{port}",
     }
     with started_as_systemd_would(shlex.split(line), env, state, port) as (proc, notify):
-        _check_serves_and_stops(proc, notify, port)
+        check_serves_and_stops(proc, notify, port)
     assert (state / "wakeful.db").is_file()  # data went to StateDirectory=
 
 
@@ -150,6 +150,6 @@ def test_user_unit_exec_start_runs_verbatim(tmp_path: Path) -> None:
         )
         assert status.returncode == 0, status.stderr
         assert "events_accepted: 0" in status.stdout, status.stdout
-        _check_serves_and_stops(proc, notify, port)
+        check_serves_and_stops(proc, notify, port)
     assert (state / "wakeful.db").is_file()
     assert not (home / ".local" / "share" / "wakeful").exists()  # no stray second data dir

@@ -53,7 +53,6 @@ class Dispatcher:
         self._store = store
         self._router = router
         self.sessions = Sessions(loop_deps, group, submit=self.submit_internal)
-        self._sessions = self.sessions
         self._feed = feed
         self._group = group
         self.stopping = False
@@ -79,7 +78,7 @@ class Dispatcher:
     async def _submit(self, event: Event, internal: bool) -> SubmitResult:
         if self.stopping and not internal:
             raise DaemonUnavailable("the daemon is stopping; retry shortly", retry_after_s=5)
-        loop = self._sessions.get(event.session)
+        loop = self.sessions.get(event.session)
         decision = self._router.decide_fast(event, busy=loop.busy)
         status = EventStatus.ROUTING if decision is None else STATUS_FOR[decision.strategy]
         try:
