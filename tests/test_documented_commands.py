@@ -14,7 +14,6 @@ install these commands made.
 from __future__ import annotations
 
 import os
-import re
 import shlex
 import shutil
 import signal
@@ -26,7 +25,13 @@ import httpx
 import pytest
 
 from tests.daemon_process import free_port
-from tests.test_units_exec import check_serves_and_stops, started_as_systemd_would, unit_directive
+from tests.test_units_exec import (
+    check_serves_and_stops,
+    load_credentials,
+    service_env,
+    started_as_systemd_would,
+    unit_directive,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 NOT_RUN = {
@@ -207,15 +212,8 @@ def _start_installed_unit(unit: Path, paths: dict[str, str], etc: Path, state: P
     credentials = state.parent / "credentials"
     state.mkdir(mode=0o700)
     credentials.mkdir(mode=0o700)
-    for spec in unit_directive(unit, "LoadCredential"):
-        name, _, source = spec.partition(":")
-        shutil.copy(re.sub("^/etc/wakeful", str(etc), source), credentials / name)
+    load_credentials(unit, etc, credentials)
     port = free_port()
-    env = {
-        "PATH": os.environ["PATH"],
-        "STATE_DIRECTORY": str(state),
-        "CREDENTIALS_DIRECTORY": str(credentials),
-        "WAKEFUL_SERVER__BIND": f"127.0.0.1:{port}",
-    }
+    env = service_env(state, credentials, port)
     with started_as_systemd_would(shlex.split(exec_start), env, state, port) as (proc, notify):
         check_serves_and_stops(proc, notify, port)

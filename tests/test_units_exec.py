@@ -48,6 +48,23 @@ def _environment_file(path: Path) -> dict[str, str]:
     return found
 
 
+def load_credentials(unit: Path, etc: Path, credentials: Path) -> None:
+    """What LoadCredential=NAME:/etc/wakeful/... does: copy each file into place."""
+    for spec in unit_directive(unit, "LoadCredential"):
+        name, _, source = spec.partition(":")
+        shutil.copy(source.replace("/etc/wakeful", str(etc), 1), credentials / name)
+
+
+def service_env(state: Path, credentials: Path, port: int) -> dict[str, str]:
+    """The environment systemd gives the system unit (the port moved for side-by-side runs)."""
+    return {
+        "PATH": os.environ["PATH"],
+        "STATE_DIRECTORY": str(state),
+        "CREDENTIALS_DIRECTORY": str(credentials),
+        "WAKEFUL_SERVER__BIND": f"127.0.0.1:{port}",
+    }
+
+
 @contextmanager
 def started_as_systemd_would(
     argv: list[str], env: dict[str, str], cwd: Path, port: int
@@ -87,22 +104,18 @@ def test_system_unit_exec_start_runs_verbatim(tmp_path: Path) -> None:
         directory.mkdir(parents=True, mode=0o700)
     shutil.copy(DEPLOY / "wakeful.toml", etc / "wakeful.toml")
     shutil.copy(DEPLOY / "wakeful.env", etc / "wakeful.env")
-    # LoadCredential=NAME:/etc/wakeful/credentials/NAME, copied as systemd does.
+    # The files LoadCredential= names, then copied as systemd does.
     for spec in unit_directive(unit, "LoadCredential"):
         name, _, source = spec.partition(":")
-        source_path = Path(source.replace("/etc/wakeful", str(etc)))
-        source_path.write_text(f"secret-for-{name}\n")
-        shutil.copy(source_path, credentials / name)
+        Path(source.replace("/etc/wakeful", str(etc))).write_text(f"secret-for-{name}\n")
+    load_credentials(unit, etc, credentials)
     port = free_port()
     line = exec_start.replace("/opt/wakeful", str(VENV)).replace("/etc/wakeful", str(etc))
     env_file = unit_directive(unit, "EnvironmentFile")[0].lstrip("-")
     env = {
-        "PATH": os.environ["PATH"],
         **_environment_file(Path(env_file.replace("/etc/wakeful", str(etc)))),
-        "STATE_DIRECTORY": str(state),
-        "CREDENTIALS_DIRECTORY": str(credentials),
         # The shipped config binds 127.0.0.1:8787; tests run side by side.
-        "WAKEFUL_SERVER__BIND": f"127.0.0.1:{port}",
+        **service_env(state, credentials, port),
     }
     with started_as_systemd_would(shlex.split(line), env, state, port) as (proc, notify):
         check_serves_and_stops(proc, notify, port)
