@@ -1,0 +1,1 @@
+"""Slack: the Events API over HTTP in, ``chat.postMessage`` out."""
