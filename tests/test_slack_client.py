@@ -60,7 +60,7 @@ async def test_auth_test_names_the_bot(slack: FakeSlackApi, http: httpx.AsyncCli
 async def test_slack_trouble_is_try_later(
     slack: FakeSlackApi, http: httpx.AsyncClient, mode: str, reason: str
 ) -> None:
-    slack.fail_next(1, mode, retry_after_s=7)  # type: ignore[arg-type]
+    slack.fail_next(mode, retry_after_s=7)  # type: ignore[arg-type]
     client = SlackClient(slack.api_base, BOT_TOKEN, http)
     with pytest.raises(TryLater, match=reason):
         await client.send_text("D0DM00001", "hi")

@@ -28,6 +28,7 @@ from types import TracebackType
 from typing import Any, Literal
 from urllib.parse import parse_qsl
 
+import anyio.to_thread
 import httpx
 import uvicorn
 from starlette.applications import Starlette
@@ -63,17 +64,14 @@ class Post:
 
 @dataclass
 class _Failures:
-    mode: Failure | None = None
-    remaining: int = 0  # calls still to fail
-    until: float = 0.0  # or: fail until this monotonic time
+    script: list[Failure] = field(default_factory=list)  # the next calls fail as these
+    mode: Failure = "down"
+    until: float = 0.0  # then: every call fails as `mode` until this monotonic time
     retry_after_s: int = 1
 
     def take(self) -> Failure | None:
-        if self.mode is None:
-            return None
-        if self.remaining > 0:
-            self.remaining -= 1
-            return self.mode
+        if self.script:
+            return self.script.pop(0)
         if time.monotonic() < self.until:
             return self.mode
         return None
@@ -117,16 +115,16 @@ class FakeSlackApi:
 
     # --- scripting ----------------------------------------------------------
 
-    def fail_next(self, count: int, mode: Failure = "down", retry_after_s: int = 1) -> None:
-        """The next ``count`` chat.postMessage calls fail as ``mode``."""
+    def fail_next(self, *modes: Failure, retry_after_s: int = 1) -> None:
+        """The next chat.postMessage calls fail, one per mode given, in order."""
         with self._cond:
-            self._failures = _Failures(mode, remaining=count, retry_after_s=retry_after_s)
+            self._failures = _Failures(list(modes), retry_after_s=retry_after_s)
 
     def fail_for(self, seconds: float, mode: Failure = "down", retry_after_s: int = 1) -> None:
         """Every chat.postMessage call fails as ``mode`` for ``seconds`` from now."""
         with self._cond:
             until = time.monotonic() + seconds
-            self._failures = _Failures(mode, until=until, retry_after_s=retry_after_s)
+            self._failures = _Failures(mode=mode, until=until, retry_after_s=retry_after_s)
 
     def wait_for_posts(self, count: int, timeout_s: float = 10.0) -> list[Post]:
         with self._cond:
@@ -138,6 +136,11 @@ class FakeSlackApi:
         with self._cond:
             if not self._cond.wait_for(lambda: len(self.attempts) >= count, timeout_s):
                 raise TimeoutError(f"{len(self.attempts)} attempts after {timeout_s} s")
+
+    async def await_posts(self, count: int, timeout_s: float = 10.0) -> list[Post]:
+        return await anyio.to_thread.run_sync(
+            self.wait_for_posts, count, timeout_s, abandon_on_cancel=True
+        )
 
     def posts_snapshot(self) -> list[Post]:
         with self._cond:
