@@ -39,7 +39,6 @@ from wakeful.handlers.base import Tool
 from wakeful.handlers.registry import ToolRegistry
 
 
-
 class Submit(Protocol):
     """Hand an event to the dispatcher (deduplicated by id in the store); ``cursor``,
     where the channel has read up to, is committed in the same transaction."""

@@ -77,8 +77,9 @@ end
 """
 
 # ARGV: prefix, then per event: id, session, kind, body, status, +strategy|-, +reason|-,
-# accepted_at, token, +cursor key|-, cursor value (committed duplicate or not). -> per event: {1, seq} when stored; {0, token, <EVENT_FIELDS>...}
-# when the id was seen before (earlier, or earlier in this batch).
+# accepted_at, token, +cursor key|-, cursor value (set duplicate or not). -> per event:
+# {1, seq} when stored; {0, token, <EVENT_FIELDS>...} when the id was seen before
+# (earlier, or earlier in this batch).
 APPEND = (
     _PRELUDE
     + f"""
