@@ -33,4 +33,8 @@ def default_components(settings: Settings) -> list[Component]:
         from wakeful.channels.email.component import EmailComponent
 
         components.append(EmailComponent())
+    if settings.chat.slack:
+        from wakeful.channels.slack.component import SlackComponent
+
+        components.extend(SlackComponent(entry) for entry in settings.chat.slack)
     return components

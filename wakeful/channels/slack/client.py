@@ -91,7 +91,9 @@ class SlackClient:
         answer = await self.call("auth.test", {})
         return BotIdentity(str(answer.get("user_id", "")), answer.get("bot_id"), answer.get("team"))
 
-    async def send_text(self, address: str, text: str) -> None:
+    async def send_text(self, address: str, text: str, *, ref: str = "") -> None:
+        """Post ``text`` (Markdown) as mrkdwn. ``ref`` is unused: chat.postMessage
+        takes no idempotency key, so exactly-once rests on the outbox alone."""
         channel, thread_ts = parse_address(address)
         payload: dict[str, Any] = {"channel": channel, "text": to_mrkdwn(text), "mrkdwn": True}
         if thread_ts is not None:

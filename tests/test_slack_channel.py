@@ -1,0 +1,164 @@
+"""Slack end to end in one daemon: signed events in over HTTP, replies out to the fake Slack."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.daemon_harness import Harness, daemon_settings, harness, last_user_text
+from tests.fakes.model_server import FakeModelServer, Reply
+from tests.fakes.slack_api import (
+    BOT_ID,
+    BOT_TOKEN,
+    BOT_USER_ID,
+    SIGNING_SECRET,
+    FakeSlackApi,
+    SlackEventSender,
+    message_envelope,
+    url_verification,
+)
+
+pytestmark = pytest.mark.anyio
+
+OWNER = "U0OWNER01"
+
+
+def said(body: dict[str, Any]) -> str:
+    """What the person wrote, without the "[time] " the daemon puts before a dated message."""
+    return last_user_text(body).partition("] ")[2]
+
+
+@dataclass
+class SlackSetup:
+    daemon: Harness
+    slack: FakeSlackApi
+    model: FakeModelServer
+    sender: SlackEventSender
+    http: httpx.AsyncClient
+
+    async def deliver(self, envelope: dict[str, Any], **options: Any) -> httpx.Response:
+        return await self.sender.adeliver(self.http, envelope, **options)
+
+
+def slack_entry(tmp_path: Path, api_base: str, **overrides: Any) -> dict[str, Any]:
+    (tmp_path / "slack-token").write_text(BOT_TOKEN + "\n")
+    (tmp_path / "slack-signing").write_text(SIGNING_SECRET + "\n")
+    return {
+        "name": "work",
+        "bot_token_file": str(tmp_path / "slack-token"),
+        "signing_secret_file": str(tmp_path / "slack-signing"),
+        "api_base": api_base,
+        "allowed_user_ids": [OWNER],
+        **overrides,
+    }
+
+
+@pytest.fixture
+def model() -> Iterator[FakeModelServer]:
+    with FakeModelServer() as server:
+        server.responder = lambda body: Reply(text=f"**got** {said(body)}")
+        yield server
+
+
+@pytest.fixture
+def slack() -> Iterator[FakeSlackApi]:
+    with FakeSlackApi() as api:
+        yield api
+
+
+@pytest.fixture
+async def setup(
+    tmp_path: Path, model: FakeModelServer, slack: FakeSlackApi
+) -> AsyncIterator[SlackSetup]:
+    settings = daemon_settings(
+        tmp_path / "data", model.base_url, chat={"slack": [slack_entry(tmp_path, slack.api_base)]}
+    )
+    async with harness(settings) as daemon, httpx.AsyncClient() as http:
+        sender = SlackEventSender(f"{daemon.running.url}/chat/slack/work/events")
+        yield SlackSetup(daemon, slack, model, sender, http)
+
+
+async def test_url_verification_answers_the_challenge(setup: SlackSetup) -> None:
+    response = await setup.deliver(url_verification("3eZbrw1aBm2rZgRNFdxV2595E9CY3gmdALWMmH"))
+    assert response.status_code == 200
+    assert response.json() == {"challenge": "3eZbrw1aBm2rZgRNFdxV2595E9CY3gmdALWMmH"}
+
+
+@pytest.mark.parametrize(
+    ("options", "reason"),
+    [
+        ({"secret": "someone-elses-secret"}, "does not match this app's signing secret"),
+        ({"timestamp": time.time() - 600}, "more than 5 minutes"),
+    ],
+)
+async def test_a_request_not_signed_by_slack_is_401_with_its_reason(
+    setup: SlackSetup, options: dict[str, Any], reason: str
+) -> None:
+    response = await setup.deliver(message_envelope("hi", user=OWNER), **options)
+    assert response.status_code == 401
+    assert reason in response.json()["error"]
+    assert setup.model.requests == []
+
+
+async def test_an_owner_in_a_channel_is_answered_once_in_the_thread(setup: SlackSetup) -> None:
+    """The model is called once; the reply is one chat.postMessage under the message."""
+    envelope = message_envelope(
+        "is it ~on~?", user=OWNER, channel="C0CHAN0001", channel_type="channel", ts="1700.000100"
+    )
+    response = await setup.deliver(envelope)
+    assert response.status_code == 200
+    [post] = await setup.slack.await_posts(1)
+    assert (post.channel, post.thread_ts) == ("C0CHAN0001", "1700.000100")
+    assert post.text == "*got* is it ~on~?"
+    assert len(setup.model.requests) == 1
+    assert said(setup.model.requests[0].body) == "is it ~on~?"
+
+
+async def test_slacks_retries_of_an_event_make_one_event(setup: SlackSetup) -> None:
+    """The first delivery and two retries (X-Slack-Retry-Num) are all acked; one answer."""
+    envelope = message_envelope("once", user=OWNER)
+    answers = [await setup.deliver(envelope, retry_num=n) for n in (0, 1, 2)]
+    assert [a.status_code for a in answers] == [200, 200, 200]
+    assert [a.json()["received"] for a in answers] == ["submitted", "duplicate", "duplicate"]
+    [post] = await setup.slack.await_posts(1)
+    assert (post.channel, post.text) == ("D0DM00001", "*got* once")
+    assert len(setup.model.requests) == 1
+
+
+async def test_a_stranger_gets_a_pairing_code_and_never_the_model(setup: SlackSetup) -> None:
+    response = await setup.deliver(message_envelope("let me in", user="U0STRANGER"))
+    assert response.json()["received"] == "pairing"
+    [post] = await setup.slack.await_posts(1)
+    assert post.channel == "D0DM00001" and "pairing code" in post.text
+    pending = (await setup.daemon.client.get("/api/pairing")).json()["pending"]
+    assert [p["user_id"] for p in pending] == ["U0STRANGER"]
+    assert setup.model.requests == []
+
+
+@pytest.mark.parametrize(
+    "fields", [{"bot_id": BOT_ID, "user": BOT_USER_ID}, {"subtype": "message_changed"}]
+)
+async def test_bot_messages_and_edits_are_acked_and_ignored(
+    setup: SlackSetup, fields: dict[str, Any]
+) -> None:
+    envelope = message_envelope("an echo of our own reply")
+    envelope["event"].update(fields)
+    response = await setup.deliver(envelope)
+    assert response.status_code == 200 and "ignored" in response.json()
+    assert setup.model.requests == []
+
+
+async def test_slack_down_is_retried_until_the_reply_goes_out_once(setup: SlackSetup) -> None:
+    """503, then 429 ratelimited: the outbox retries; Slack ends up with the reply once."""
+    setup.slack.fail_next("down", "ratelimited")
+    await setup.deliver(message_envelope("are you there", user=OWNER))
+    [post] = await setup.slack.await_posts(1, timeout_s=20)
+    assert post.text == "*got* are you there"
+    assert len(setup.slack.attempts) == 3
+    assert len(setup.slack.posts_snapshot()) == 1

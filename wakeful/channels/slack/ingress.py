@@ -1,0 +1,131 @@
+"""``POST /chat/slack/{name}/events``: Slack's Events API request URL.
+
+The checks, in order: 413 body over the cap → 401 signature (on the raw
+body, within 5 minutes) → 400 not an envelope → ``url_verification``
+answered with its challenge → the event committed to the store (deduplicated
+there by ``slack:<name>:<event_id>``, so Slack's retries of one event make one
+event) → 200. The answer never waits for the agent: Slack wants it within 3
+seconds and retries otherwise; a retry of a committed event is a duplicate
+and answered 200 too. 503 with ``Retry-After`` when the daemon cannot commit,
+so Slack retries later.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import structlog
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+
+from wakeful.channels.chat.inbound import ChatInbound, PlatformMessage
+from wakeful.channels.slack.events import (
+    BadEnvelope,
+    Ignored,
+    SlackMessage,
+    UrlVerification,
+    parse_body,
+)
+from wakeful.channels.slack.signing import SignatureError, SlackSignature
+from wakeful.daemon.front_door import DaemonUnavailable
+from wakeful.daemon.http.body import read_capped
+from wakeful.daemon.http.errors import ApiError
+
+log = structlog.get_logger(__name__)
+
+# Slack's event payloads are a few KiB; a megabyte is far more than any needs.
+MAX_BODY_BYTES = 1024 * 1024
+
+
+@dataclass
+class SlackEventsStats:
+    received: int = 0
+    submitted: int = 0
+    duplicates: int = 0  # Slack's retries of an event already committed
+    pairing: int = 0  # from someone not (yet) allowed
+    ignored: int = 0
+    refused: int = 0  # 4xx: bad signature, stale, not an envelope
+    retries_seen: int = 0  # requests carrying X-Slack-Retry-Num
+    slowest_ack_ms: float = 0.0
+    last_ignored: str = ""
+    by_reason: dict[str, int] = field(default_factory=dict)
+
+
+class SlackEvents:
+    """One Slack app's request URL."""
+
+    def __init__(
+        self,
+        name: str,
+        signature: SlackSignature,
+        inbound: ChatInbound,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.name = name
+        self.bot_user_id: str | None = None  # from auth.test, once run() has it
+        self.stats = SlackEventsStats()
+        self._signature = signature
+        self._inbound = inbound
+        self._clock = clock
+
+    async def handle(self, request: Request) -> Response:
+        started = time.perf_counter()
+        self.stats.received += 1
+        try:
+            response = await self._answer(request)
+        except ApiError as exc:
+            if exc.status_code < 500:
+                self.stats.refused += 1
+                log.warning("slack request refused", app=self.name, status=exc.status_code,
+                            why=exc.detail)  # fmt: skip
+            raise
+        elapsed_ms = (time.perf_counter() - started) * 1000
+        self.stats.slowest_ack_ms = max(self.stats.slowest_ack_ms, round(elapsed_ms, 1))
+        return response
+
+    async def _answer(self, request: Request) -> Response:
+        body = await read_capped(request, MAX_BODY_BYTES)
+        headers = {k.lower(): v for k, v in request.headers.items()}
+        try:
+            self._signature.verify(headers, body, self._clock())
+        except SignatureError as exc:
+            raise ApiError(401, str(exc)) from None
+        try:
+            parsed = parse_body(body, self.bot_user_id)
+        except BadEnvelope as exc:
+            raise ApiError(400, str(exc)) from None
+        if "x-slack-retry-num" in headers:
+            self.stats.retries_seen += 1
+            log.info("slack retry", app=self.name, retry=headers["x-slack-retry-num"],
+                     reason=headers.get("x-slack-retry-reason", ""))  # fmt: skip
+        if isinstance(parsed, UrlVerification):
+            return JSONResponse({"challenge": parsed.challenge})
+        if isinstance(parsed, Ignored):
+            self.stats.ignored += 1
+            self.stats.last_ignored = parsed.reason
+            return JSONResponse({"ok": True, "ignored": parsed.reason})
+        return await self._receive(parsed)
+
+    async def _receive(self, message: SlackMessage) -> Response:
+        try:
+            received = await self._inbound.receive(
+                PlatformMessage(
+                    message_id=message.message_id,
+                    user_id=message.user_id,
+                    user_name=message.user_name,
+                    address=message.address,
+                    text=message.text,
+                    occurred_at=message.occurred_at,
+                )
+            )
+        except DaemonUnavailable as exc:
+            raise ApiError(
+                503,
+                f"the daemon cannot take this event now ({exc}); Slack will retry",
+                {"Retry-After": str(exc.retry_after_s)},
+            ) from None
+        outcome = received.value
+        self.stats.by_reason[outcome] = self.stats.by_reason.get(outcome, 0) + 1
+        return JSONResponse({"ok": True, "received": outcome})
