@@ -32,6 +32,8 @@ from wakeful.channels.slack.signing import SignatureError, SlackSignature
 from wakeful.daemon.front_door import DaemonUnavailable
 from wakeful.daemon.http.body import read_capped
 from wakeful.daemon.http.errors import ApiError
+from wakeful.daemon.store.base import StoreUnavailable
+from wakeful.events import EventError
 
 log = structlog.get_logger(__name__)
 
@@ -120,12 +122,17 @@ class SlackEvents:
                     occurred_at=message.occurred_at,
                 )
             )
-        except DaemonUnavailable as exc:
+        except (DaemonUnavailable, StoreUnavailable) as exc:
+            retry_after = getattr(exc, "retry_after_s", 5)
             raise ApiError(
                 503,
                 f"the daemon cannot take this event now ({exc}); Slack will retry",
-                {"Retry-After": str(exc.retry_after_s)},
+                {"Retry-After": str(retry_after)},
             ) from None
+        except EventError as exc:  # e.g. past the event size limit: a retry would not help
+            log.warning("slack message refused", app=self.name, why=str(exc))
+            self.stats.refused += 1
+            return JSONResponse({"ok": True, "refused": str(exc)})
         outcome = received.value
         self.stats.by_reason[outcome] = self.stats.by_reason.get(outcome, 0) + 1
         return JSONResponse({"ok": True, "received": outcome})
