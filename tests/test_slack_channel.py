@@ -131,6 +131,18 @@ async def test_slacks_retries_of_an_event_make_one_event(setup: SlackSetup) -> N
     assert len(setup.model.requests) == 1
 
 
+async def test_a_mention_delivered_as_two_events_is_answered_once(setup: SlackSetup) -> None:
+    """With message.channels and app_mention both subscribed, one mention is two events."""
+    common = {"user": OWNER, "channel": "C0CHAN0001", "ts": "1700000000.000200"}
+    text = f"<@{BOT_USER_ID}> status?"
+    first = await setup.deliver(message_envelope(text, channel_type="channel", **common))
+    second = await setup.deliver(message_envelope(text, event_type="app_mention", **common))
+    assert [first.json()["received"], second.json()["received"]] == ["submitted", "duplicate"]
+    [post] = await setup.slack.await_posts(1)
+    assert post.address == "C0CHAN0001/1700000000.000200"
+    assert len(setup.model.requests) == 1
+
+
 async def test_a_stranger_gets_a_pairing_code_and_never_the_model(setup: SlackSetup) -> None:
     response = await setup.deliver(message_envelope("let me in", user="U0STRANGER"))
     assert response.json()["received"] == "pairing"

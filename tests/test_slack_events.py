@@ -8,13 +8,8 @@ from typing import Any
 import pytest
 
 from tests.fakes.slack_api import BOT_USER_ID, message_envelope, url_verification
-from wakeful.channels.slack.events import (
-    BadEnvelope,
-    Ignored,
-    SlackMessage,
-    UrlVerification,
-    parse_body,
-)
+from wakeful.channels.chat.inbound import PlatformMessage
+from wakeful.channels.slack.events import BadEnvelope, Ignored, UrlVerification, parse_body
 
 
 def parse(envelope: dict[str, Any]) -> object:
@@ -24,9 +19,9 @@ def parse(envelope: dict[str, Any]) -> object:
 def test_a_dm_is_a_message_answered_in_the_conversation() -> None:
     envelope = message_envelope("hello &lt;there&gt;", user="U1", channel="D1", ts="1700000000.1")
     message = parse(envelope)
-    assert isinstance(message, SlackMessage)
+    assert isinstance(message, PlatformMessage)
     assert (message.message_id, message.user_id, message.address, message.text) == (
-        envelope["event_id"],
+        "D1:1700000000.1",
         "U1",
         "D1",
         "hello <there>",
@@ -34,10 +29,22 @@ def test_a_dm_is_a_message_answered_in_the_conversation() -> None:
     assert message.occurred_at is not None and message.occurred_at.timestamp() == 1700000000.1
 
 
+def test_a_mention_in_a_channel_the_bot_reads_is_one_message() -> None:
+    """Slack sends it as a `message` and an `app_mention`, with two event ids and one ts."""
+    text = f"<@{BOT_USER_ID}> deploy?"
+    common = {"channel": "C1", "ts": "1700000000.3"}
+    as_message = parse(message_envelope(text, channel_type="channel", **common))
+    as_mention = parse(message_envelope(text, event_type="app_mention", **common))
+    assert isinstance(as_message, PlatformMessage) and isinstance(as_mention, PlatformMessage)
+    assert as_message.message_id == as_mention.message_id == "C1:1700000000.3"
+    assert as_message.address == as_mention.address == "C1/1700000000.3"
+    assert as_message.text == as_mention.text == "deploy?"
+
+
 def test_a_channel_message_is_answered_in_a_thread_under_it() -> None:
     envelope = message_envelope("hi", channel="C1", channel_type="channel", ts="1700000000.2")
     message = parse(envelope)
-    assert isinstance(message, SlackMessage) and message.address == "C1/1700000000.2"
+    assert isinstance(message, PlatformMessage) and message.address == "C1/1700000000.2"
 
 
 @pytest.mark.parametrize("channel_type", ["im", "channel"])
@@ -46,7 +53,7 @@ def test_a_message_in_a_thread_is_answered_in_that_thread(channel_type: str) -> 
         "hi", channel="C1", channel_type=channel_type, ts="1700000000.9", thread_ts="1700000000.1"
     )
     message = parse(envelope)
-    assert isinstance(message, SlackMessage) and message.address == "C1/1700000000.1"
+    assert isinstance(message, PlatformMessage) and message.address == "C1/1700000000.1"
 
 
 def test_an_app_mention_drops_the_leading_mention() -> None:
@@ -54,7 +61,7 @@ def test_an_app_mention_drops_the_leading_mention() -> None:
         f"<@{BOT_USER_ID}> what is up?", event_type="app_mention", channel="C1", ts="17.5"
     )
     message = parse(envelope)
-    assert isinstance(message, SlackMessage)
+    assert isinstance(message, PlatformMessage)
     assert (message.text, message.address) == ("what is up?", "C1/17.5")
 
 

@@ -1,11 +1,16 @@
 """An Events API request body → what to do with it.
 
 Slack posts JSON envelopes: ``url_verification`` (answer the challenge),
-``event_callback`` (one event, with an ``event_id`` that stays the same across
-Slack's retries) and ``app_rate_limited`` (a notice). Only what a person wrote
-to the bot becomes a :class:`SlackMessage`: a ``message`` (DMs, channels the
-bot is in) or an ``app_mention``; edits, joins and every bot's messages —
-the bot's own replies included — are ignored with a reason.
+``event_callback`` (one event) and ``app_rate_limited`` (a notice). Only what
+a person wrote to the bot becomes a :class:`PlatformMessage`: a ``message``
+(DMs, channels the bot reads) or an ``app_mention``; edits, joins and every
+bot's messages — the bot's own replies included — are ignored with a reason.
+
+A message is known by its conversation and timestamp (``<channel>:<ts>``,
+unique in a workspace), not by the envelope's ``event_id``: Slack's retries
+carry the same of both, but a mention in a channel the bot also reads comes
+as two events (``message`` and ``app_mention``) with two ``event_id``s and
+one ``ts`` — and must be answered once.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from wakeful.channels.chat.inbound import PlatformMessage
 from wakeful.channels.slack.mrkdwn import to_plain
 
 # Message subtypes that are still a person writing (others: edits, joins, bots, …).
@@ -37,17 +43,7 @@ class Ignored:
     reason: str  # e.g. "a bot's message"
 
 
-@dataclass(frozen=True)
-class SlackMessage:
-    message_id: str  # the envelope's event_id: Slack's retries carry the same one
-    user_id: str
-    user_name: str | None
-    address: str  # "channel" (a DM) or "channel/thread_ts": where the reply goes
-    text: str
-    occurred_at: datetime | None = None
-
-
-Parsed = UrlVerification | Ignored | SlackMessage
+Parsed = UrlVerification | Ignored | PlatformMessage
 
 
 def parse_body(body: bytes, bot_user_id: str | None) -> Parsed:
@@ -69,10 +65,10 @@ def parse_body(body: bytes, bot_user_id: str | None) -> Parsed:
     event_id, event = envelope.get("event_id"), envelope.get("event")
     if not isinstance(event_id, str) or not event_id or not isinstance(event, dict):
         raise BadEnvelope("an event_callback needs `event_id` (a string) and `event` (an object)")
-    return parse_event(event_id, event, bot_user_id)
+    return parse_event(event, bot_user_id)
 
 
-def parse_event(event_id: str, event: dict[str, Any], bot_user_id: str | None) -> Parsed:
+def parse_event(event: dict[str, Any], bot_user_id: str | None) -> Parsed:
     kind = event.get("type")
     if kind not in ("message", "app_mention"):
         return Ignored(f"event type {kind!r}")
@@ -82,10 +78,12 @@ def parse_event(event_id: str, event: dict[str, Any], bot_user_id: str | None) -
     user, channel, ts, text = (_string(event, key) for key in ("user", "channel", "ts", "text"))
     if not (user and channel and ts):
         return Ignored("a message without user, channel or ts")
-    if kind == "app_mention":
+    # Addressing the bot is not part of what was said: whichever of a mention's two
+    # events comes first, the agent reads the same text.
+    if kind == "app_mention" or (bot_user_id and text.lstrip().startswith(f"<@{bot_user_id}")):
         text = _LEADING_MENTION.sub("", text)
-    return SlackMessage(
-        message_id=event_id,
+    return PlatformMessage(
+        message_id=f"{channel}:{ts}",
         user_id=user,
         user_name=None,
         address=reply_address(event, channel, ts),

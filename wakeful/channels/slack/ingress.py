@@ -3,10 +3,11 @@
 The checks, in order: 413 body over the cap → 401 signature (on the raw
 body, within 5 minutes) → 400 not an envelope → ``url_verification``
 answered with its challenge → the event committed to the store (deduplicated
-there by ``slack:<name>:<event_id>``, so Slack's retries of one event make one
-event) → 200. The answer never waits for the agent: Slack wants it within 3
-seconds and retries otherwise; a retry of a committed event is a duplicate
-and answered 200 too. 503 with ``Retry-After`` when the daemon cannot commit,
+there by ``slack:<name>:<channel>:<ts>``, so Slack's retries of one event, and
+the ``message`` and ``app_mention`` events of one mention, make one event)
+→ 200. The answer never waits for the agent: Slack wants it within 3 seconds
+and retries otherwise; a retry of a committed event is a duplicate and
+answered 200 too. 503 with ``Retry-After`` when the daemon cannot commit,
 so Slack retries later.
 """
 
@@ -21,13 +22,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from wakeful.channels.chat.inbound import ChatInbound, PlatformMessage
-from wakeful.channels.slack.events import (
-    BadEnvelope,
-    Ignored,
-    SlackMessage,
-    UrlVerification,
-    parse_body,
-)
+from wakeful.channels.slack.events import BadEnvelope, Ignored, UrlVerification, parse_body
 from wakeful.channels.slack.signing import SignatureError, SlackSignature
 from wakeful.daemon.front_door import DaemonUnavailable
 from wakeful.daemon.http.body import read_capped
@@ -110,18 +105,9 @@ class SlackEvents:
             return JSONResponse({"ok": True, "ignored": parsed.reason})
         return await self._receive(parsed)
 
-    async def _receive(self, message: SlackMessage) -> Response:
+    async def _receive(self, message: PlatformMessage) -> Response:
         try:
-            received = await self._inbound.receive(
-                PlatformMessage(
-                    message_id=message.message_id,
-                    user_id=message.user_id,
-                    user_name=message.user_name,
-                    address=message.address,
-                    text=message.text,
-                    occurred_at=message.occurred_at,
-                )
-            )
+            received = await self._inbound.receive(message)
         except (DaemonUnavailable, StoreUnavailable) as exc:
             retry_after = getattr(exc, "retry_after_s", 5)
             raise ApiError(
