@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import anyio
 import httpx
 import pytest
 
@@ -57,6 +58,17 @@ def slack_entry(tmp_path: Path, api_base: str, **overrides: Any) -> dict[str, An
         "allowed_user_ids": [OWNER],
         **overrides,
     }
+
+
+async def sent_replies(daemon: Harness, count: int, timeout_s: float = 10.0) -> list[Any]:
+    """The session's outgoing messages once ``count`` of them are sent (every piece posted)."""
+    with anyio.fail_after(timeout_s):
+        while True:
+            response = await daemon.client.get("/api/sessions/main/outbox")
+            messages = response.json()["messages"]
+            if sum(m["state"] == "sent" for m in messages) >= count:
+                return list(messages)
+            await anyio.sleep(0.02)  # the outbox has no change feed over HTTP to await
 
 
 @pytest.fixture
@@ -120,6 +132,20 @@ async def test_an_owner_in_a_channel_is_answered_once_in_the_thread(setup: Slack
     assert said(setup.model.requests[0].body) == "is it ~on~?"
 
 
+async def test_the_ack_never_waits_for_the_agent(setup: SlackSetup) -> None:
+    """While the agent is mid-run (its model stream hangs), a new message is still acked
+    well within Slack's 3 s, committed for the agent's next safe point."""
+    setup.model.push(Reply(text="thinking", hang=True))
+    assert (await setup.deliver(message_envelope("first", user=OWNER))).status_code == 200
+    await setup.model.await_requests(1)
+    started = time.perf_counter()
+    second = await setup.deliver(message_envelope("second", user=OWNER))
+    elapsed = time.perf_counter() - started
+    assert second.status_code == 200 and second.json()["received"] == "submitted"
+    assert elapsed < 3.0, f"acked after {elapsed:.2f} s"
+    assert not setup.model.requests[0].completed  # the agent has not finished
+
+
 async def test_slacks_retries_of_an_event_make_one_event(setup: SlackSetup) -> None:
     """The first delivery and two retries (X-Slack-Retry-Num) are all acked; one answer."""
     envelope = message_envelope("once", user=OWNER)
@@ -141,6 +167,20 @@ async def test_a_mention_delivered_as_two_events_is_answered_once(setup: SlackSe
     [post] = await setup.slack.await_posts(1)
     assert post.address == "C0CHAN0001/1700000000.000200"
     assert len(setup.model.requests) == 1
+
+
+async def test_a_long_reply_is_several_posts_in_the_thread_in_order(setup: SlackSetup) -> None:
+    """Split at 3,900 characters on paragraph boundaries; each piece posted once, in order."""
+    paragraphs = [f"**part {n}** " + "word " * 500 for n in range(4)]  # ~2,500 chars each
+    setup.model.push(Reply(text="\n\n".join(paragraphs)))
+    envelope = message_envelope("tell me everything", user=OWNER, thread_ts="1700000000.000300")
+    await setup.deliver(envelope)
+    [reply] = await sent_replies(setup.daemon, 1)
+    posts = setup.slack.posts_snapshot()
+    assert reply["state"] == "sent" and len(posts) == 4
+    assert all(post.address == "D0DM00001/1700000000.000300" for post in posts)
+    assert [post.text.split()[:2] for post in posts] == [["*part", f"{n}*"] for n in range(4)]
+    assert max(len(post.text) for post in posts) <= 3_900
 
 
 async def test_a_stranger_gets_a_pairing_code_and_never_the_model(setup: SlackSetup) -> None:
@@ -172,5 +212,6 @@ async def test_slack_down_is_retried_until_the_reply_goes_out_once(setup: SlackS
     await setup.deliver(message_envelope("are you there", user=OWNER))
     [post] = await setup.slack.await_posts(1, timeout_s=20)
     assert post.text == "*got* are you there"
-    assert len(setup.slack.attempts) == 3
+    [reply] = await sent_replies(setup.daemon, 1)
+    assert reply["attempts"] == 3 and len(setup.slack.attempts) == 3
     assert len(setup.slack.posts_snapshot()) == 1
