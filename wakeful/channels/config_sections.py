@@ -17,7 +17,7 @@ from wakeful.channels.webhook.config import WebhookSettings
 
 
 class ChatSection(SlackSection):
-    """``[chat]``: each chat platform's ``[[chat.<platform>]]`` entries (one base per platform)."""
+    """Each chat platform's `[[chat.<platform>]]` entries (one base class per platform)."""
 
 
 class ChatSettings(BaseModel):

@@ -20,21 +20,21 @@ class SlackConfig(ChatPlatformConfig):
 
     bot_token_file: Path = Field(
         examples=["/etc/wakeful/slack-bot-token"],
-        description="File holding the app's Bot User OAuth Token (xoxb-…)",
+        description="File holding the app's Bot User OAuth Token (xoxb-…).",
     )
     signing_secret_file: Path = Field(
         examples=["/etc/wakeful/slack-signing-secret"],
-        description="File holding the app's Signing Secret (Basic Information → App Credentials)",
+        description="File holding the app's Signing Secret (Basic Information → App Credentials).",
     )
     api_base: str = Field(
         default=DEFAULT_API_BASE,
         examples=[DEFAULT_API_BASE],
-        description="Slack's Web API; tests and Slack-compatible gateways set another",
+        description="Slack's Web API; tests and Slack-compatible gateways set another.",
     )
     allowed_user_ids: list[str] = Field(
         default_factory=list,
         examples=[["U0123ABCDEF"]],
-        description="Slack member ids whose messages reach the agent; others are asked to pair",
+        description="Slack member ids whose messages reach the agent; others are asked to pair.",
     )
 
     @field_validator("api_base")
