@@ -47,8 +47,10 @@ class SlackSetup:
         return await self.sender.adeliver(self.http, envelope, **options)
 
 
-def slack_entry(tmp_path: Path, api_base: str, **overrides: Any) -> dict[str, Any]:
-    (tmp_path / "slack-token").write_text(BOT_TOKEN + "\n")
+def slack_entry(
+    tmp_path: Path, api_base: str, token: str = BOT_TOKEN, **overrides: Any
+) -> dict[str, Any]:
+    (tmp_path / "slack-token").write_text(token + "\n")
     (tmp_path / "slack-signing").write_text(SIGNING_SECRET + "\n")
     return {
         "name": "work",
@@ -155,6 +157,10 @@ async def test_slacks_retries_of_an_event_make_one_event(setup: SlackSetup) -> N
     [post] = await setup.slack.await_posts(1)
     assert (post.channel, post.text) == ("D0DM00001", "*got* once")
     assert len(setup.model.requests) == 1
+    status = (await setup.daemon.client.get("/api/status")).json()
+    figures = status["chat.slack:work"]
+    assert (figures["submitted"], figures["duplicate"], figures["retries"]) == (1, 2, 2)
+    assert status["components"]["chat.slack:work"]["ok"] is True  # auth.test named the bot
 
 
 async def test_a_mention_delivered_as_two_events_is_answered_once(setup: SlackSetup) -> None:
@@ -215,3 +221,22 @@ async def test_slack_down_is_retried_until_the_reply_goes_out_once(setup: SlackS
     [reply] = await sent_replies(setup.daemon, 1)
     assert reply["attempts"] == 3 and len(setup.slack.attempts) == 3
     assert len(setup.slack.posts_snapshot()) == 1
+
+
+async def test_a_refused_token_shows_in_status_with_the_fix(
+    tmp_path: Path, model: FakeModelServer, slack: FakeSlackApi
+) -> None:
+    """auth.test answers invalid_auth: the component says so and which file to fix."""
+    entry = slack_entry(tmp_path, slack.api_base, token="xoxb-revoked-token")
+    settings = daemon_settings(tmp_path / "data", model.base_url, chat={"slack": [entry]})
+    async with harness(settings) as daemon:
+        with anyio.fail_after(10):
+            while True:
+                health = (await daemon.client.get("/api/status")).json()["components"]
+                if health["chat.slack:work"]["detail"] != "waiting for auth.test":
+                    break
+                await anyio.sleep(0.02)  # health has no change feed over HTTP to await
+    assert health["chat.slack:work"]["ok"] is False
+    assert "invalid_auth" in health["chat.slack:work"]["detail"]
+    assert "bot_token_file" in health["chat.slack:work"]["detail"]
+    assert "xoxb-revoked-token" not in str(health)

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
-from typing import Any
-
 import anyio
 import httpx
 import structlog
@@ -52,7 +49,7 @@ class SlackComponent:
         self._events = SlackEvents(self.config.name, SlackSignature(secret), inbound)
         path = f"/chat/slack/{self.config.name}/events"
         setup.add_route(Route(path, self._events.handle, methods=["POST"]))
-        setup.add_status(self.name, self._stats)
+        setup.add_status(self.name, self._events.stats)
         self._setup = setup
         self._health("waiting for auth.test")
 
@@ -79,6 +76,3 @@ class SlackComponent:
 
     def _health(self, detail: str, *, ok: bool = False) -> None:
         self._setup.set_health(self.name, ComponentHealth(ok=ok, detail=detail))
-
-    def _stats(self) -> dict[str, Any]:
-        return dataclasses.asdict(self._events.stats)
