@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from wakeful.channels.slack.mrkdwn import to_mrkdwn, to_plain
 
@@ -24,6 +28,7 @@ from wakeful.channels.slack.mrkdwn import to_mrkdwn, to_plain
         ("- one\n* two\n  + three", "• one\n• two\n  • three"),
         ("5 * 3 * 2 and snake_case and 2*x", "5 * 3 * 2 and snake_case and 2*x"),
         ("---", "───"),
+        ("> quoted\n>also\nnot > this", "> quoted\n> also\nnot &gt; this"),
     ],
 )
 def test_markdown_becomes_mrkdwn(markdown: str, mrkdwn: str) -> None:
@@ -59,3 +64,13 @@ def test_link_targets_cannot_break_out_of_the_link() -> None:
 )
 def test_slack_text_becomes_plain(slack: str, plain: str) -> None:
     assert to_plain(slack) == plain
+
+
+@given(st.text(alphabet="ab *_~#-&<>\n", max_size=60))
+def test_slacks_control_characters_never_go_out_raw(markdown: str) -> None:
+    """Whatever the model writes, Slack receives `&`, `<`, `>` only as entities (or a quote)."""
+    out = to_mrkdwn(markdown)
+    without_quotes = re.sub(r"^> ", "", out, flags=re.MULTILINE)
+    assert "<" not in without_quotes and ">" not in without_quotes
+    assert re.fullmatch(r"(?:[^&]|&(?:amp|lt|gt);)*", out, flags=re.DOTALL)
+    assert to_plain(out).count("&") == markdown.count("&")

@@ -22,6 +22,7 @@ _IMAGE_OR_LINK = re.compile(
 _AUTOLINK = re.compile(r"<(https?://[^>\s]+|mailto:[^>\s]+)>")
 _HEADING = re.compile(r"^ {0,3}#{1,6}[ \t]+(.+?)[ \t#]*$", re.MULTILINE)
 _BULLET = re.compile(r"^([ \t]*)[-*+][ \t]+", re.MULTILINE)
+_QUOTE = re.compile(r"^ {0,3}&gt; ?", re.MULTILINE)  # after escaping: a Markdown quote line
 _RULE = re.compile(r"^ {0,3}([-*_])(?:[ \t]*\1){2,}[ \t]*$", re.MULTILINE)
 _BOLD = re.compile(r"\*\*(?=\S)(.+?)(?<=\S)\*\*|(?<!\w)__(?=\S)(.+?)(?<=\S)__(?!\w)")
 _ITALIC_STAR = re.compile(r"(?<![*\w])\*(?=[^\s*])([^*\n]+?)(?<=[^\s*])\*(?![*\w])")
@@ -65,6 +66,7 @@ def to_mrkdwn(markdown: str) -> str:
     text = _IMAGE_OR_LINK.sub(lambda m: held.hold(_link(m)), text)
     text = _AUTOLINK.sub(lambda m: held.hold(f"<{_link_target(m.group(1))}>"), text)
     text = escape(text)
+    text = _QUOTE.sub("> ", text)  # Slack quotes with a raw '>' at the start of a line
     text = _RULE.sub("───", text)
     text = _HEADING.sub(lambda m: held.hold(f"*{_strip_emphasis(m.group(1))}*"), text)
     text = _BULLET.sub(lambda m: f"{m.group(1)}• ", text)
