@@ -81,6 +81,12 @@ def test_what_no_person_wrote_to_the_bot_is_ignored(fields: dict[str, Any], reas
     assert parse(envelope) == Ignored(reason)
 
 
+def test_slacks_rate_limit_notice_is_ignored_with_a_warning() -> None:
+    notice = {"token": "t", "type": "app_rate_limited", "team_id": "T1", "api_app_id": "A1",
+              "minute_rate_limited": 1518467820}  # fmt: skip
+    assert parse(notice) == Ignored("Slack rate-limited this app's events (app_rate_limited)", True)
+
+
 def test_url_verification_is_its_challenge() -> None:
     assert parse(url_verification("3eZbrw1aBm2rZgRNFdxV2595E9CY3gmdALWMmHkvFXO7tYXAYM8P")) == (
         UrlVerification("3eZbrw1aBm2rZgRNFdxV2595E9CY3gmdALWMmHkvFXO7tYXAYM8P")

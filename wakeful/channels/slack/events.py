@@ -41,6 +41,7 @@ class UrlVerification:
 @dataclass(frozen=True)
 class Ignored:
     reason: str  # e.g. "a bot's message"
+    warn: bool = False  # worth the operator's attention (Slack dropped events)
 
 
 Parsed = UrlVerification | Ignored | PlatformMessage
@@ -60,6 +61,9 @@ def parse_body(body: bytes, bot_user_id: str | None) -> Parsed:
         if not isinstance(challenge, str):
             raise BadEnvelope("a url_verification without a string `challenge`")
         return UrlVerification(challenge)
+    if kind == "app_rate_limited":
+        # Slack stops sending events for a minute when an app gets more than 30,000 an hour.
+        return Ignored("Slack rate-limited this app's events (app_rate_limited)", warn=True)
     if kind != "event_callback":
         return Ignored(f"envelope type {kind!r}")
     event_id, event = envelope.get("event_id"), envelope.get("event")

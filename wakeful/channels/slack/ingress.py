@@ -90,6 +90,8 @@ class SlackEvents:
             return JSONResponse({"challenge": parsed.challenge})
         if isinstance(parsed, Ignored):
             self.counts["ignored"] += 1
+            if parsed.warn:
+                log.warning("slack notice", app=self.name, why=parsed.reason)
             return JSONResponse({"ok": True, "ignored": parsed.reason})
         return await self._receive(parsed)
 
