@@ -190,13 +190,47 @@ async def test_a_long_reply_is_several_posts_in_the_thread_in_order(setup: Slack
 
 
 async def test_a_stranger_gets_a_pairing_code_and_never_the_model(setup: SlackSetup) -> None:
-    response = await setup.deliver(message_envelope("let me in", user="U0STRANGER"))
-    assert response.json()["received"] == "pairing"
-    [post] = await setup.slack.await_posts(1)
+    """Slack's retry of the stranger's message sends no second code."""
+    envelope = message_envelope("let me in", user="U0STRANGER")
+    answers = [await setup.deliver(envelope, retry_num=n) for n in (0, 1)]
+    assert [a.json()["received"] for a in answers] == ["pairing", "pairing"]
+    assert len(await sent_replies(setup.daemon, 1)) == 1  # one code, sent once
+    [post] = setup.slack.posts_snapshot()
     assert post.channel == "D0DM00001" and "pairing code" in post.text
     pending = (await setup.daemon.client.get("/api/pairing")).json()["pending"]
     assert [p["user_id"] for p in pending] == ["U0STRANGER"]
+    assert pending[0]["code"] in post.text
     assert setup.model.requests == []
+
+
+async def test_an_approved_stranger_is_told_and_then_reaches_the_agent(setup: SlackSetup) -> None:
+    """`wakeful pairing approve slack <code>` (its API): a "paired" post, then answers."""
+    await setup.deliver(message_envelope("let me in", user="U0STRANGER"))
+    [pending] = (await setup.daemon.client.get("/api/pairing")).json()["pending"]
+    approved = await setup.daemon.client.post(f"/api/pairing/slack/{pending['code']}")
+    assert approved.status_code == 200, approved.text
+    await setup.slack.await_posts(2)
+    assert "paired" in setup.slack.posts_snapshot()[1].text
+    await setup.deliver(message_envelope("hello again", user="U0STRANGER"))
+    [*_, answer] = await setup.slack.await_posts(3)
+    assert answer.text == "*got* hello again"
+    assert len(setup.model.requests) == 1
+
+
+async def test_per_user_sessions_keep_each_person_apart(
+    tmp_path: Path, model: FakeModelServer, slack: FakeSlackApi
+) -> None:
+    entry = slack_entry(tmp_path, slack.api_base, session="per-user")
+    settings = daemon_settings(tmp_path / "data", model.base_url, chat={"slack": [entry]})
+    async with harness(settings) as daemon, httpx.AsyncClient() as http:
+        sender = SlackEventSender(f"{daemon.running.url}/chat/slack/work/events")
+        await sender.adeliver(http, message_envelope("mine", user=OWNER))
+        [post] = await slack.await_posts(1)
+        assert post.text == "*got* mine"
+        [said_to_it] = [
+            m for m in await daemon.trajectory(f"slack:work:{OWNER}") if m["role"] == "user"
+        ]
+        assert str(said_to_it["content"]).endswith("mine")
 
 
 @pytest.mark.parametrize(
