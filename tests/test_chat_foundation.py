@@ -8,13 +8,14 @@ import re
 from pathlib import Path
 
 import anyio
+import httpx
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from tests.chat_loopback import LoopbackChat
-from tests.daemon_harness import ADMIN_TOKEN, Harness, daemon_settings
-from tests.fakes.model_replies import Reply, text_reply
+from tests.daemon_harness import ADMIN_TOKEN, Harness, daemon_settings, watch_feed
+from tests.fakes.model_replies import Reply, ToolCallSpec, text_reply
 from tests.fakes.model_server import FakeModelServer
 from wakeful.channels import default_components
 from wakeful.channels.chat.chunking import split_message
@@ -216,4 +217,44 @@ async def run_cli_code(argv: list[str]) -> tuple[int, str]:
     return await anyio.to_thread.run_sync(call)
 
 
-_ = Harness  # the harness module's types, for readers following the imports
+async def test_a_notification_reaches_the_user_where_they_last_wrote_even_after_a_restart(
+    tmp_path: Path, model_server: FakeModelServer
+) -> None:
+    """send_user_notification from a timer's run (no chat message answered): it goes
+    to the chat the owner last wrote from — remembered in the store across a restart."""
+    model_server.push(text_reply("noted"))
+    chat = LoopbackChat({OWNER})
+    async with await start(tmp_path, model_server, chat):
+        assert chat.inbound is not None
+        await chat.inbound.receive(message(1, "remember me"))
+        await chat.client.wait_sent(1)
+    model_server.push(
+        Reply(tool_calls=[ToolCallSpec("send_user_notification",
+                                       {"text": "the build broke", "urgency": "high"})]),
+        text_reply(""),
+    )  # fmt: skip
+    chat = LoopbackChat({OWNER})
+    settings = daemon_settings(tmp_path / "data", model_server.base_url)
+    async with running_daemon(settings, [*default_components(settings), chat]) as running:
+        headers = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
+        async with httpx.AsyncClient(base_url=running.url, headers=headers) as client:
+            async with watch_feed(Harness(running, client)) as feed:
+                await running.daemon.submit(timer_event())
+                sent = await chat.client.wait_sent(1)
+                assert sent[0][:2] == (f"chat-{OWNER}", "the build broke")
+                # High urgency: the web page has it too, unread until seen.
+                await feed.wait_for(lambda item: item["type"] == "reply")
+            unread = (await client.get("/api/sessions/main/outbox", params={"unread": 1})).json()
+        assert [(m["channel"], m["text"]) for m in unread["messages"]] == [
+            ("chat:web", "the build broke")
+        ]
+
+
+def timer_event():  # type: ignore[no-untyped-def]
+    from wakeful.events import Event
+
+    return Event.parse({
+        "id": "timer:nightly:1", "kind": "timer.trigger",
+        "source": {"type": "timer", "principal": "nightly", "trusted": True},
+        "channel": "timer:nightly", "content": {"text": "check the build"},
+    })  # fmt: skip
