@@ -7,11 +7,12 @@ this list and the component list in ``__init__.py`` - no core module.
 
 from __future__ import annotations
 
+from wakeful.channels.chat.sections import ChatSettings
 from wakeful.channels.email.config import EmailSettings
 from wakeful.channels.shell.config import ShellSettings
 from wakeful.channels.timers.config import TimerSettings
 from wakeful.channels.webhook.config import WebhookSettings
 
 
-class ChannelSettings(ShellSettings, WebhookSettings, EmailSettings, TimerSettings):
+class ChannelSettings(ShellSettings, WebhookSettings, EmailSettings, TimerSettings, ChatSettings):
     """Every channel's sections, as fields of one model."""
