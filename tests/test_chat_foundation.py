@@ -258,3 +258,51 @@ def timer_event():  # type: ignore[no-untyped-def]
         "source": {"type": "timer", "principal": "nightly", "trusted": True},
         "channel": "timer:nightly", "content": {"text": "check the build"},
     })  # fmt: skip
+
+
+async def test_the_chat_guides_commands_run_as_written(
+    tmp_path: Path, model_server: FakeModelServer
+) -> None:
+    """docs/chat.md's ```sh lines, exactly as written, against a daemon holding the
+    two pairing requests they name (the config found through $WAKEFUL_CONFIG)."""
+    import json
+    import os
+    import subprocess
+    import sys
+    import time
+    from dataclasses import asdict
+
+    from tests.test_documented_commands import ROOT, shell_lines
+    from wakeful.channels.chat.pairing import PairingRequest, code_key, pending_key
+
+    lines = shell_lines(ROOT / "docs" / "chat.md")
+    assert lines == [
+        "wakeful pairing list",
+        "wakeful pairing approve telegram ABCD-EFGH",
+        "wakeful pairing deny slack WXYZ-2345",
+    ]
+    chat = LoopbackChat({OWNER})
+    async with await start(tmp_path, model_server, chat) as running:
+        now = time.time()
+        for platform, name, code, user in (("telegram", "loop", "ABCDEFGH", "5"),
+                                           ("slack", "work", "WXYZ2345", "U7")):  # fmt: skip
+            request = PairingRequest(platform, name, code, user, None, f"chat-{user}", "main",
+                                     now, now)  # fmt: skip
+            await state(chat).put_state(code_key(platform, code), json.dumps(asdict(request)))
+            await state(chat).put_state(pending_key(platform, name, user), code)
+        env = {
+            **os.environ,
+            "WAKEFUL_CONFIG": str(write_cli_config(tmp_path, running.url)),
+            "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}",
+        }
+
+        def run(line: str) -> str:
+            done = subprocess.run(line, shell=True, env=env, capture_output=True, text=True)
+            assert done.returncode == 0, (line, done.stdout, done.stderr)
+            return done.stdout
+
+        outputs = [await anyio.to_thread.run_sync(run, line) for line in lines]
+    assert "ABCD-EFGH" in outputs[0] and "WXYZ-2345" in outputs[0]
+    assert "is let in" in outputs[1] and "kept out" in outputs[2]
+    sent = await chat.client.wait_sent(1)
+    assert sent[0][:2] == ("chat-5", PAIRED_TEXT)
