@@ -155,14 +155,17 @@ async def test_typing_shows_while_the_run_is_active(
     model_server.push(Reply(text="slow " * 20, token_delay_s=0.02))
     chat = LoopbackChat({OWNER})
     async with await start(tmp_path, model_server, chat):
-        assert chat.inbound is not None
+        assert chat.inbound is not None and chat.indicator is not None
         await chat.inbound.receive(message(1, "hi"))
         await chat.client.wait_typing()
         await chat.client.wait_sent(1)
         assert set(chat.client.typing) == {f"chat-{OWNER}"}
-        after_reply = len(chat.client.typing)
-        await anyio.sleep(0.3)  # a few typing periods: none come after the run went idle
-        assert len(chat.client.typing) <= after_reply + 1
+        with anyio.fail_after(10):  # the run goes idle: typing stops
+            while chat.indicator.typing_in:
+                await anyio.sleep(0.01)
+        stopped_at = len(chat.client.typing)
+        await anyio.sleep(0.2)  # four typing periods: an indicator still going would show
+        assert len(chat.client.typing) == stopped_at
 
 
 @given(st.text(alphabet=st.sampled_from("ab \n`"), max_size=2000), st.integers(16, 300))

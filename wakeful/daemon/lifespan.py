@@ -187,7 +187,7 @@ async def _start(
     )
     router = Router(_classifier(settings, provider))
     dispatcher = Dispatcher(store, router, feed, group, deps)
-    gate.open(dispatcher.submit, outbox.deliverer.deliver_new)
+    gate.open(dispatcher.submit, outbox.deliverer.enqueue)
     daemon = ApiBackend(store, dispatcher, dispatcher.sessions, feed, provider, registrations)
     # Phase 2: components run (each supervised); sessions resume once all have started.
     await run_all(components, group, registrations)

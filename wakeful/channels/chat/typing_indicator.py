@@ -25,10 +25,16 @@ class TypingIndicator:
         self._inbound = inbound
         self._client = client
         self._every_s = every_s
+        self._busy: dict[str, anyio.CancelScope] = {}
+
+    @property
+    def typing_in(self) -> frozenset[str]:
+        """The sessions it shows "typing…" for now."""
+        return frozenset(self._busy)
 
     async def run(self) -> None:
         send, receive = anyio.create_memory_object_stream[FeedItem](256)
-        busy: dict[str, anyio.CancelScope] = {}
+        busy = self._busy
         with self._feed.observe(lambda item: self._pass_on(item, send)), receive:
             async with anyio.create_task_group() as group:
                 async for item in receive:
