@@ -161,8 +161,7 @@ async def test_typing_shows_while_the_run_is_active(
         await chat.client.wait_sent(1)
         assert set(chat.client.typing) == {f"chat-{OWNER}"}
         with anyio.fail_after(10):  # the run goes idle: typing stops
-            while chat.indicator.typing_in:
-                await anyio.sleep(0.01)
+            await chat.indicator.wait_stopped()
         stopped_at = len(chat.client.typing)
         await anyio.sleep(0.2)  # four typing periods: an indicator still going would show
         assert len(chat.client.typing) == stopped_at
