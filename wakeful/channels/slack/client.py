@@ -18,7 +18,6 @@ import httpx
 from wakeful.channels.slack.mrkdwn import to_mrkdwn
 from wakeful.daemon.outbox.channels import NeverDeliverable, TryLater
 
-DEFAULT_API_BASE = "https://slack.com/api"
 # Slack truncates a message's text past 40,000 characters, and asks for at most
 # 4,000 for readability; 3,900 leaves room for what mrkdwn escaping adds (&amp; …).
 MAX_CHARS = 3_900

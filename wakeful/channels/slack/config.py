@@ -8,9 +8,8 @@ from pathlib import Path
 from pydantic import Field, field_validator
 
 from wakeful.channels.chat.config import ChatPlatformConfig
-from wakeful.channels.slack.client import DEFAULT_API_BASE
-from wakeful.daemon.config_base import Section, reject_repeated_names
 
+DEFAULT_API_BASE = "https://slack.com/api"
 # Slack user ids: U… (or W… on Enterprise Grid), upper-case letters and digits.
 SLACK_USER_ID = re.compile(r"^[UW][A-Z0-9]{2,}$")
 
@@ -54,15 +53,3 @@ class SlackConfig(ChatPlatformConfig):
                 "'U0123ABCDEF' (profile → ⋮ → Copy member ID)"
             )
         return value
-
-
-class SlackSection(Section):
-    """The ``slack`` key of ``[chat]``: composed with the other platforms' in config_sections."""
-
-    slack: list[SlackConfig] = Field(default_factory=list)
-
-    @field_validator("slack")
-    @classmethod
-    def _unique_names(cls, entries: list[SlackConfig]) -> list[SlackConfig]:
-        reject_repeated_names([entry.name for entry in entries], "chat.slack")
-        return entries

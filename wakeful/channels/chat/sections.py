@@ -1,0 +1,35 @@
+"""The ``[chat]`` table: one list of accounts per platform (``[[chat.telegram]]``, …).
+
+Each platform defines its entry in its own package's ``config.py`` and adds one
+field here; the names must be unique within a platform (they name the channel
+``chat:<platform>:<name>``).
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field, field_validator
+
+from wakeful.channels.slack.config import SlackConfig
+from wakeful.daemon.config_base import Section, reject_repeated_names
+
+
+class ChatSection(Section):
+    """Chat platforms the daemon listens on; empty lists start nothing."""
+
+    # Platforms add their field here, e.g.
+    # telegram: list[TelegramConfig] = Field(default_factory=list, description=...)
+    # with a field_validator calling config_base.reject_repeated_names.
+    slack: list[SlackConfig] = Field(
+        default_factory=list,
+        description="Slack apps (Events API over HTTP at /chat/slack/<name>/events)",
+    )
+
+    @field_validator("slack")
+    @classmethod
+    def _unique_slack_names(cls, entries: list[SlackConfig]) -> list[SlackConfig]:
+        reject_repeated_names([entry.name for entry in entries], "chat.slack")
+        return entries
+
+
+class ChatSettings(BaseModel):
+    chat: ChatSection = Field(default_factory=ChatSection)
