@@ -24,6 +24,7 @@ from tests.fakes.slack_api import (
     message_envelope,
     url_verification,
 )
+from tests.redis_server import REDIS_URL
 
 pytestmark = pytest.mark.anyio
 
@@ -78,6 +79,7 @@ def model() -> Iterator[FakeModelServer]:
     with FakeModelServer() as server:
         server.responder = lambda body: Reply(text=f"**got** {said(body)}")
         yield server
+    assert server.violations == [], "invalid trajectories were sent to the model"
 
 
 @pytest.fixture
@@ -274,3 +276,23 @@ async def test_a_refused_token_shows_in_status_with_the_fix(
     assert "invalid_auth" in health["chat.slack:work"]["detail"]
     assert "bot_token_file" in health["chat.slack:work"]["detail"]
     assert "xoxb-revoked-token" not in str(health)
+
+
+async def test_on_redis_a_retried_message_is_one_event_and_a_stranger_gets_one_code(
+    tmp_path: Path, model: FakeModelServer, slack: FakeSlackApi, redis_prefix: str
+) -> None:
+    """The same guarantees with the Redis store (dedup, pairing state, outbox)."""
+    store = {"backend": "redis", "redis_url": REDIS_URL, "redis_prefix": redis_prefix}
+    entry = slack_entry(tmp_path, slack.api_base)
+    chat = {"slack": [entry]}
+    settings = daemon_settings(tmp_path / "data", model.base_url, store=store, chat=chat)
+    async with harness(settings) as daemon, httpx.AsyncClient() as http:
+        sender = SlackEventSender(f"{daemon.running.url}/chat/slack/work/events")
+        owner, stranger = message_envelope("on redis", user=OWNER), message_envelope("hi")
+        stranger["event"]["user"] = "U0STRANGER"
+        for envelope, retry in ((owner, 0), (owner, 1), (stranger, 0), (stranger, 1)):
+            assert (await sender.adeliver(http, envelope, retry_num=retry)).status_code == 200
+        assert len(await sent_replies(daemon, 2)) == 2
+    texts = sorted(post.text for post in slack.posts_snapshot())
+    assert texts[0] == "*got* on redis" and "pairing code" in texts[1] and len(texts) == 2
+    assert len(model.requests) == 1

@@ -91,6 +91,7 @@ def run_kills(tmp_path: Path, messages: int, kills: int, seed: int) -> dict[str,
                 delivery.join(timeout=60)
                 _wait_for_answer(slack, daemon, text)
             posts = slack.posts_snapshot()
+            violations = list(model.violations)
             forged = sender.deliver(message_envelope("hi", user=OWNER), secret="forged")
             with daemon.client() as client:
                 outbox = client.get("/api/sessions/main/outbox").json()["messages"]
@@ -107,6 +108,7 @@ def run_kills(tmp_path: Path, messages: int, kills: int, seed: int) -> dict[str,
         "sends": sends,
         "lines": lines,
         "forged": forged,
+        "violations": violations,
     }
 
 
@@ -126,6 +128,7 @@ def _wait_for_answer(slack: FakeSlackApi, daemon: DaemonProcess, text: str) -> N
 
 def assert_exactly_once(result: dict[str, Any], messages: int) -> int:
     """Every message in the conversation once and answered once; the count left unknown."""
+    assert result["violations"] == [], "invalid trajectories were sent to the model"
     said = Counter(
         str(m.get("content")).partition("] ")[2]
         for m in result["trajectory"]
