@@ -78,7 +78,10 @@ def run_kills(tmp_path: Path, messages: int, kills: int, seed: int) -> dict[str,
                 )
                 # A random kill point (it synchronises nothing): below zero the daemon is
                 # down when Slack first sends, so Slack's retries are what reach it.
+                # The first kill always comes before Slack's send, so its retries are tested.
                 delay = rng.uniform(-0.15, 0.35) if i in kill_at else None
+                if i == min(kill_at):
+                    delay = -0.1
                 if delay is not None and delay < 0:
                     daemon.kill()
                 delivery.start()
