@@ -30,6 +30,7 @@ import socket
 import threading
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from types import TracebackType
 from typing import Any, Literal
 
@@ -213,14 +214,11 @@ class FakeTelegramApi:
         with self._cond:
             return list(self.sent)
 
-    def wait_for_polls(self, n: int, timeout_s: float = 10.0) -> None:
-        self.wait_for(
-            lambda: len(self.get_updates_offsets) >= n, timeout_s, f"{n} getUpdates calls"
+    async def until(self, condition: Any, timeout_s: float = 10.0, what: str = "condition") -> None:
+        """:meth:`wait_for` from async code, without blocking its event loop."""
+        await anyio.to_thread.run_sync(
+            self.wait_for, condition, timeout_s, what, abandon_on_cancel=True
         )
-
-    def wait_for_confirmed(self, timeout_s: float = 10.0) -> None:
-        """Until every update so far was confirmed (a getUpdates passed an offset beyond it)."""
-        self.wait_for(lambda: not self.updates, timeout_s, "all updates confirmed")
 
     async def await_sent(self, n: int, timeout_s: float = 10.0) -> list[SentMessage]:
         return await anyio.to_thread.run_sync(
@@ -441,6 +439,25 @@ class FakeTelegramApi:
         tb: TracebackType | None,
     ) -> None:
         self.close()
+
+
+def bot_config(fake: FakeTelegramApi, directory: Path, **overrides: Any) -> dict[str, Any]:
+    """A ``[[chat.telegram]]`` entry for this fake; the token (and webhook secret) in files."""
+    token_file = directory / "telegram-token"
+    token_file.write_text(fake.token + "\n")
+    entry: dict[str, Any] = {
+        "name": "tg",
+        "bot_token_file": str(token_file),
+        "api_base": fake.base_url,
+        "poll_timeout_s": 10,
+        "retry_min_s": 0.05,
+        "retry_max_s": 0.5,
+    }
+    if overrides.get("mode") == "webhook":
+        secret_file = directory / "telegram-secret"
+        secret_file.write_text("webhook-secret_0123456789abcdef\n")
+        entry["secret_token_file"] = str(secret_file)
+    return entry | overrides
 
 
 class _Down(Exception):

@@ -30,6 +30,7 @@ class WebhookReceiver:
     """The route's handler for one bot."""
 
     def __init__(self, secret_token: str, handle: HandleUpdate) -> None:
+        self.secret = secret_token  # given to setWebhook
         self._secret = secret_token.encode()
         self._handle = handle
         self.received = 0
