@@ -18,17 +18,17 @@ from typing import Any
 
 import pytest
 
-from tests.daemon_harness import last_user_text
 from tests.daemon_process import DaemonProcess, free_port, write_config
 from tests.fakes.model_server import FakeModelServer, Reply
 from tests.fakes.telegram_api import FakeTelegramApi, SentMessage, bot_config
+from tests.test_telegram_channel import said
 
 OWNER = 4242
 FILLER = " and more" * 20  # streamed slowly, so a kill can land mid-stream
 
 
 def slow_echo(body: dict[str, Any]) -> Reply:
-    return Reply(text=f"answer to {last_user_text(body)}{FILLER}", token_delay_s=0.02)
+    return Reply(text=f"answer to {said(body)}{FILLER}", token_delay_s=0.02)
 
 
 def toml_table(name: str, entry: dict[str, Any]) -> str:
@@ -55,7 +55,9 @@ class Conversation:
         self.telegram.user_says(OWNER, text)
 
     def answers_to(self, text: str) -> list[SentMessage]:
-        return [m for m in self.telegram.sent_to(OWNER) if m.visible.startswith(f"answer to {text} ")]
+        return [
+            m for m in self.telegram.sent_to(OWNER) if m.visible.startswith(f"answer to {text} ")
+        ]
 
     def wait_until_answered(self, text: str, timeout_s: float = 30.0) -> None:
         self.telegram.wait_for(lambda: bool(self.answers_to(text)), timeout_s, f"answer to {text}")
@@ -63,7 +65,7 @@ class Conversation:
     def model_heard(self, text: str) -> None:
         """Until a model request carrying ``text`` as its last user message has arrived."""
         deadline = time.monotonic() + 20
-        while not any(last_user_text(r.body) == text for r in self.model.requests):
+        while not any(said(r.body) == text for r in self.model.requests):
             self.model.wait_for_requests(len(self.model.requests) + 1, deadline - time.monotonic())
 
     def outbox(self) -> list[dict[str, Any]]:
@@ -85,8 +87,9 @@ class Conversation:
             time.sleep(0.05)
         raise TimeoutError(f"the answer to {text!r} never waited for a retry")
 
-    def restart(self) -> None:
+    def restart(self, *, while_dead: Callable[[], None] = lambda: None) -> None:
         self.daemon.kill()
+        while_dead()
         self.daemon = DaemonProcess(self.config, self.port).start()
 
 
@@ -103,8 +106,7 @@ def kill_after_the_answer_arrived(c: Conversation, text: str) -> None:
 def kill_while_telegram_is_down(c: Conversation, text: str) -> None:
     c.telegram.fail("down", methods={"sendMessage"})
     c.wait_for_failed_attempt(text)
-    c.restart()
-    c.telegram.recover()
+    c.restart(while_dead=c.telegram.recover)  # the new daemon's first try succeeds
 
 
 def kill_at_once(c: Conversation, text: str) -> None:

@@ -148,6 +148,7 @@ class FakeTelegramApi:
         self._message_ids = itertools.count(1000)
         self._cond = threading.Condition()
         self._closing = False
+        self._long_polls = 0  # getUpdates calls waiting: close() lets them answer first
         self._socket = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         self._socket.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self._socket.bind(("127.0.0.1", 0))
@@ -305,7 +306,16 @@ class FakeTelegramApi:
             self._cond.notify_all()
         timeout = float(params.get("timeout") or 0)
         limit = int(params.get("limit") or 100)
-        found = await anyio.to_thread.run_sync(self._wait_updates, timeout, abandon_on_cancel=True)
+        with self._cond:
+            self._long_polls += 1
+        try:
+            found = await anyio.to_thread.run_sync(
+                self._wait_updates, timeout, abandon_on_cancel=True
+            )
+        finally:
+            with self._cond:
+                self._long_polls -= 1
+                self._cond.notify_all()
         self._record("getUpdates", params, 200)
         return found[:limit]
 
@@ -423,6 +433,8 @@ class FakeTelegramApi:
         with self._cond:
             self._closing = True
             self._cond.notify_all()
+            # Answered, not cut off: uvicorn logs a cancelled request as an error.
+            self._cond.wait_for(lambda: self._long_polls == 0, 2.0)
         if self._server is not None:
             self._server.stop()
         for thread in self._threads:

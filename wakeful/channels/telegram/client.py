@@ -36,8 +36,9 @@ class TelegramClient:
         self._api = api
         self._resume_at = 0.0  # monotonic: Telegram's retry_after, not yet passed
 
-    async def send_text(self, address: str, text: str) -> None:
-        """``text`` is Markdown of at most ``max_chars``; sent as HTML, as plain text if refused."""
+    async def send_text(self, address: str, text: str, *, ref: str = "") -> None:
+        """``text`` is Markdown of at most ``max_chars``; sent as HTML, as plain text if refused.
+        (``ref`` is unused: the Bot API has no idempotency key for sendMessage.)"""
         self._wait_for_rate_limit()
         chat_id = _chat_id(address)
         try:

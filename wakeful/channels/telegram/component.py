@@ -93,14 +93,18 @@ class TelegramComponent:
         setup.add_status(self.name, self._status)
 
     async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
-        typing = TypingIndicator(self.setup.feed, self.inbound, self.client, self.config.typing_every_s)
+        typing = TypingIndicator(
+            self.setup.feed, self.inbound, self.client, self.config.typing_every_s
+        )
         async with anyio.create_task_group() as group:
             group.start_soon(typing.run, name=f"{self.name} typing")
             task_status.started()
             await self._until_done("getMe", self._introduce)
             if self.receiver is not None:
                 await self._until_done("setWebhook", self._set_webhook)
-                self.health.working(f"webhook at {self.config.public_url}{self.config.webhook_path}")
+                self.health.working(
+                    f"webhook at {self.config.public_url}{self.config.webhook_path}"
+                )
             else:
                 await self._until_done("deleteWebhook", self._delete_webhook)
                 await self.poller.run()

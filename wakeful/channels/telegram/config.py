@@ -8,50 +8,76 @@ from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
+from wakeful.channels.chat.config import ChatPlatformConfig
 from wakeful.daemon.config_base import Section, reject_repeated_names
-from wakeful.events import SESSION_PATTERN
 
-# The name is part of the webhook route /chat/telegram/<name>/webhook and of state keys.
-BOT_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 # What Telegram accepts as a webhook secret_token (setWebhook).
 SECRET_TOKEN = re.compile(r"^[A-Za-z0-9_-]{1,256}$")
 
 
-class TelegramConfig(Section):
+class TelegramConfig(ChatPlatformConfig):
     """One bot: where its token is, how updates arrive, who may talk to it."""
 
-    name: str = Field(min_length=1, examples=["tg"])
-    bot_token_file: Path = Field(examples=["/etc/wakeful/telegram-token"])
-    api_base: str = Field(default="https://api.telegram.org", examples=["https://api.telegram.org"])
-    mode: Literal["polling", "webhook"] = Field(default="polling", examples=["polling"])
-    allowed_user_ids: list[int] = Field(default_factory=list, examples=[[123456789]])
-    session: str = Field(default="main", examples=["main"])
-    # Webhook mode: Telegram POSTs to <public_url>/chat/telegram/<name>/webhook and sends
-    # the secret in X-Telegram-Bot-Api-Secret-Token.
-    public_url: str | None = Field(default=None, examples=["https://wakeful.example.com"])
-    secret_token_file: Path | None = Field(
-        default=None, examples=["/etc/wakeful/telegram-webhook-secret"]
+    bot_token_file: Path = Field(
+        description="File holding the bot token from @BotFather (never logged).",
+        examples=["/etc/wakeful/telegram-token"],
     )
-    poll_timeout_s: int = Field(default=30, ge=0, le=50, examples=[30])
-    typing_every_s: float = Field(default=4.0, gt=0, examples=[4.0])
-    retry_min_s: float = Field(default=1.0, gt=0, examples=[1.0])
-    retry_max_s: float = Field(default=60.0, gt=0, examples=[60.0])
-
-    @field_validator("name")
-    @classmethod
-    def _url_safe_name(cls, value: str) -> str:
-        if not BOT_NAME.match(value):
-            raise ValueError(
-                "must be 1-64 letters, digits and _.- (it is in the URL /chat/telegram/<name>/...)"
-            )
-        return value
-
-    @field_validator("session")
-    @classmethod
-    def _session_name(cls, value: str) -> str:
-        if not SESSION_PATTERN.match(value):
-            raise ValueError("must be 'per-user' or a session name such as 'main'")
-        return value
+    api_base: str = Field(
+        default="https://api.telegram.org",
+        description="Bot API address; tests and self-hosted Bot API servers set it.",
+        examples=["https://api.telegram.org"],
+    )
+    mode: Literal["polling", "webhook"] = Field(
+        default="polling",
+        description=(
+            "How updates arrive: long polling (getUpdates; works behind NAT) or a webhook "
+            "(Telegram POSTs to public_url; needs secret_token_file)."
+        ),
+        examples=["polling"],
+    )
+    allowed_user_ids: list[int] = Field(
+        default_factory=list,
+        description=(
+            "Telegram user ids of the owners; anyone else gets a pairing code "
+            "(`wakeful pairing approve telegram <code>`)."
+        ),
+        examples=[[123456789]],
+    )
+    public_url: str | None = Field(
+        default=None,
+        description=(
+            "Webhook mode: the https:// address Telegram reaches the daemon at; updates "
+            "go to <public_url>/chat/telegram/<name>/webhook."
+        ),
+        examples=["https://wakeful.example.com"],
+    )
+    secret_token_file: Path | None = Field(
+        default=None,
+        description=(
+            "Webhook mode: file holding the secret Telegram sends in "
+            "X-Telegram-Bot-Api-Secret-Token (1-256 of A-Z a-z 0-9 _ -)."
+        ),
+        examples=["/etc/wakeful/telegram-webhook-secret"],
+    )
+    poll_timeout_s: int = Field(
+        default=30,
+        ge=0,
+        le=50,
+        description="Polling mode: how long one getUpdates long poll waits for news.",
+        examples=[30],
+    )
+    typing_every_s: float = Field(
+        default=4.0,
+        gt=0,
+        description="How often 'typing…' is renewed while a run is active (it lasts 5 s).",
+        examples=[4.0],
+    )
+    retry_min_s: float = Field(
+        default=1.0, gt=0, description="First backoff after a Bot API failure.", examples=[1.0]
+    )
+    retry_max_s: float = Field(
+        default=60.0, gt=0, description="Longest backoff between Bot API retries.", examples=[60.0]
+    )
 
     @field_validator("api_base", "public_url")
     @classmethod
@@ -80,7 +106,9 @@ class TelegramConfig(Section):
 class TelegramSettings(Section):
     """The ``telegram`` list of the ``[chat]`` section."""
 
-    telegram: list[TelegramConfig] = Field(default_factory=list)
+    telegram: list[TelegramConfig] = Field(
+        default_factory=list, description="Telegram bots, one [[chat.telegram]] table each"
+    )
 
     @field_validator("telegram")
     @classmethod
