@@ -1,0 +1,185 @@
+"""Chat platform latency: a Telegram message → the model, and the model's end → Telegram.
+
+The daemon runs in-process (tests/daemon_harness.py) with one `[[chat.telegram]]`
+bot in polling mode against the fake Bot API (tests/fakes/telegram_api.py),
+and the fake model server; both fakes run in threads of this process, the
+same for both paths. Each iteration uses a fresh session (Telegram: a new
+user, `session = "per-user"`; HTTP: a new session name), so every message
+finds an idle agent. The two paths alternate, one warm-up of each first.
+
+* chat → model: from the fake Telegram queuing the update (what a long poll
+  wakes on) to the model server's `received_at` of the request; next to the
+  HTTP API path, from just before `POST /api/messages` to `received_at`.
+* reply → platform: from the model server writing the stream's last event
+  ([DONE]) to the fake Telegram receiving `sendMessage`; next to the HTTP API
+  path, from [DONE] to the `reply` item arriving on the session's SSE stream
+  (`GET /api/sessions/{s}/stream`, opened before the message is sent).
+
+Targets (issue 11): chat → model within 2× the HTTP path; reply → platform
+within 10 ms p99 of the model finishing.
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx
+
+from bench.common import (
+    LATENCY_HEADER,
+    iterations_parser,
+    ms_row,
+    percentile,
+    print_table,
+    quiet_daemon_logs,
+)
+from tests.daemon_harness import Harness, daemon_settings, harness
+from tests.fakes.model_server import FakeModelServer, RecordedRequest, Reply
+from tests.fakes.telegram_api import FakeTelegramApi, bot_config
+from wakeful.channels.telegram.client import TelegramClient
+
+FIRST_USER = 10_000
+HANDED_TO_CLIENT: list[float] = []  # when TelegramClient.send_text was called, in order
+
+
+def stamp_client_calls() -> None:
+    """Split reply → platform into the daemon's part and the Bot API call's."""
+    original = TelegramClient.send_text
+
+    async def stamped(self: TelegramClient, address: str, text: str, *, ref: str = "") -> None:
+        HANDED_TO_CLIENT.append(time.monotonic())
+        await original(self, address, text, ref=ref)
+
+    TelegramClient.send_text = stamped  # type: ignore[method-assign]
+
+
+REPLY = "Here is the answer, in a few tokens as a model would stream it."
+
+
+class StampedModelServer(FakeModelServer):
+    """The fake model server, also noting when each stream's last event went out."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.finished_at: dict[int, float] = {}
+        self.responder = lambda _body: Reply(text=REPLY)
+
+    def _finish(self, record: RecordedRequest, *, aborted: bool) -> None:
+        if not aborted:
+            self.finished_at.setdefault(record.index, time.monotonic())
+        super()._finish(record, aborted=aborted)
+
+    async def await_finished(self, index: int) -> float:
+        await self.await_completion(index)
+        return self.finished_at[index]
+
+
+async def telegram_iteration(
+    model: StampedModelServer, telegram: FakeTelegramApi, i: int
+) -> tuple[float, float, float]:
+    index, sent_before = len(model.requests), len(telegram.sent)
+    queued = time.monotonic()
+    telegram.user_says(FIRST_USER + i, f"hello #{i}")
+    request = (await model.await_requests(index + 1))[index]
+    finished = await model.await_finished(index)
+    sent = (await telegram.await_sent(sent_before + 1))[sent_before]
+    handed = HANDED_TO_CLIENT[sent_before]
+    return request.received_at - queued, sent.received_at - finished, handed - finished
+
+
+async def http_iteration(h: Harness, model: StampedModelServer, i: int) -> tuple[float, float]:
+    session = f"bench-http-{i}"
+    index = len(model.requests)
+    async with sse_replies(h, session) as replies:
+        posted = time.monotonic()
+        await h.send(f"hello #{i}", session=session)
+        request = (await model.await_requests(index + 1))[index]
+        arrived = await replies.receive()
+    finished = await model.await_finished(index)
+    return request.received_at - posted, arrived - finished
+
+
+@asynccontextmanager
+async def sse_replies(h: Harness, session: str) -> AsyncIterator[Any]:
+    """The session's SSE stream, open and live; yields a stream of `reply` arrival times."""
+    send, receive = anyio.create_memory_object_stream[float](8)
+    ready = anyio.Event()
+
+    async def read(response: httpx.Response) -> None:
+        kind = ""
+        async for line in response.aiter_lines():
+            if line.startswith(": ready"):
+                ready.set()
+            elif line.startswith("event: "):
+                kind = line.removeprefix("event: ")
+            elif line.startswith("data: ") and kind == "reply":
+                stamp = time.monotonic()
+                json.loads(line.removeprefix("data: "))
+                await send.send(stamp)
+
+    async with (
+        h.client.stream("GET", f"/api/sessions/{session}/stream", timeout=None) as response,
+        anyio.create_task_group() as group,
+    ):
+        group.start_soon(read, response)
+        await ready.wait()
+        yield receive
+        group.cancel_scope.cancel()
+
+
+async def main(n: int) -> None:
+    quiet_daemon_logs()
+    stamp_client_calls()
+    keys = ("tg_in", "tg_out", "tg_handed", "http_in", "http_out")
+    samples: dict[str, list[float]] = {key: [] for key in keys}
+    with (
+        tempfile.TemporaryDirectory() as tmp,
+        StampedModelServer() as model,
+        FakeTelegramApi() as tg,
+    ):
+        users = list(range(FIRST_USER, FIRST_USER + n + 1))
+        bot = bot_config(tg, Path(tmp), allowed_user_ids=users, session="per-user")
+        settings = daemon_settings(Path(tmp) / "data", model.base_url, chat={"telegram": [bot]})
+        async with harness(settings) as h:
+            await tg.until(lambda: len(tg.get_updates_offsets) >= 1)  # the bot is polling
+            for i in range(n + 1):  # the first of each is an unmeasured warm-up
+                measured = await telegram_iteration(model, tg, i)
+                measured += await http_iteration(h, model, i)
+                if i:
+                    for key, value in zip(keys, measured, strict=True):
+                        samples[key].append(value)
+            report(samples)
+        assert model.violations == [], model.violations
+
+
+def report(samples: dict[str, list[float]]) -> None:
+    print_table(
+        LATENCY_HEADER,
+        [
+            ms_row("HTTP: POST /api/messages → model request", samples["http_in"]),
+            ms_row("Telegram: update queued → model request", samples["tg_in"]),
+            ms_row("HTTP: model [DONE] → SSE reply", samples["http_out"]),
+            ms_row("Telegram: model [DONE] → sendMessage received", samples["tg_out"]),
+            ms_row("  of which [DONE] → TelegramClient.send_text", samples["tg_handed"]),
+        ],
+    )
+    for q in (50, 99):
+        ratio = percentile(samples["tg_in"], q) / percentile(samples["http_in"], q)
+        print(f"chat → model / HTTP → model at p{q}: {ratio:.2f}× (target ≤ 2×)")
+    p99 = percentile(samples["tg_out"], 99) * 1000
+    print(f"reply → Telegram p99: {p99:.2f} ms after the model finished (target ≤ 10 ms)")
+    client = [o - h for o, h in zip(samples["tg_out"], samples["tg_handed"], strict=True)]
+    call_p99 = percentile(client, 99) * 1000
+    print(f"the Bot API call itself (send_text → received), p99: {call_p99:.2f} ms")
+
+
+if __name__ == "__main__":
+    parser = iterations_parser(__doc__.splitlines()[0], default_n=100)
+    anyio.run(main, parser.parse_args().n)
