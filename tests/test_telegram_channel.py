@@ -86,6 +86,27 @@ async def test_an_unknown_sender_gets_a_pairing_code_and_never_reaches_the_model
 
 
 @pytest.mark.anyio
+async def test_an_approved_stranger_reaches_the_model(
+    tmp_path: Path, model_server: FakeModelServer, telegram: FakeTelegramApi
+) -> None:
+    """The owner approves the code the stranger was sent; their next message is heard."""
+    model_server.responder = echo
+    async with daemon(tmp_path, model_server, telegram, session="per-user") as h:
+        telegram.user_says(STRANGER, "let me in", username="stranger")
+        [asked] = await telegram.await_sent(1)
+        code = next(line for line in asked.visible.splitlines() if re.fullmatch(r"\w{4}-\w+", line))
+        answer = await h.client.post(f"/api/pairing/telegram/{code}", json={"decision": "approve"})
+        assert answer.status_code == 200, answer.text
+        await telegram.await_sent(2)  # "you're paired"
+        telegram.user_says(STRANGER, "now?", username="stranger")
+        [*_, reply] = await telegram.await_sent(3)
+        own_session = await h.trajectory(f"telegram:tg:{STRANGER}")
+    assert (reply.chat_id, reply.visible) == (STRANGER, "answer to now?")
+    assert [said(r.body) for r in model_server.requests] == ["now?"]
+    assert [m["role"] for m in own_session][-2:] == ["user", "assistant"]
+
+
+@pytest.mark.anyio
 async def test_a_restart_resumes_from_the_stored_offset(
     tmp_path: Path, model_server: FakeModelServer, telegram: FakeTelegramApi
 ) -> None:

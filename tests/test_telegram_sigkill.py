@@ -49,6 +49,7 @@ class Conversation:
             config.write(toml_table("chat.telegram", entry))
         self.daemon = DaemonProcess(self.config, self.port).start()
         self.said: list[str] = []
+        self.earlier_logs: list[str] = []  # of the daemons killed so far
 
     def say(self, text: str) -> None:
         self.said.append(text)
@@ -89,6 +90,7 @@ class Conversation:
 
     def restart(self, *, while_dead: Callable[[], None] = lambda: None) -> None:
         self.daemon.kill()
+        self.earlier_logs += self.daemon.lines
         while_dead()
         self.daemon = DaemonProcess(self.config, self.port).start()
 
@@ -143,6 +145,9 @@ def run_rounds(c: Conversation, kills: int) -> None:
     c.wait_until_answered("last")
     doubled = {text: len(c.answers_to(text)) for text in c.said if len(c.answers_to(text)) != 1}
     assert doubled == {}, f"messages not answered exactly once: {doubled}"
+    logs = c.earlier_logs + c.daemon.lines
+    assert any("telegram bot ready" in line for line in logs)
+    assert not [line for line in logs if c.telegram.token in line], "the bot token was logged"
 
 
 def test_killed_repeatedly_every_message_is_answered_exactly_once(
