@@ -72,6 +72,22 @@ async def test_an_owners_message_is_answered_once_in_the_same_chat(
 
 
 @pytest.mark.anyio
+async def test_updates_without_text_move_the_offset_and_nothing_else(
+    tmp_path: Path, model_server: FakeModelServer, telegram: FakeTelegramApi
+) -> None:
+    """A sticker and another bot's message are skipped; the text after them is answered."""
+    model_server.responder = echo
+    async with daemon(tmp_path, model_server, telegram):
+        telegram.user_says(OWNER, None)
+        telegram.user_says(OWNER + 1, "beep", is_bot=True)
+        last = telegram.user_says(OWNER, "words")
+        [sent] = await telegram.await_sent(1)
+        await telegram.until(lambda: last["update_id"] + 1 in telegram.get_updates_offsets)
+    assert sent.visible == "answer to words"
+    assert [said(r.body) for r in model_server.requests] == ["words"]
+
+
+@pytest.mark.anyio
 async def test_an_unknown_sender_gets_a_pairing_code_and_never_reaches_the_model(
     tmp_path: Path, model_server: FakeModelServer, telegram: FakeTelegramApi
 ) -> None:

@@ -164,9 +164,16 @@ class FakeTelegramApi:
     # --- what people do ----------------------------------------------------
 
     def user_says(
-        self, user_id: int, text: str, *, chat_id: int | None = None, username: str = "owner"
+        self,
+        user_id: int,
+        text: str | None,
+        *,
+        chat_id: int | None = None,
+        username: str = "owner",
+        is_bot: bool = False,
     ) -> dict[str, Any]:
-        """A private message from ``user_id`` (its chat id is the user id unless given)."""
+        """A private message from ``user_id`` (its chat id is the user id unless given);
+        ``text=None``: a message without text (a sticker)."""
         chat = chat_id if chat_id is not None else user_id
         with self._cond:
             update = {
@@ -175,13 +182,13 @@ class FakeTelegramApi:
                     "message_id": next(self._message_ids),
                     "from": {
                         "id": user_id,
-                        "is_bot": False,
+                        "is_bot": is_bot,
                         "first_name": username.title(),
                         "username": username,
                     },
                     "chat": {"id": chat, "type": "private" if chat == user_id else "group"},
                     "date": int(time.time()),
-                    "text": text,
+                    **({"text": text} if text is not None else {"sticker": {"emoji": "👍"}}),
                 },
             }
             self.known_chats.add(chat)

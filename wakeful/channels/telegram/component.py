@@ -9,6 +9,7 @@ the bot's health, and the component stays up.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import anyio
@@ -118,8 +119,8 @@ class TelegramComponent:
 
     async def _introduce(self) -> None:
         me = await self.api.call("getMe")
-        self.username = str(me.get("username", "")) if isinstance(me, dict) else ""
-        log.info("telegram bot ready", bot=self.config.name, username=self.username)
+        username = me.get("username", "") if isinstance(me, dict) else ""
+        log.info("telegram bot ready", bot=self.config.name, username=username)
 
     async def _set_webhook(self) -> None:
         assert self.receiver is not None and self.config.public_url is not None
@@ -132,7 +133,7 @@ class TelegramComponent:
         # getUpdates answers 409 while a webhook is set (say, from an earlier webhook mode).
         await self.api.call("deleteWebhook", {"drop_pending_updates": False})
 
-    async def _until_done(self, what: str, step: Any) -> None:
+    async def _until_done(self, what: str, step: Callable[[], Awaitable[None]]) -> None:
         while True:
             try:
                 await step()

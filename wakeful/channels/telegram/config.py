@@ -46,8 +46,9 @@ class TelegramConfig(ChatPlatformConfig):
     public_url: str | None = Field(
         default=None,
         description=(
-            "Webhook mode: the https:// address Telegram reaches the daemon at; updates "
-            "go to <public_url>/chat/telegram/<name>/webhook."
+            "Webhook mode: the https:// address Telegram reaches the daemon at (a reverse "
+            "proxy; add its host name to [server] allowed_hosts); updates go to "
+            "<public_url>/chat/telegram/<name>/webhook."
         ),
         examples=["https://wakeful.example.com"],
     )
@@ -61,7 +62,7 @@ class TelegramConfig(ChatPlatformConfig):
     )
     poll_timeout_s: int = Field(
         default=30,
-        ge=0,
+        ge=1,
         le=50,
         description="Polling mode: how long one getUpdates long poll waits for news.",
         examples=[30],

@@ -34,6 +34,8 @@ def platform_message(update: dict[str, Any]) -> PlatformMessage | None:
         return None
     if sender.get("is_bot") or "id" not in sender or "id" not in chat:
         return None
+    if not isinstance(message.get("message_id"), int):
+        return None
     date = message.get("date")
     return PlatformMessage(
         # message_id is unique within its chat for good, while update ids may restart

@@ -19,6 +19,7 @@ from starlette.responses import JSONResponse, Response
 
 from wakeful.channels.telegram.polling import HandleUpdate
 from wakeful.channels.telegram.updates import update_id
+from wakeful.daemon.front_door import DaemonUnavailable
 
 log = structlog.get_logger(__name__)
 
@@ -49,8 +50,11 @@ class WebhookReceiver:
             update_id(update)
         except (ValueError, TypeError, AttributeError) as exc:
             return _error(400, f"the body is not a Telegram Update: {exc}")
-        # A failure here answers 500, so Telegram sends the update again later.
-        await self._handle(update, None)
+        try:
+            await self._handle(update, None)
+        except DaemonUnavailable as exc:  # stopping, or the store is down: Telegram retries
+            headers = {"Retry-After": str(exc.retry_after_s)}
+            return JSONResponse({"error": str(exc)}, status_code=503, headers=headers)
         self.received += 1
         return Response(status_code=200)
 
