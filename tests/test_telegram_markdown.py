@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.fakes.telegram_api import CannotParse, visible_text
+from tests.fakes.telegram_entities import CannotParse, visible_text
 from wakeful.channels.telegram.markdown import to_telegram_html
 
 CASES = [

@@ -22,7 +22,6 @@ retry_after, 500) until :meth:`recover`.
 
 from __future__ import annotations
 
-import html
 import itertools
 import json
 import re
@@ -40,51 +39,13 @@ import uvicorn
 from uvicorn._types import ASGIReceiveCallable, ASGISendCallable, Scope
 
 from tests.fakes.model_server import _read_body, _Uvicorn
+from tests.fakes.telegram_entities import CannotParse, visible_text
 
 TOKEN = "123456:fake-telegram-bot-token-ABCdef"
 BOT_USER = {"id": 123456, "is_bot": True, "first_name": "Wakeful", "username": "wakeful_bot"}
 MAX_TEXT = 4096
 _PATH = re.compile(r"^/bot([^/]+)/([A-Za-z]+)$")
-_TAG = re.compile(r"<(/?)([a-zA-Z][a-zA-Z-]*)((?:\s[^<>]*)?)>")
-_ENTITY = re.compile(r"&(?:lt|gt|amp|quot|#\d+|#x[0-9a-fA-F]+);")
-_TAGS = {"b", "strong", "i", "em", "u", "ins", "s", "strike", "del", "span", "tg-spoiler",
-         "a", "tg-emoji", "code", "pre", "blockquote"}  # fmt: skip
 Failure = Literal["down", "429", "500"]
-
-
-class CannotParse(ValueError):
-    """Telegram's 400 "can't parse entities"."""
-
-
-def visible_text(text: str) -> str:
-    """What a user sees of a parse_mode HTML text; CannotParse where Telegram refuses it."""
-    stack: list[str] = []
-    out: list[str] = []
-    position = 0
-    for match in _TAG.finditer(text):
-        out.append(_plain(text[position : match.start()], match.start()))
-        position = match.end()
-        closing, name = match.group(1), match.group(2).lower()
-        if name not in _TAGS:
-            raise CannotParse(f'Unsupported start tag "{name}" at byte offset {match.start()}')
-        if not closing:
-            stack.append(name)
-        elif not stack or stack.pop() != name:
-            raise CannotParse(
-                f'Unmatched end tag at byte offset {match.start()}, expected "</{name}>"'
-            )
-    out.append(_plain(text[position:], position))
-    if stack:
-        raise CannotParse(f'Can\'t find end tag corresponding to start tag "{stack[-1]}"')
-    return "".join(out)
-
-
-def _plain(piece: str, offset: int) -> str:
-    if "<" in piece or ">" in piece:
-        raise CannotParse(f"Unexpected end of name token at byte offset {offset}")
-    if piece.count("&") != len(_ENTITY.findall(piece)):
-        raise CannotParse(f"Character entity expected at byte offset {offset}")
-    return html.unescape(piece)
 
 
 @dataclass
@@ -134,7 +95,6 @@ class FakeTelegramApi:
     def __init__(self, token: str = TOKEN) -> None:
         self.token = token
         self.updates: list[dict[str, Any]] = []  # not yet confirmed
-        self.update_count = 0
         self.sent: list[SentMessage] = []
         self.actions: list[tuple[int | str, str, float]] = []
         self.calls: list[Call] = []
@@ -142,7 +102,6 @@ class FakeTelegramApi:
         self.blocked_chats: set[int] = set()
         self.known_chats: set[int] = set()
         self.webhook: _Webhook | None = None
-        self.webhook_sets: list[dict[str, Any]] = []
         self._failure: _FailureMode | None = None
         self._ids = itertools.count(1)
         self._message_ids = itertools.count(1000)
@@ -193,7 +152,6 @@ class FakeTelegramApi:
             }
             self.known_chats.add(chat)
             self.updates.append(update)
-            self.update_count += 1
             self._cond.notify_all()
         return update
 
@@ -381,7 +339,6 @@ class FakeTelegramApi:
             )
         with self._cond:
             self.webhook = _Webhook(url, secret)
-            self.webhook_sets.append(params)
             self._cond.notify_all()
         if self._pusher is None or not self._pusher.is_alive():
             self._pusher = self._start_thread(self._push_webhook, "fake-telegram-webhook")
