@@ -44,20 +44,33 @@ from tests.daemon_harness import Harness, daemon_settings, harness
 from tests.fakes.model_server import FakeModelServer, RecordedRequest, Reply
 from tests.fakes.telegram_api import FakeTelegramApi, bot_config
 from wakeful.channels.telegram.client import TelegramClient
+from wakeful.daemon.outbox.record import OutgoingMessage
+from wakeful.daemon.outbox.service import Outbox
 
 FIRST_USER = 10_000
 HANDED_TO_CLIENT: list[float] = []  # when TelegramClient.send_text was called, in order
+OUTBOX_SENDS: dict[str, float] = {}  # session → when the session loop called Outbox.send
 
 
-def stamp_client_calls() -> None:
-    """Split reply → platform into the daemon's part and the Bot API call's."""
-    original = TelegramClient.send_text
+def stamp_calls() -> None:
+    """Split reply → platform: the session loop until Outbox.send, the outbox until the
+    channel's client, the Bot API call."""
+    send_text, outbox_send = TelegramClient.send_text, Outbox.send
 
-    async def stamped(self: TelegramClient, address: str, text: str, *, ref: str = "") -> None:
+    async def stamped_send_text(
+        self: TelegramClient, address: str, text: str, *, ref: str = ""
+    ) -> None:
         HANDED_TO_CLIENT.append(time.monotonic())
-        await original(self, address, text, ref=ref)
+        await send_text(self, address, text, ref=ref)
 
-    TelegramClient.send_text = stamped  # type: ignore[method-assign]
+    async def stamped_outbox_send(
+        self: Outbox, session: str, text: str, **kwargs: Any
+    ) -> OutgoingMessage:
+        OUTBOX_SENDS.setdefault(session, time.monotonic())
+        return await outbox_send(self, session, text, **kwargs)
+
+    TelegramClient.send_text = stamped_send_text  # type: ignore[method-assign]
+    Outbox.send = stamped_outbox_send  # type: ignore[method-assign]
 
 
 REPLY = "Here is the answer, in a few tokens as a model would stream it."
@@ -83,7 +96,7 @@ class StampedModelServer(FakeModelServer):
 
 async def telegram_iteration(
     model: StampedModelServer, telegram: FakeTelegramApi, i: int
-) -> tuple[float, float, float]:
+) -> tuple[float, float, float, float]:
     index, sent_before = len(model.requests), len(telegram.sent)
     queued = time.monotonic()
     telegram.user_says(FIRST_USER + i, f"hello #{i}")
@@ -91,7 +104,9 @@ async def telegram_iteration(
     finished = await model.await_finished(index)
     sent = (await telegram.await_sent(sent_before + 1))[sent_before]
     handed = HANDED_TO_CLIENT[sent_before]
-    return request.received_at - queued, sent.received_at - finished, handed - finished
+    outbox = OUTBOX_SENDS[f"telegram:tg:{FIRST_USER + i}"]
+    in_, out = request.received_at - queued, sent.received_at - finished
+    return in_, out, outbox - finished, handed - finished
 
 
 async def http_iteration(h: Harness, model: StampedModelServer, i: int) -> tuple[float, float]:
@@ -136,8 +151,8 @@ async def sse_replies(h: Harness, session: str) -> AsyncIterator[Any]:
 
 async def main(n: int) -> None:
     quiet_daemon_logs()
-    stamp_client_calls()
-    keys = ("tg_in", "tg_out", "tg_handed", "http_in", "http_out")
+    stamp_calls()
+    keys = ("tg_in", "tg_out", "tg_outbox", "tg_handed", "http_in", "http_out")
     samples: dict[str, list[float]] = {key: [] for key in keys}
     with (
         tempfile.TemporaryDirectory() as tmp,
@@ -167,6 +182,7 @@ def report(samples: dict[str, list[float]]) -> None:
             ms_row("Telegram: update queued → model request", samples["tg_in"]),
             ms_row("HTTP: model [DONE] → SSE reply", samples["http_out"]),
             ms_row("Telegram: model [DONE] → sendMessage received", samples["tg_out"]),
+            ms_row("  of which [DONE] → Outbox.send called", samples["tg_outbox"]),
             ms_row("  of which [DONE] → TelegramClient.send_text", samples["tg_handed"]),
         ],
     )
