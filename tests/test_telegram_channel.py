@@ -15,6 +15,7 @@ from tests.daemon_harness import Harness, daemon_settings, harness, last_user_te
 from tests.daemon_process import free_port
 from tests.fakes.model_server import FakeModelServer, Reply
 from tests.fakes.telegram_api import FakeTelegramApi, bot_config
+from tests.redis_server import REDIS_URL
 from wakeful.channels.chat.chunking import split_message
 from wakeful.channels.telegram.client import MAX_MESSAGE_CHARS
 from wakeful.channels.telegram.markdown import to_telegram_html
@@ -40,14 +41,20 @@ def echo(body: dict[str, Any]) -> Reply:
 
 @asynccontextmanager
 async def daemon(
-    tmp_path: Path, model: FakeModelServer, telegram: FakeTelegramApi, **bot: Any
+    tmp_path: Path,
+    model: FakeModelServer,
+    telegram: FakeTelegramApi,
+    *,
+    port: int = 0,
+    store: dict[str, Any] | None = None,
+    **bot: Any,
 ) -> AsyncIterator[Harness]:
-    port = bot.pop("port", 0)
     settings = daemon_settings(
         tmp_path / "data",
         model.base_url,
         chat={"telegram": [bot_config(telegram, tmp_path, allowed_user_ids=[OWNER], **bot)]},
         server={"bind": f"127.0.0.1:{port}"},
+        store=store or {},
     )
     async with harness(settings) as h:
         yield h
@@ -123,17 +130,26 @@ async def test_an_approved_stranger_reaches_the_model(
 
 
 @pytest.mark.anyio
+@pytest.mark.parametrize("backend", ["sqlite", "redis"])
 async def test_a_restart_resumes_from_the_stored_offset(
-    tmp_path: Path, model_server: FakeModelServer, telegram: FakeTelegramApi
+    backend: str,
+    tmp_path: Path,
+    model_server: FakeModelServer,
+    telegram: FakeTelegramApi,
+    request: pytest.FixtureRequest,
 ) -> None:
     """After a restart getUpdates starts past the last handled update: none twice, none lost."""
     model_server.responder = echo
-    async with daemon(tmp_path, model_server, telegram):
+    store: dict[str, Any] = {}
+    if backend == "redis":
+        prefix = request.getfixturevalue("redis_prefix")
+        store = {"backend": "redis", "redis_url": REDIS_URL, "redis_prefix": prefix}
+    async with daemon(tmp_path, model_server, telegram, store=store):
         first = telegram.user_says(OWNER, "first")
         await telegram.await_sent(1)
     telegram.user_says(OWNER, "second, while the daemon is down")
     polls_before = len(telegram.get_updates_offsets)
-    async with daemon(tmp_path, model_server, telegram):
+    async with daemon(tmp_path, model_server, telegram, store=store):
         sent = await telegram.await_sent(2)
     assert telegram.get_updates_offsets[polls_before] == first["update_id"] + 1
     assert [m.visible for m in sent] == [
