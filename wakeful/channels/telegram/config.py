@@ -9,7 +9,6 @@ from typing import Literal
 from pydantic import Field, field_validator, model_validator
 
 from wakeful.channels.chat.config import ChatPlatformConfig
-from wakeful.daemon.config_base import Section, reject_repeated_names
 
 # What Telegram accepts as a webhook secret_token (setWebhook).
 SECRET_TOKEN = re.compile(r"^[A-Za-z0-9_-]{1,256}$")
@@ -102,17 +101,3 @@ class TelegramConfig(ChatPlatformConfig):
     @property
     def webhook_path(self) -> str:
         return f"/chat/telegram/{self.name}/webhook"
-
-
-class TelegramSettings(Section):
-    """The ``telegram`` list of the ``[chat]`` section."""
-
-    telegram: list[TelegramConfig] = Field(
-        default_factory=list, description="Telegram bots, one [[chat.telegram]] table each"
-    )
-
-    @field_validator("telegram")
-    @classmethod
-    def _unique_names(cls, bots: list[TelegramConfig]) -> list[TelegramConfig]:
-        reject_repeated_names([bot.name for bot in bots], "chat.telegram")
-        return bots
