@@ -41,6 +41,7 @@ from bench.common import (
     quiet_daemon_logs,
 )
 from tests.daemon_harness import Harness, daemon_settings, harness
+from tests.daemon_process import free_port
 from tests.fakes.model_server import FakeModelServer, RecordedRequest, Reply
 from tests.fakes.telegram_api import FakeTelegramApi, bot_config
 from wakeful.channels.telegram.client import TelegramClient
@@ -149,6 +150,55 @@ async def sse_replies(h: Harness, session: str) -> AsyncIterator[Any]:
         group.cancel_scope.cancel()
 
 
+async def webhook_acks(
+    directory: Path, model: StampedModelServer, telegram: FakeTelegramApi, n: int
+) -> tuple[list[float], list[float]]:
+    """Webhook mode: POST of an Update (secret checked, event committed) → 200; next to
+    GET /healthz on the same daemon. One at a time, each answered before the next."""
+    port = free_port()
+    users = list(range(FIRST_USER, FIRST_USER + n + 1))
+    telegram.known_chats.update(users)
+    public_url = f"http://127.0.0.1:{port}"
+    bot = bot_config(
+        telegram, directory, allowed_user_ids=users, session="per-user", mode="webhook",
+        public_url=public_url,
+    )  # fmt: skip
+    data = directory / "webhook-data"
+    server = {"bind": f"127.0.0.1:{port}"}
+    settings = daemon_settings(data, model.base_url, chat={"telegram": [bot]}, server=server)
+    secret = (directory / "telegram-secret").read_text().strip()
+    acks, baseline = [], []
+    async with harness(settings) as h, httpx.AsyncClient(base_url=h.running.url) as client:
+        await telegram.until(lambda: telegram.webhook is not None)
+        for i in range(n + 1):
+            update = webhook_update(9_000_000 + i, FIRST_USER + i)
+            sent_before = len(telegram.sent)
+            started = time.monotonic()
+            answer = await client.post(
+                bot_path(bot), json=update, headers={"X-Telegram-Bot-Api-Secret-Token": secret}
+            )
+            acked = time.monotonic()
+            assert answer.status_code == 200, answer.text
+            started_health = time.monotonic()
+            await client.get("/healthz")
+            if i:
+                acks.append(acked - started)
+                baseline.append(time.monotonic() - started_health)
+            await telegram.await_sent(sent_before + 1)
+    return acks, baseline
+
+
+def bot_path(bot: dict[str, Any]) -> str:
+    return f"/chat/telegram/{bot['name']}/webhook"
+
+
+def webhook_update(update_id: int, user: int) -> dict[str, Any]:
+    sender = {"id": user, "is_bot": False, "first_name": "Bench"}
+    message = {"message_id": update_id, "from": sender, "chat": {"id": user, "type": "private"},
+               "date": int(time.time()), "text": f"webhook #{update_id}"}  # fmt: skip
+    return {"update_id": update_id, "message": message}
+
+
 async def main(n: int) -> None:
     quiet_daemon_logs()
     stamp_calls()
@@ -171,6 +221,15 @@ async def main(n: int) -> None:
                     for key, value in zip(keys, measured, strict=True):
                         samples[key].append(value)
             report(samples)
+        acks, baseline = await webhook_acks(Path(tmp), model, tg, n)
+        print()
+        print_table(
+            LATENCY_HEADER,
+            [
+                ms_row("GET /healthz (same daemon, baseline)", baseline),
+                ms_row("Telegram webhook: POST Update → 200 (committed)", acks),
+            ],
+        )
         assert model.violations == [], model.violations
 
 
