@@ -14,6 +14,9 @@ finds an idle agent. The two paths alternate, one warm-up of each first.
   ([DONE]) to the fake Telegram receiving `sendMessage`; next to the HTTP API
   path, from [DONE] to the `reply` item arriving on the session's SSE stream
   (`GET /api/sessions/{s}/stream`, opened before the message is sent).
+* webhook ack: a second daemon in webhook mode; `POST /chat/telegram/tg/webhook`
+  with the secret header → 200, which comes once the event is committed (so
+  a crash after the 200 loses nothing); next to `GET /healthz` on that daemon.
 
 Targets (issue 11): chat → model within 2× the HTTP path; reply → platform
 within 10 ms p99 of the model finishing.
