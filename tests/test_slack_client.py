@@ -62,8 +62,10 @@ async def test_slack_trouble_is_try_later(
 ) -> None:
     slack.fail_next(mode, retry_after_s=7)  # type: ignore[arg-type]
     client = SlackClient(slack.api_base, BOT_TOKEN, http)
-    with pytest.raises(TryLater, match=reason):
+    with pytest.raises(TryLater, match=reason) as caught:
         await client.send_text("D0DM00001", "hi")
+    # Slack's Retry-After sets the outbox's next attempt.
+    assert caught.value.retry_after_s == (7.0 if mode == "ratelimited" else None)
     await client.send_text("D0DM00001", "hi")  # the next call goes through
     assert len(slack.posts) == 1
 

@@ -33,8 +33,12 @@ def default_components(settings: Settings) -> list[Component]:
         from wakeful.channels.email.component import EmailComponent
 
         components.append(EmailComponent())
+    if settings.chat.telegram:
+        from wakeful.channels.telegram.component import TelegramComponent
+
+        components += [TelegramComponent(bot) for bot in settings.chat.telegram]
     if settings.chat.slack:
         from wakeful.channels.slack.component import SlackComponent
 
-        components.extend(SlackComponent(entry) for entry in settings.chat.slack)
+        components += [SlackComponent(app) for app in settings.chat.slack]
     return components

@@ -10,6 +10,7 @@ from __future__ import annotations
 from pydantic import BaseModel, Field, field_validator
 
 from wakeful.channels.slack.config import SlackConfig
+from wakeful.channels.telegram.config import TelegramConfig
 from wakeful.daemon.config_base import Section, reject_repeated_names
 
 
@@ -19,9 +20,20 @@ class ChatSection(Section):
     # Platforms add their field here, e.g.
     # telegram: list[TelegramConfig] = Field(default_factory=list, description=...)
     # with a field_validator calling config_base.reject_repeated_names.
+    telegram: list[TelegramConfig] = Field(
+        default_factory=list, description="Telegram bots, one [[chat.telegram]] table each."
+    )
+
+    @field_validator("telegram")
+    @classmethod
+    def _unique_telegram_names(cls, bots: list[TelegramConfig]) -> list[TelegramConfig]:
+        reject_repeated_names([bot.name for bot in bots], "chat.telegram")
+        return bots
+
     slack: list[SlackConfig] = Field(
         default_factory=list,
-        description="Slack apps (Events API over HTTP at /chat/slack/<name>/events)",
+        description="Slack apps, one [[chat.slack]] table each (their Events API request URL "
+        "is /chat/slack/<name>/events).",
     )
 
     @field_validator("slack")

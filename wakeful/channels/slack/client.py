@@ -47,8 +47,11 @@ def parse_address(address: str) -> tuple[str, str | None]:
 def raise_for_answer(method: str, response: httpx.Response) -> dict[str, Any]:
     """The answer's JSON when ``ok``; else TryLater or NeverDeliverable saying why."""
     if response.status_code == 429:
-        wait = response.headers.get("retry-after", "?")
-        raise TryLater(f"Slack {method}: rate limited (HTTP 429, Retry-After {wait} s)")
+        wait = _retry_after_s(response)
+        shown = "?" if wait is None else f"{wait:g}"
+        raise TryLater(
+            f"Slack {method}: rate limited (HTTP 429, Retry-After {shown} s)", retry_after_s=wait
+        )
     if response.status_code >= 500:
         raise TryLater(f"Slack {method}: HTTP {response.status_code}")
     try:
@@ -63,6 +66,12 @@ def raise_for_answer(method: str, response: httpx.Response) -> dict[str, Any]:
     if error in TRANSIENT_ERRORS:
         raise TryLater(f"Slack {method}: {error}")
     raise NeverDeliverable(f"Slack {method}: {error}")
+
+
+def _retry_after_s(response: httpx.Response) -> float | None:
+    """Slack's Retry-After: whole seconds to wait before calling the method again."""
+    value = response.headers.get("retry-after", "").strip()
+    return float(value) if value.isdigit() else None
 
 
 class SlackClient:
