@@ -6,9 +6,12 @@ Selenium Manager never looks for others. Every browser gets a fresh profile.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
+import socket
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -72,3 +75,84 @@ def texts(driver: WebDriver, css: str) -> list[str]:
 
 def find(driver: WebDriver, css: str) -> WebElement:
     return driver.find_element("css selector", css)
+
+
+class CuttableProxy:
+    """A loopback TCP proxy whose connections a test can cut (and keep refusing) at will.
+
+    It stands between the browser and the daemon, so "the connection dropped" is
+    a real dropped TCP connection, and it keeps each connection's request bytes
+    so a test can see what the browser sent when it came back.
+    """
+
+    def __init__(self, target_port: int) -> None:
+        self.target_port = target_port
+        self._server = socket.create_server(("127.0.0.1", 0))
+        self.port: int = self._server.getsockname()[1]
+        self._lock = threading.Lock()
+        self._open: list[socket.socket] = []
+        self.requests: list[bytearray] = []
+        self._accepting = threading.Event()
+        self._accepting.set()
+        self._closed = False
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def cut(self) -> None:
+        """Drop every open connection; refuse new ones until :meth:`restore`."""
+        self._accepting.clear()
+        with self._lock:
+            for sock in self._open:
+                _close(sock)
+            self._open.clear()
+
+    def restore(self) -> None:
+        self._accepting.set()
+
+    def close(self) -> None:
+        self._closed = True
+        self.cut()
+        self._server.close()
+
+    def sent(self, needle: bytes) -> list[bytes]:
+        """Request bytes (per connection) that contain ``needle``, case-insensitively."""
+        with self._lock:
+            return [bytes(r) for r in self.requests if needle.lower() in bytes(r).lower()]
+
+    def _accept(self) -> None:
+        while not self._closed:
+            try:
+                client, _ = self._server.accept()
+            except OSError:
+                return
+            if not self._accepting.is_set():
+                _close(client)  # a network error to the browser: it tries again later
+                continue
+            upstream = socket.create_connection(("127.0.0.1", self.target_port))
+            request = bytearray()
+            with self._lock:
+                self._open += [client, upstream]
+                self.requests.append(request)
+            for args in ((client, upstream, request), (upstream, client, None)):
+                threading.Thread(target=self._pump, args=args, daemon=True).start()
+
+    def _pump(self, source: socket.socket, sink: socket.socket, log: bytearray | None) -> None:
+        try:
+            while data := source.recv(65536):
+                if log is not None:
+                    with self._lock:
+                        log += data
+                sink.sendall(data)
+        except OSError:
+            pass
+        _close(source)
+        _close(sink)
+
+
+def _close(sock: socket.socket) -> None:
+    with contextlib.suppress(OSError):
+        sock.shutdown(socket.SHUT_RDWR)
+    sock.close()

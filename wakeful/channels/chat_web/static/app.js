@@ -91,9 +91,11 @@ function addBubble(key, role, text, at, extra = {}) {
   const list = $("messages");
   list.querySelector(".empty-chat")?.remove();
   const meta = el("span", { class: "meta", text: `${role === "user" ? "you" : "wakeful"} · ${clock(at)}` });
-  const bubble = el("li", { class: `msg ${role}`, "data-key": key || "" }, meta, el("span", { class: "body", text }));
+  const bubble = el("li", { class: `msg ${role}`, "data-key": key || "", "data-at": at }, meta, el("span", { class: "body", text }));
   if (extra.unread) markUnread(bubble, extra.id);
-  follow(list, () => list.append(bubble));
+  // In time order: a resumed feed may bring a reply before the message it answers is read.
+  const later = [...list.children].find((other) => Number(other.dataset.at) > at);
+  follow(list, () => list.insertBefore(bubble, later || null));
   return bubble;
 }
 
@@ -104,9 +106,9 @@ function markUnread(bubble, id) {
   acknowledgeSeen();
 }
 
-function streamDelta(text) {
+function streamDelta(text, at) {
   if (!state.streaming) {
-    state.streaming = addBubble(null, "assistant", "", Date.now() / 1000);
+    state.streaming = addBubble(null, "assistant", "", at);
     state.streaming.classList.add("streaming");
     state.streaming.setAttribute("aria-busy", "true");
   }
@@ -490,8 +492,8 @@ async function onFeed(type, item) {
     return;
   }
   switch (type) {
-    case "event": soon("events", refreshEvents); break;
-    case "delta": streamDelta(item.delta); break;
+    case "event": await refreshEvents(); break; // awaited: what follows comes after it
+    case "delta": streamDelta(item.delta, item.at); break;
     case "discarded":
       dropStreaming();
       note(`the streamed reply (${item.chars} characters) was discarded: ${item.cause}`, "alert");
