@@ -202,11 +202,15 @@ def test_the_timeline_resumes_after_the_connection_is_cut(
         proxy.cut()
         wait_for(lambda: find(driver, "#connection").text != "live", what="the drop noticed")
         outbox = f"/api/sessions/{session}/outbox"
-        for n, text in enumerate(["two", "three"], start=2):
+
+        def replies_made() -> int:
+            return len(get_json(daemon, outbox)["messages"])
+
+        for made, text in enumerate(["two", "three"], start=1):
             daemon.send(text, session=session)  # straight to the daemon, not through the proxy
             wait_for(
-                lambda n=n: len(get_json(daemon, outbox)["messages"]) == n,
-                what=f"reply {n} made while the page was cut off",
+                lambda: replies_made() > made,  # noqa: B023 (read before the loop moves on)
+                what=f"the answer to {text!r}, made while the page was cut off",
             )
         assert bubbles(driver, "assistant") == ["reply one"]
         proxy.restore()

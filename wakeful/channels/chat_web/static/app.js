@@ -157,7 +157,7 @@ function acknowledgeSeen() {
       setTimeout(() => {
         bubble.classList.remove("unread");
         bubble.querySelector(".badge")?.remove();
-      }, 4000);
+      }, 2000);
     }
   }, 800);
 }
@@ -549,9 +549,10 @@ async function start() {
     const text = message.value;
     if (!text.trim()) return;
     message.value = "";
+    const sentAt = Date.now() / 1000; // before the daemon accepts it: ahead of its reply
     try {
       const id = await sendMessage(text);
-      addBubble(`u:${id}`, "user", text, Date.now() / 1000);
+      addBubble(`u:${id}`, "user", text, sentAt);
     } catch (error) {
       message.value = text;
       note(`not sent: ${error.message}`);
