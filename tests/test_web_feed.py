@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 from typing import Any
 
@@ -10,7 +11,8 @@ import anyio
 import httpx
 import pytest
 
-from tests.daemon_harness import daemon_settings, harness
+from tests.daemon_harness import ADMIN_TOKEN, daemon_settings, harness
+from tests.daemon_process import DaemonProcess, free_port, write_config
 from tests.fakes.model_server import FakeModelServer
 from tests.test_web_auth import log_in
 from wakeful.daemon.feed import ALL_SESSIONS, RESYNC, Feed, FeedItem
@@ -109,3 +111,16 @@ async def test_the_page_stream_resumes_from_last_event_id_over_http(
         assert numbers == list(range(int(last_id.rsplit("-", 1)[1]) + 1, numbers[-1] + 1))
         texts = [i["data"].get("text") for i in more if i["data"]["type"] == "event"]
         assert texts == ["two"]
+
+
+def test_an_open_page_stream_does_not_hold_up_the_daemon_stopping(tmp_path: Path) -> None:
+    port = free_port()
+    daemon = DaemonProcess(write_config(tmp_path, None, port), port)
+    with daemon, httpx.Client(base_url=daemon.url, timeout=10) as client:
+        login = client.get("/login", params={"token": ADMIN_TOKEN})
+        assert login.status_code == 303
+        with client.stream("GET", "/web/stream") as response:
+            assert next(response.iter_bytes()).startswith(b": ready")
+            started = time.monotonic()
+            assert daemon.stop(timeout_s=10) == 0  # SIGTERM with the page connected
+            assert time.monotonic() - started < 5

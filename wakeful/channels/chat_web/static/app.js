@@ -516,20 +516,27 @@ async function onFeed(type, item) {
   }
 }
 
+let chain = Promise.resolve(); // feed items are handled one after another, in order
+let lastFeedId = "";
+
 function connect() {
-  const source = new EventSource("/web/stream");
+  // The browser reconnects by itself, sending Last-Event-ID; this URL says the same for a
+  // stream it gave up on (an HTTP error such as 503 while the daemon stops).
+  const source = new EventSource(lastFeedId ? `/web/stream?after=${seg(lastFeedId)}` : "/web/stream");
   const status = $("connection");
   source.onopen = () => { status.textContent = "live"; status.className = "connection live"; };
-  source.onerror = () => { status.textContent = "reconnecting…"; status.className = "connection"; };
-  let chain = Promise.resolve();
+  source.onerror = () => {
+    status.textContent = "reconnecting…";
+    status.className = "connection";
+    if (source.readyState === EventSource.CLOSED) setTimeout(connect, 3000);
+  };
   for (const type of FEED_TYPES) {
-    // One chain: items are handled in the order they came.
     source.addEventListener(type, (message) => {
+      if (message.lastEventId) lastFeedId = message.lastEventId;
       const item = JSON.parse(message.data);
       chain = chain.then(() => onFeed(type, item)).catch((error) => console.error(error));
     });
   }
-  window.wakefulFeed = source; // for the browser tests
 }
 
 // --- wiring ------------------------------------------------------------------------
