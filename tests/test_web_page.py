@@ -156,6 +156,39 @@ def test_stop_interrupts_a_long_reply_and_the_cancel_is_on_the_timeline(
     wait_for(lambda: not find(browser, "#stop").is_displayed(), what="Stop hidden when idle")
 
 
+def test_a_stopped_tool_call_shows_its_placeholder_and_the_late_result_that_pays_it(
+    daemon: DaemonProcess, model: FakeModelServer, browser: WebDriver
+) -> None:
+    model.push(
+        Reply(tool_calls=[ToolCallSpec("shell_exec", {"command": "sleep 600"})]),
+        Reply(text="Stopped the job."),
+        Reply(text="Noted."),
+    )
+    open_page(browser, daemon.url, "web-placeholder")
+    find(browser, "#message").send_keys("run the endless job", Keys.ENTER)
+    wait_for(
+        lambda: [e for e in timeline(browser) if e["text"].startswith("tool shell_exec")],
+        what="the tool call running",
+    )
+    wait_for(lambda: find(browser, "#stop").is_displayed(), what="the Stop button")
+    find(browser, "#stop").click()
+
+    def paid_tool() -> list[dict[str, Any]]:
+        return [
+            e
+            for e in timeline(browser)
+            if e["text"].startswith("tool shell_exec")
+            and "placeholder" in e["text"]
+            and "paid by event #" in e["text"]
+        ]
+
+    [tool] = wait_for(paid_tool, what="the placeholder paid by its late result")
+    call_id = tool["key"].removeprefix("t:")
+    assert "interrupted after" in tool["text"]  # the placeholder's own words, as the model saw
+    late = [e for e in timeline(browser) if e["text"].startswith("tool.result")]
+    assert len(late) == 1 and f"late result of tool call {call_id}" in late[0]["text"]
+
+
 def test_cancel_a_running_shell_task_from_its_progress_bar(
     daemon: DaemonProcess, model: FakeModelServer, browser: WebDriver
 ) -> None:
