@@ -44,7 +44,7 @@ async def test_login_sets_an_httponly_strict_cookie_and_the_page_needs_it(
             set_cookie = response.headers["set-cookie"]
             assert "HttpOnly" in set_cookie and "SameSite=strict" in set_cookie
             assert "Path=/" in set_cookie and ADMIN_TOKEN not in set_cookie
-            assert response.headers["referrer-policy"] == "no-referrer"
+            assert response.headers["referrer-policy"] == "same-origin"
             posted = await anonymous.post("/login", content=f"token={ADMIN_TOKEN}")
             assert posted.status_code == 303 and SESSION_COOKIE in posted.headers["set-cookie"]
             anonymous.cookies.clear()

@@ -11,7 +11,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.remote.webdriver import WebDriver
@@ -96,8 +95,12 @@ def test_log_in_send_and_see_the_reply_stream_in_with_its_routing(
     answer = "Streaming, one word at a time, so the page shows it as it comes."
     model.push(Reply(text=answer, token_delay_s=0.08))
     first = len(model.requests)
-    anonymous = httpx.get(f"{daemon.url}/")
-    assert 'name="token"' in anonymous.text  # without the cookie: the token form
+    # Without the cookie, the page is the token form (plain HTML, no script needed).
+    browser.get(f"{daemon.url}/")
+    find(browser, "#token").send_keys("not the token", Keys.ENTER)
+    wait_for(lambda: "not this daemon" in find(browser, "[role=alert]").text, what="refusal")
+    find(browser, "#token").send_keys(ADMIN_TOKEN, Keys.ENTER)
+    wait_for(lambda: find(browser, "#connection").text == "live", what="logged in by the form")
     open_page(browser, daemon.url, "web-stream")
     box = find(browser, "textarea[aria-label='Message']")
     box.send_keys("first line", Keys.SHIFT, Keys.ENTER, Keys.SHIFT, "second line", Keys.ENTER)
@@ -132,7 +135,10 @@ def test_log_in_send_and_see_the_reply_stream_in_with_its_routing(
     find(browser, "#tab-trajectory").click()
     wait_for(lambda: "system" in find(browser, "#trajectory").text.lower(), what="trajectory")
     assert answer in find(browser, "#trajectory").text
+    assert not find(browser, "#timeline").is_displayed()
+    browser.save_screenshot(str(SHOTS / "trajectory.png"))
     find(browser, "#tab-timeline").click()
+    assert not find(browser, "#trajectory").is_displayed()
 
 
 def test_stop_interrupts_a_long_reply_and_the_cancel_is_on_the_timeline(

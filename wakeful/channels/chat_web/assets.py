@@ -16,14 +16,16 @@ ASSET_TYPES = {
     ".css": "text/css; charset=utf-8",
     ".svg": "image/svg+xml",
 }
-# Only this page's own files run; nothing is framed, nothing leaks in a Referer
-# (the /login URL carries the admin token).
+# Only this page's own files run; nothing is framed, and no Referer leaves the
+# daemon (the /login URL carries the admin token). "same-origin", not
+# "no-referrer": under that, a browser sends `Origin: null` with the log-in
+# form, which the Origin guard rightly refuses.
 SECURITY_HEADERS = {
     "content-security-policy": (
         "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
         "connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
     ),
-    "referrer-policy": "no-referrer",
+    "referrer-policy": "same-origin",
     "x-content-type-options": "nosniff",
     "x-frame-options": "DENY",
 }

@@ -59,7 +59,7 @@ class Login:
         if not token.strip() or not self._tokens.token_ok(token.strip()):
             return self.form(request, WRONG_TOKEN, status_code=401)
         response = RedirectResponse("/", status_code=303, headers={"cache-control": "no-store"})
-        response.headers["referrer-policy"] = "no-referrer"
+        response.headers["referrer-policy"] = SECURITY_HEADERS["referrer-policy"]
         response.set_cookie(
             SESSION_COOKIE,
             self._tokens.sessions.issue(),
