@@ -8,6 +8,7 @@ const $ = (id) => document.getElementById(id);
 const seg = encodeURIComponent;
 const LONG = 300; // characters: longer tool arguments and results are collapsed
 const PLACEHOLDER = "[placeholder]";
+const MAX_ENTRIES = 1000;
 const FEED_TYPES = ["event", "delta", "reply", "run", "tool", "task", "alert", "discarded", "resync"];
 
 const state = {
@@ -173,7 +174,10 @@ function addEntry(key, kind, head, ...body) {
   if (state.keys.has(key)) return null;
   state.keys.add(key);
   const entry = el("li", { class: `entry ${kind}`, "data-key": key }, el("div", { class: "head" }, ...head), ...body);
-  follow($("timeline"), () => $("timeline").append(entry));
+  const list = $("timeline");
+  follow(list, () => list.append(entry));
+  // A page left open for weeks keeps only the newest entries (their keys stay seen).
+  while (list.childElementCount > MAX_ENTRIES) list.firstElementChild.remove();
   return entry;
 }
 
