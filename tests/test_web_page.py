@@ -110,7 +110,8 @@ def test_log_in_send_and_see_the_reply_stream_in_with_its_routing(
         what="a partly streamed reply",
     )
     assert answer.startswith(partial[0])
-    wait_for(lambda: bubbles(browser, "assistant") == [answer], what="the whole reply")
+    final = "assistant:not(.streaming)"  # the reply itself, no longer the streamed text
+    wait_for(lambda: bubbles(browser, final) == [answer], what="the whole reply")
     assert not browser.find_elements("css selector", ".msg.streaming")
     request = model.wait_for_requests(first + 1)[first]
     sent = json.dumps(request.body["messages"])
@@ -132,6 +133,11 @@ def test_log_in_send_and_see_the_reply_stream_in_with_its_routing(
     )
     wait_for(lambda: not browser.find_elements("css selector", ".msg.unread"), what="unmarked")
     browser.save_screenshot(str(SHOTS / "chat.png"))
+    # The page opens again on the session last used, with its history.
+    browser.refresh()
+    wait_for(lambda: bubbles(browser, "assistant") == [answer], what="the history again")
+    assert find(browser, "#session").get_attribute("value") == "web-stream"
+    assert not browser.find_elements("css selector", ".msg.unread")  # seen before: not new
     find(browser, "#tab-trajectory").click()
     wait_for(lambda: "system" in find(browser, "#trajectory").text.lower(), what="trajectory")
     assert answer in find(browser, "#trajectory").text
@@ -254,7 +260,8 @@ def test_the_timeline_resumes_after_the_connection_is_cut(
         assert bubbles(driver, "assistant") == ["reply one"]
         proxy.restore()
         want = ["reply one", "reply two", "reply three"]
-        wait_for(lambda: bubbles(driver, "assistant") == want, timeout_s=15, what="resumed")
+        final = "assistant:not(.streaming)"
+        wait_for(lambda: bubbles(driver, final) == want, timeout_s=15, what="resumed")
         wait_for(lambda: find(driver, "#connection").text == "live", what="live again")
         assert bubbles(driver, "user") == ["one", "two", "three"]
         order = [t.split(" · ")[0] for t in texts(driver, ".msg .meta")]

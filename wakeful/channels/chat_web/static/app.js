@@ -158,9 +158,9 @@ function acknowledgeSeen() {
       setTimeout(() => {
         bubble.classList.remove("unread");
         bubble.querySelector(".badge")?.remove();
-      }, 2000);
+      }, 1000);
     }
-  }, 800);
+  }, 300);
 }
 
 async function sendMessage(text, kind = "user.input") {
