@@ -101,6 +101,7 @@ def test_log_in_send_and_see_the_reply_stream_in_with_its_routing(
     wait_for(lambda: "not this daemon" in find(browser, "[role=alert]").text, what="refusal")
     find(browser, "#token").send_keys(ADMIN_TOKEN, Keys.ENTER)
     wait_for(lambda: find(browser, "#connection").text == "live", what="logged in by the form")
+    assert find(browser, "#session").get_attribute("value") == "main"  # the first time
     open_page(browser, daemon.url, "web-stream")
     box = find(browser, "textarea[aria-label='Message']")
     box.send_keys("first line", Keys.SHIFT, Keys.ENTER, Keys.SHIFT, "second line", Keys.ENTER)

@@ -355,12 +355,14 @@ async function refreshApprovals() {
   } catch (error) {
     if (error.status !== 404) throw error; // not in this daemon yet: the panel stays empty
   }
+  const button = (a, label, decision, cls) => el("button", {
+    class: `small ${cls}`, type: "button", text: label, "aria-label": `${label} ${a.summary || a.tool || a.id}`,
+    onclick: () => decide(`/api/approvals/${seg(a.id)}`, { decision }, refreshApprovals),
+  });
   $("approvals").replaceChildren(...pending.map((a) => el("li", { class: "card" },
     el("div", { class: "row" }, el("span", { text: a.summary || a.tool || a.id })),
     a.arguments ? longText("arguments", typeof a.arguments === "string" ? a.arguments : JSON.stringify(a.arguments)) : null,
-    el("div", { class: "row" },
-      el("button", { class: "small", type: "button", text: "Approve", onclick: () => decide(`/api/approvals/${seg(a.id)}`, { decision: "approve" }, refreshApprovals) }),
-      el("button", { class: "small danger", type: "button", text: "Deny", onclick: () => decide(`/api/approvals/${seg(a.id)}`, { decision: "deny" }, refreshApprovals) })))));
+    el("div", { class: "buttons" }, button(a, "Approve", "approve", ""), button(a, "Deny", "deny", "danger")))));
 }
 
 async function refreshPairing() {
