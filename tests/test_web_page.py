@@ -134,8 +134,19 @@ def test_log_in_send_and_see_the_reply_stream_in_with_its_routing(
     )
     wait_for(lambda: not browser.find_elements("css selector", ".msg.unread"), what="unmarked")
     browser.save_screenshot(str(SHOTS / "chat.png"))
-    # The page opens again on the session last used, with its history.
+    # The page opens again on the session last used, with its history; a reply made
+    # meanwhile in another session marks that session's name until it is opened.
+    model.push(Reply(text="meanwhile, elsewhere"))
+    elsewhere = len(model.requests)
+    daemon.send("a message from another client", session="web-elsewhere")
+    model.wait_for_completion(elsewhere)
+    wait_for(
+        lambda: get_json(daemon, "/api/sessions/web-elsewhere/outbox?unread=1")["messages"],
+        what="the other session's reply",
+    )
     browser.refresh()
+    options = "return [...document.querySelectorAll('#session option')].map(o => o.textContent)"
+    wait_for(lambda: "web-elsewhere •" in browser.execute_script(options), what="marked")
     wait_for(lambda: bubbles(browser, "assistant") == [answer], what="the history again")
     assert find(browser, "#session").get_attribute("value") == "web-stream"
     assert not browser.find_elements("css selector", ".msg.unread")  # seen before: not new

@@ -24,6 +24,7 @@ const state = {
   ready: null, // a promise: the current session's records are loaded
   taskPoll: null,
   otherUnread: new Set(),
+  sessions: new Set(), // every session name the page has seen
 };
 
 // --- HTTP ------------------------------------------------------------------------
@@ -430,7 +431,8 @@ function selectTab(name) {
 
 function fillSessions(names) {
   const select = $("session");
-  const all = [...new Set(["main", ...names, state.session])];
+  for (const name of ["main", ...names, state.session]) state.sessions.add(name);
+  const all = [...state.sessions];
   const current = [...select.options].map((o) => o.value + (o.textContent.endsWith("•") ? "•" : "")).join();
   const wanted = all.map((n) => n + (state.otherUnread.has(n) ? "•" : "")).join();
   if (current === wanted) return;
@@ -474,7 +476,18 @@ async function openSession(name) {
   }
   refreshApprovals().catch(() => {});
   refreshPairing().catch(() => {});
+  markOtherUnread().catch(() => {});
   if (!$("trajectory").hidden) showTrajectory();
+}
+
+async function markOtherUnread() {
+  // Replies made in other sessions while no page was open: a dot on their names until seen.
+  const names = [...$("session").options].map((o) => o.value).filter((n) => n !== state.session);
+  for (const name of names) {
+    const { messages } = await api("GET", `/api/sessions/${seg(name)}/outbox?unread=1`);
+    if (messages.some((m) => m.channel === "chat:web")) state.otherUnread.add(name);
+  }
+  fillSessions([]);
 }
 
 // --- the live feed -----------------------------------------------------------------
