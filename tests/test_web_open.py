@@ -7,11 +7,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+import anyio
 import httpx
 import pytest
 
 from tests.daemon_harness import ADMIN_TOKEN, daemon_settings, harness
 from tests.fakes.model_server import FakeModelServer
+from wakeful.daemon.cli import main
 from wakeful.daemon.cli_open import has_display
 
 pytestmark = pytest.mark.anyio
@@ -29,7 +31,7 @@ def wakeful_open(config: Path) -> subprocess.CompletedProcess[str]:
 
 
 async def test_open_prints_a_link_that_logs_the_page_in(
-    tmp_path: Path, model_server: FakeModelServer
+    tmp_path: Path, model_server: FakeModelServer, capsys: pytest.CaptureFixture[str]
 ) -> None:
     async with harness(daemon_settings(tmp_path, model_server.base_url)) as h:
         config = tmp_path / "client.toml"
@@ -38,9 +40,12 @@ async def test_open_prints_a_link_that_logs_the_page_in(
             f'[daemon]\ndata_dir = "{tmp_path}"\n'
             f'[server]\nbind = "{host_port}"\nadmin_token = "{ADMIN_TOKEN}"\n'
         )
-        done = wakeful_open(config)
-        assert done.returncode == 0, done.stderr
-        url = done.stdout.strip()
+        # In a thread: the command's own request to the daemon must not block its loop.
+        capsys.readouterr()  # the daemon's start-up line
+        code = await anyio.to_thread.run_sync(main, ["-c", str(config), "open", "--no-browser"])
+        assert code == 0
+        printed = capsys.readouterr().out.splitlines()
+        [url] = [line for line in printed if "/login?" in line]  # the daemon may log meanwhile
         assert url == f"{h.running.url}/login?token={ADMIN_TOKEN}"
         async with httpx.AsyncClient() as browser:
             response = await browser.get(url)

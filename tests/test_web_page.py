@@ -287,3 +287,31 @@ def test_the_timeline_resumes_after_the_connection_is_cut(
         assert proxy.sent(b"GET /web/stream"), proxy.requests
         assert proxy.sent(b"Last-Event-ID:"), "the reconnect did not resume from an id"
         driver.save_screenshot(str(SHOTS / "resumed.png"))
+
+
+def test_after_a_daemon_restart_the_page_reconnects_and_resyncs_from_the_records(
+    tmp_path: Path, model: FakeModelServer
+) -> None:
+    port = free_port()
+    config = write_config(tmp_path / "restart", model.base_url, port)
+    model.push(Reply(text="before the restart"), Reply(text="after the restart"))
+    final = "assistant:not(.streaming)"
+    with chromium(SHOTS) as driver:
+        with DaemonProcess(config, port) as first:
+            open_page(driver, first.url, "web-restart")
+            find(driver, "#message").send_keys("one", Keys.ENTER)
+            wait_for(lambda: bubbles(driver, final) == ["before the restart"], what="reply one")
+            assert first.stop() == 0
+        wait_for(lambda: find(driver, "#connection").text != "live", what="the drop noticed")
+        with DaemonProcess(config, port) as second:
+            # The old feed ids mean nothing to the new process: the page reloads the records.
+            wait_for(lambda: find(driver, "#connection").text == "live", what="back", timeout_s=15)
+            second.send("two", session="web-restart")
+            want = ["before the restart", "after the restart"]
+            wait_for(lambda: bubbles(driver, final) == want, what="the reply after the restart")
+            assert bubbles(driver, "user") == ["one", "two"]
+            entries = timeline(driver)
+            assert any("reconnected (the daemon restarted)" in e["text"] for e in entries)
+            keys = [e["key"] for e in entries]
+            assert len(keys) == len(set(keys))
+            assert sum(e["text"].startswith("user.input") for e in entries) == 2

@@ -504,7 +504,10 @@ function soon(name, read) {
 
 async function onFeed(type, item) {
   await state.ready;
-  if (type === "resync") return openSession(state.session);
+  if (type === "resync") {
+    await openSession(state.session);
+    return note(`reconnected (${item.reason}): this session was read again from the records`, "notice");
+  }
   if (item.session !== state.session) {
     if (type === "reply") { state.otherUnread.add(item.session); fillSessions([]); }
     if (type === "event") soon("status", refreshStatus);
