@@ -459,10 +459,12 @@ async function openSession(name) {
   try {
     const [events, outbox] = await Promise.all([
       api("GET", sessionPath("events?newest=1&limit=200")),
-      api("GET", sessionPath("outbox?after=0&limit=1000")).catch(() => ({ messages: [] })),
+      outboxHistory().catch(() => []),
     ]);
-    // The chat, in time order: the owner's messages from the event log, replies from the outbox.
-    const replies = outbox.messages.filter((m) => m.channel === "chat:web");
+    // The chat, in time order: the owner's messages from the event log, replies from the
+    // outbox; as far back as the events shown go.
+    const since = events.older && events.events.length ? events.events[0].accepted_at : 0;
+    const replies = outbox.filter((m) => m.channel === "chat:web" && m.created_at >= since);
     const items = [
       ...events.events.map((e) => ({ at: e.accepted_at, show: () => showEvent(e) })),
       ...replies.map((m) => ({ at: m.created_at, show: () => showReply(m) })),
@@ -478,6 +480,17 @@ async function openSession(name) {
   refreshPairing().catch(() => {});
   markOtherUnread().catch(() => {});
   if (!$("trajectory").hidden) showTrajectory();
+}
+
+async function outboxHistory() {
+  // The outbox reads forward only: page to its end, keeping the newest.
+  let kept = [];
+  for (let after = 0; ;) {
+    const { messages } = await api("GET", sessionPath(`outbox?after=${after}&limit=1000`));
+    kept = kept.concat(messages).slice(-500);
+    if (messages.length < 1000) return kept;
+    after = messages[messages.length - 1].id;
+  }
 }
 
 async function markOtherUnread() {
