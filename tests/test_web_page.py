@@ -193,7 +193,7 @@ def test_a_stopped_tool_call_shows_its_placeholder_and_the_late_result_that_pays
     # turn of its own (answered by the default "ok"); a third scripted reply could be
     # left over for the next test.
     model.push(
-        Reply(tool_calls=[ToolCallSpec("shell_exec", {"command": "sleep 600"})]),
+        Reply(tool_calls=[ToolCallSpec("shell_exec", {"command": f"sleep 600 # {'x' * 400}"})]),
         Reply(text="Stopped the job."),
     )
     open_page(browser, daemon.url, "web-placeholder")
@@ -217,6 +217,11 @@ def test_a_stopped_tool_call_shows_its_placeholder_and_the_late_result_that_pays
     [tool] = wait_for(paid_tool, what="the placeholder paid by its late result")
     call_id = tool["key"].removeprefix("t:")
     assert "interrupted after" in tool["text"]  # the placeholder's own words, as the model saw
+    # Long arguments are collapsed (and open on a click).
+    assert "arguments (" in tool["text"] and "x" * 400 not in tool["text"]
+    entry = find(browser, f"[data-key='t:{call_id}']")
+    entry.find_element("css selector", ".args summary").click()
+    assert "x" * 400 in entry.text
     late = [e for e in timeline(browser) if e["text"].startswith("tool.result")]
     assert len(late) == 1 and f"late result of tool call {call_id}" in late[0]["text"]
     wait_for(lambda: "Stopped the job." in bubbles(browser, "assistant"), what="the answer")
