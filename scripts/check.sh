@@ -5,6 +5,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 # Debian packages tests need: systemd-analyze checks deploy/*.service.
 command -v systemd-analyze >/dev/null || (apt-get update -qq && apt-get install -y -qq systemd)
+# Chromium and its driver: the web page's tests run it headless (no browser download).
+command -v chromium >/dev/null && command -v chromedriver >/dev/null \
+  || (apt-get update -qq && apt-get install -y -qq chromium chromium-driver)
 python3 -m venv .venv
 .venv/bin/python -m pip install --quiet --upgrade pip
 .venv/bin/python -m pip install --quiet -e '.[dev]'

@@ -254,6 +254,12 @@ def _message_text(message: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def cmd_open(args: argparse.Namespace) -> int:
+    from wakeful.daemon.cli_open import open_page
+
+    return open_page(_settings(args), browser=not args.no_browser)
+
+
 def cmd_chat(args: argparse.Namespace) -> int:
     client = _client(args)
     status = client.get_json("/api/status")
@@ -326,6 +332,8 @@ def _parser() -> argparse.ArgumentParser:
     cli_pairing.add_arguments(
         pairing, lambda name, text: _add(pairing_actions, name, cmd_pairing, text)
     )
+    web = _add(sub, "open", cmd_open, "print the web page's log-in link (and open it on a desktop)")
+    web.add_argument("--no-browser", action="store_true", help="only print the link")
     return parser
 
 

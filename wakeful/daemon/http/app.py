@@ -45,13 +45,14 @@ class Api:
         return JSONResponse({"status": "ok"})
 
     async def post_message(self, request: Request) -> Response:
-        self.tokens.require(request)
+        credential = self.tokens.require(request)
         data = await read_json_object(request, self.max_body_bytes)
         event_id = _idempotency_key(data, request.headers.get("idempotency-key"))
         try:
             event = user_message(
                 _text(data),
                 session=_string(data, "session", "main"),
+                channel="chat:web" if credential == "cookie" else "chat:api",
                 kind=_kind(data),
                 event_id=event_id,
             )

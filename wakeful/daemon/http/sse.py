@@ -55,16 +55,29 @@ class StreamRegistry:
         return len(self._scopes)
 
 
+def _one_line(value: object) -> str:
+    return str(value).replace("\n", " ").replace("\r", " ")
+
+
 def encode(item: FeedItem) -> bytes:
-    kind = str(item.get("type", "message")).replace("\n", " ").replace("\r", " ")
+    kind = _one_line(item.get("type", "message"))
     data = json.dumps(item, default=str, separators=(",", ":"))
-    return f"event: {kind}\ndata: {data}\n\n".encode()
+    # The id is what a reconnecting EventSource sends back as Last-Event-ID.
+    feed_id = f"id: {_one_line(item['feed_id'])}\n" if "feed_id" in item else ""
+    return f"{feed_id}event: {kind}\ndata: {data}\n\n".encode()
 
 
 class EventStreamResponse(Response):
     """A ``text/event-stream`` response fed by ``open_feed()``."""
 
-    def __init__(self, open_feed: FeedOpener, registry: StreamRegistry, heartbeat_s: float):
+    def __init__(
+        self,
+        open_feed: FeedOpener,
+        registry: StreamRegistry,
+        heartbeat_s: float,
+        *,
+        retry_ms: int | None = None,
+    ):
         # Not Response.__init__: it would declare Content-Length: 0 for an empty body.
         self.status_code = 200
         self.background = None
@@ -76,6 +89,8 @@ class EventStreamResponse(Response):
         self._open_feed = open_feed
         self._registry = registry
         self._heartbeat_s = heartbeat_s
+        # How soon a browser's EventSource reconnects after the stream drops.
+        self._retry = f"retry: {retry_ms}\n\n".encode() if retry_ms is not None else b""
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if self._registry.closed:
@@ -96,7 +111,7 @@ class EventStreamResponse(Response):
     async def _stream(self, feed: AsyncIterator[FeedItem], receive: Receive, send: Send) -> None:
         start = {"type": "http.response.start", "status": 200, "headers": self.raw_headers}
         await send(start)
-        await _body(send, READY)
+        await _body(send, READY + self._retry)
         items_in, items_out = anyio.create_memory_object_stream[FeedItem](64)
         async with anyio.create_task_group() as tg:
             with self._registry.track(tg.cancel_scope):

@@ -1,0 +1,331 @@
+"""The web page in a real headless Chromium, against a real daemon process and the fake model.
+
+Each test opens its own session on the page, so the tests share one daemon,
+one fake model server and one browser (each costs seconds to start).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from selenium.webdriver.common.keys import Keys
+from selenium.webdriver.remote.webdriver import WebDriver
+
+from tests.browser import CuttableProxy, chromium, find, texts, wait_for
+from tests.daemon_harness import ADMIN_TOKEN
+from tests.daemon_process import DaemonProcess, free_port, write_config
+from tests.fakes.model_replies import Reply, ToolCallSpec
+from tests.fakes.model_server import FakeModelServer
+
+SHOTS = Path(__file__).parents[1] / ".pt-web"
+
+
+@pytest.fixture(scope="module")
+def model() -> Iterator[FakeModelServer]:
+    with FakeModelServer() as server:
+        yield server
+    assert server.violations == [], "invalid trajectories were sent to the model"
+
+
+@pytest.fixture(scope="module")
+def daemon_and_proxy(
+    tmp_path_factory: pytest.TempPathFactory, model: FakeModelServer
+) -> Iterator[tuple[DaemonProcess, CuttableProxy]]:
+    port = free_port()
+    proxy = CuttableProxy(port)
+    config = write_config(tmp_path_factory.mktemp("web"), model.base_url, port)
+    # The proxy's port is another origin: the page reached through it must be allowed.
+    text = config.read_text().replace(
+        "[server]\n", f'[server]\nallowed_origins = ["{proxy.url}"]\n'
+    )
+    config.write_text(text)
+    with DaemonProcess(config, port) as daemon:
+        yield daemon, proxy
+    proxy.close()
+
+
+@pytest.fixture(scope="module")
+def daemon(daemon_and_proxy: tuple[DaemonProcess, CuttableProxy]) -> DaemonProcess:
+    return daemon_and_proxy[0]
+
+
+@pytest.fixture(scope="module")
+def browser(daemon: DaemonProcess) -> Iterator[WebDriver]:
+    SHOTS.mkdir(exist_ok=True)
+    with chromium(SHOTS) as driver:
+        yield driver
+
+
+@pytest.fixture(autouse=True)
+def nothing_scripted_is_left_over(model: FakeModelServer) -> Iterator[None]:
+    yield
+    assert not model._queue, "a scripted reply was left for the next test"
+
+
+def open_page(driver: WebDriver, url: str, session: str) -> None:
+    """Log in with the admin token's URL (as `wakeful open` prints it) and open ``session``."""
+    driver.get(f"{url}/login?token={ADMIN_TOKEN}")
+    wait_for(lambda: find(driver, "#connection").text == "live", what="the live feed")
+    find(driver, "#new-session-name").send_keys(session, Keys.ENTER)
+    wait_for(lambda: find(driver, "#session").get_attribute("value") == session, what=session)
+
+
+def bubbles(driver: WebDriver, role: str) -> list[str]:
+    return [t.split("\n", 1)[1] if "\n" in t else "" for t in texts(driver, f".msg.{role}")]
+
+
+def timeline(driver: WebDriver) -> list[dict[str, Any]]:
+    script = (
+        "return [...document.querySelectorAll('#timeline .entry')]"
+        ".map(e => ({key: e.dataset.key, text: e.innerText}))"
+    )
+    entries: list[dict[str, Any]] = driver.execute_script(script)
+    return entries
+
+
+def get_json(daemon: DaemonProcess, path: str) -> dict[str, Any]:
+    with daemon.client() as client:
+        response = client.get(path)
+    assert response.status_code == 200, response.text
+    data: dict[str, Any] = response.json()
+    return data
+
+
+def test_log_in_send_and_see_the_reply_stream_in_with_its_routing(
+    daemon: DaemonProcess, model: FakeModelServer, browser: WebDriver
+) -> None:
+    answer = "Streaming, one word at a time, so the page shows it as it comes."
+    model.push(Reply(text=answer, token_delay_s=0.08))
+    first = len(model.requests)
+    # Without the cookie, the page is the token form (plain HTML, no script needed).
+    browser.get(f"{daemon.url}/")
+    find(browser, "#token").send_keys("not the token", Keys.ENTER)
+    wait_for(lambda: "not this daemon" in find(browser, "[role=alert]").text, what="refusal")
+    find(browser, "#token").send_keys(ADMIN_TOKEN, Keys.ENTER)
+    wait_for(lambda: find(browser, "#connection").text == "live", what="logged in by the form")
+    assert find(browser, "#session").get_attribute("value") == "main"  # the first time
+    open_page(browser, daemon.url, "web-stream")
+    box = find(browser, "textarea[aria-label='Message']")
+    box.send_keys("first line", Keys.SHIFT, Keys.ENTER, Keys.SHIFT, "second line", Keys.ENTER)
+    wait_for(lambda: bubbles(browser, "user") == ["first line\nsecond line"], what="the message")
+    partial = wait_for(
+        lambda: [t for t in bubbles(browser, "assistant.streaming") if t and t != answer],
+        what="a partly streamed reply",
+    )
+    assert answer.startswith(partial[0])
+    final = "assistant:not(.streaming)"  # the reply itself, no longer the streamed text
+    wait_for(lambda: bubbles(browser, final) == [answer], what="the whole reply")
+    assert not browser.find_elements("css selector", ".msg.streaming")
+    request = model.wait_for_requests(first + 1)[first]
+    sent = json.dumps(request.body["messages"])
+    assert "first line\\nsecond line" in sent
+    entries = wait_for(
+        lambda: [e for e in timeline(browser) if e["text"].startswith("user.input")],
+        what="the event on the timeline",
+    )
+    assert "router: queue" in entries[0]["text"] and "via chat:web" in entries[0]["text"]
+    assert "trusted" in entries[0]["text"]
+    wait_for(
+        lambda: any(e["key"].startswith("m:") and "ok" in e["text"] for e in timeline(browser)),
+        what="the model call on the timeline",
+    )
+    # Seen while the page is visible: acknowledged, so no other client shows it as unread.
+    wait_for(
+        lambda: not get_json(daemon, "/api/sessions/web-stream/outbox?unread=1")["messages"],
+        what="the reply acknowledged",
+    )
+    wait_for(lambda: not browser.find_elements("css selector", ".msg.unread"), what="unmarked")
+    browser.save_screenshot(str(SHOTS / "chat.png"))
+    # The page opens again on the session last used, with its history; a reply made
+    # meanwhile in another session marks that session's name until it is opened.
+    model.push(Reply(text="meanwhile, elsewhere"))
+    elsewhere = len(model.requests)
+    daemon.send("a message from another client", session="web-elsewhere")
+    model.wait_for_completion(elsewhere)
+    wait_for(
+        lambda: get_json(daemon, "/api/sessions/web-elsewhere/outbox?unread=1")["messages"],
+        what="the other session's reply",
+    )
+    browser.refresh()
+    options = "return [...document.querySelectorAll('#session option')].map(o => o.textContent)"
+    wait_for(lambda: "web-elsewhere •" in browser.execute_script(options), what="marked")
+    wait_for(lambda: bubbles(browser, "assistant") == [answer], what="the history again")
+    assert find(browser, "#session").get_attribute("value") == "web-stream"
+    assert not browser.find_elements("css selector", ".msg.unread")  # seen before: not new
+    find(browser, "#tab-trajectory").click()
+    wait_for(lambda: "system" in find(browser, "#trajectory").text.lower(), what="trajectory")
+    assert answer in find(browser, "#trajectory").text
+    assert not find(browser, "#timeline").is_displayed()
+    browser.save_screenshot(str(SHOTS / "trajectory.png"))
+    find(browser, "#tab-timeline").click()
+    assert not find(browser, "#trajectory").is_displayed()
+
+
+def test_stop_interrupts_a_long_reply_and_the_cancel_is_on_the_timeline(
+    daemon: DaemonProcess, model: FakeModelServer, browser: WebDriver
+) -> None:
+    model.push(Reply(text="and then " * 300, token_delay_s=0.05), Reply(text="Stopped."))
+    first = len(model.requests)
+    open_page(browser, daemon.url, "web-stop")
+    find(browser, "#message").send_keys("tell me a very long story", Keys.ENTER)
+    wait_for(lambda: find(browser, "#stop").is_displayed(), what="the Stop button")
+    wait_for(lambda: any(bubbles(browser, "assistant.streaming")), what="streaming text")
+    find(browser, "#stop").click()
+    model.wait_for_abort(first, timeout_s=10)  # the model's stream was closed
+    interrupt = wait_for(
+        lambda: [e for e in timeline(browser) if e["text"].startswith("user.interrupt")],
+        what="the interrupt on the timeline",
+    )
+    assert "cancel" in interrupt[0]["text"]
+    wait_for(lambda: "Stopped." in bubbles(browser, "assistant"), what="the answer after stop")
+    assert not any("and then" in t for t in bubbles(browser, "assistant"))
+    wait_for(lambda: not find(browser, "#stop").is_displayed(), what="Stop hidden when idle")
+
+
+def test_a_stopped_tool_call_shows_its_placeholder_and_the_late_result_that_pays_it(
+    daemon: DaemonProcess, model: FakeModelServer, browser: WebDriver
+) -> None:
+    # Two scripted turns only: the late result may come in the stop's batch or get a
+    # turn of its own (answered by the default "ok"); a third scripted reply could be
+    # left over for the next test.
+    model.push(
+        Reply(tool_calls=[ToolCallSpec("shell_exec", {"command": f"sleep 600 # {'x' * 400}"})]),
+        Reply(text="Stopped the job."),
+    )
+    open_page(browser, daemon.url, "web-placeholder")
+    find(browser, "#message").send_keys("run the endless job", Keys.ENTER)
+    wait_for(
+        lambda: [e for e in timeline(browser) if e["text"].startswith("tool shell_exec")],
+        what="the tool call running",
+    )
+    wait_for(lambda: find(browser, "#stop").is_displayed(), what="the Stop button")
+    find(browser, "#stop").click()
+
+    def paid_tool() -> list[dict[str, Any]]:
+        return [
+            e
+            for e in timeline(browser)
+            if e["text"].startswith("tool shell_exec")
+            and "placeholder" in e["text"]
+            and "paid by event #" in e["text"]
+        ]
+
+    [tool] = wait_for(paid_tool, what="the placeholder paid by its late result")
+    call_id = tool["key"].removeprefix("t:")
+    assert "interrupted after" in tool["text"]  # the placeholder's own words, as the model saw
+    # Long arguments are collapsed (and open on a click).
+    assert "arguments (" in tool["text"] and "x" * 400 not in tool["text"]
+    entry = find(browser, f"[data-key='t:{call_id}']")
+    entry.find_element("css selector", ".args summary").click()
+    assert "x" * 400 in entry.text
+    late = [e for e in timeline(browser) if e["text"].startswith("tool.result")]
+    assert len(late) == 1 and f"late result of tool call {call_id}" in late[0]["text"]
+    wait_for(lambda: "Stopped the job." in bubbles(browser, "assistant"), what="the answer")
+
+
+def test_cancel_a_running_shell_task_from_its_progress_bar(
+    daemon: DaemonProcess, model: FakeModelServer, browser: WebDriver
+) -> None:
+    command = 'for i in $(seq 1 900); do echo "step $i: $((i/9))%"; sleep 0.1; done'
+    model.push(Reply(tool_calls=[ToolCallSpec("start_shell", {"command": command})]))
+    open_page(browser, daemon.url, "web-task")
+    find(browser, "#message").send_keys("run the long job", Keys.ENTER)
+
+    def progressing() -> bool:
+        bars = browser.find_elements("css selector", "#tasks .card progress")
+        return bool(bars) and float(bars[0].get_attribute("value") or 0) > 0
+
+    wait_for(progressing, timeout_s=15, what="a progress bar moving")
+    tool = wait_for(
+        lambda: [e for e in timeline(browser) if e["text"].startswith("tool start_shell")],
+        what="the tool call on the timeline",
+    )
+    assert "seq 1 900" in tool[0]["text"]
+    browser.save_screenshot(str(SHOTS / "task.png"))
+    task_id = find(browser, "#tasks .card").get_attribute("data-task")
+    find(browser, "#tasks .card button[aria-label^='Cancel']").click()
+    wait_for(
+        lambda: not browser.find_elements("css selector", "#tasks .card"), what="the task gone"
+    )
+    tasks = get_json(daemon, "/api/status")["sessions"]["web-task"]["tasks"]
+    cancelled = [t for t in tasks if t["task_id"] == task_id]
+    assert cancelled and cancelled[0]["state"] != "running", cancelled
+    assert cancelled[0].get("reason") == "cancelled with cancel_task" or cancelled[0]["state"] in {
+        "cancelled",
+        "killed",
+    }
+
+
+def test_the_timeline_resumes_after_the_connection_is_cut(
+    daemon_and_proxy: tuple[DaemonProcess, CuttableProxy], model: FakeModelServer
+) -> None:
+    daemon, proxy = daemon_and_proxy
+    session = "web-resume"
+    model.push(Reply(text="reply one"), Reply(text="reply two"), Reply(text="reply three"))
+    with chromium(SHOTS) as driver:
+        open_page(driver, proxy.url, session)
+        find(driver, "#message").send_keys("one", Keys.ENTER)
+        wait_for(lambda: bubbles(driver, "assistant") == ["reply one"], what="reply one")
+        proxy.cut()
+        wait_for(lambda: find(driver, "#connection").text != "live", what="the drop noticed")
+        outbox = f"/api/sessions/{session}/outbox"
+
+        def replies_made() -> int:
+            return len(get_json(daemon, outbox)["messages"])
+
+        for made, text in enumerate(["two", "three"], start=1):
+            daemon.send(text, session=session)  # straight to the daemon, not through the proxy
+            wait_for(
+                lambda: replies_made() > made,  # noqa: B023 (read before the loop moves on)
+                what=f"the answer to {text!r}, made while the page was cut off",
+            )
+        assert bubbles(driver, "assistant") == ["reply one"]
+        proxy.restore()
+        want = ["reply one", "reply two", "reply three"]
+        final = "assistant:not(.streaming)"
+        wait_for(lambda: bubbles(driver, final) == want, timeout_s=15, what="resumed")
+        wait_for(lambda: find(driver, "#connection").text == "live", what="live again")
+        assert bubbles(driver, "user") == ["one", "two", "three"]
+        order = [t.split(" · ")[0] for t in texts(driver, ".msg .meta")]
+        assert order == ["you", "wakeful"] * 3, order  # each reply after its message
+        entries = timeline(driver)
+        keys = [e["key"] for e in entries]
+        assert len(keys) == len(set(keys)), keys
+        user_events = [e for e in entries if e["text"].startswith("user.input")]
+        assert len(user_events) == 3
+        # The browser came back saying where it had got to.
+        assert proxy.sent(b"GET /web/stream"), proxy.requests
+        assert proxy.sent(b"Last-Event-ID:"), "the reconnect did not resume from an id"
+        driver.save_screenshot(str(SHOTS / "resumed.png"))
+
+
+def test_after_a_daemon_restart_the_page_reconnects_and_resyncs_from_the_records(
+    tmp_path: Path, model: FakeModelServer
+) -> None:
+    port = free_port()
+    config = write_config(tmp_path / "restart", model.base_url, port)
+    model.push(Reply(text="before the restart"), Reply(text="after the restart"))
+    final = "assistant:not(.streaming)"
+    with chromium(SHOTS) as driver:
+        with DaemonProcess(config, port) as first:
+            open_page(driver, first.url, "web-restart")
+            find(driver, "#message").send_keys("one", Keys.ENTER)
+            wait_for(lambda: bubbles(driver, final) == ["before the restart"], what="reply one")
+            assert first.stop() == 0
+        wait_for(lambda: find(driver, "#connection").text != "live", what="the drop noticed")
+        with DaemonProcess(config, port) as second:
+            # The old feed ids mean nothing to the new process: the page reloads the records.
+            wait_for(lambda: find(driver, "#connection").text == "live", what="back", timeout_s=15)
+            second.send("two", session="web-restart")
+            want = ["before the restart", "after the restart"]
+            wait_for(lambda: bubbles(driver, final) == want, what="the reply after the restart")
+            assert bubbles(driver, "user") == ["one", "two"]
+            entries = timeline(driver)
+            assert any("reconnected (the daemon restarted)" in e["text"] for e in entries)
+            keys = [e["key"] for e in entries]
+            assert len(keys) == len(set(keys))
+            assert sum(e["text"].startswith("user.input") for e in entries) == 2

@@ -1,0 +1,72 @@
+"""Logging the page in: the admin token once, a session cookie after.
+
+``GET /login?token=…`` is the URL `wakeful open` prints; the page's own form
+posts the token instead, so it does not stay in the browser's history.
+"""
+
+from __future__ import annotations
+
+import html
+from urllib.parse import parse_qs
+
+from starlette.requests import Request
+from starlette.responses import RedirectResponse, Response
+
+from wakeful.channels.chat_web.assets import SECURITY_HEADERS, Asset
+from wakeful.daemon.http.auth import SESSION_COOKIE, SESSION_MAX_AGE_S, TokenCheck
+from wakeful.daemon.http.body import read_capped
+
+MAX_FORM_BYTES = 4096
+WRONG_TOKEN = (
+    "That is not this daemon's admin token. Run `wakeful open` on the daemon's host for "
+    "a log-in link, or paste the token from the file admin-token in its data dir."
+)
+
+
+class Login:
+    def __init__(self, tokens: TokenCheck, form: Asset) -> None:
+        self._tokens = tokens
+        self._form = form
+
+    async def get(self, request: Request) -> Response:
+        token = request.query_params.get("token")
+        if token is None:
+            return self.form(request)
+        return self._log_in(request, token)
+
+    async def post(self, request: Request) -> Response:
+        body = await read_capped(request, MAX_FORM_BYTES)
+        fields = parse_qs(body.decode("utf-8", "replace"))
+        return self._log_in(request, fields.get("token", [""])[0])
+
+    async def logout(self, request: Request) -> Response:
+        self._tokens.require(request)  # with the cookie: the CSRF header too
+        response = Response(status_code=204)
+        response.delete_cookie(SESSION_COOKIE, path="/", httponly=True, samesite="strict")
+        return response
+
+    def form(self, request: Request, error: str = "", status_code: int = 200) -> Response:
+        """The log-in form (plain HTML: it works without JavaScript)."""
+        text = self._form.raw.decode()
+        if error:
+            text = text.replace(
+                "<!--error-->", f'<p class="error" role="alert">{html.escape(error)}</p>'
+            )
+        headers = {**SECURITY_HEADERS, "cache-control": "no-store"}
+        return Response(text, status_code, headers, media_type=self._form.content_type)
+
+    def _log_in(self, request: Request, token: str) -> Response:
+        if not token.strip() or not self._tokens.token_ok(token.strip()):
+            return self.form(request, WRONG_TOKEN, status_code=401)
+        response = RedirectResponse("/", status_code=303, headers={"cache-control": "no-store"})
+        response.headers["referrer-policy"] = SECURITY_HEADERS["referrer-policy"]
+        response.set_cookie(
+            SESSION_COOKIE,
+            self._tokens.sessions.issue(),
+            max_age=SESSION_MAX_AGE_S,
+            path="/",
+            httponly=True,
+            samesite="strict",
+            secure=request.url.scheme == "https",
+        )
+        return response

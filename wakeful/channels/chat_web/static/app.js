@@ -1,0 +1,631 @@
+// wakeful's web page: chat, live timeline, tasks and trajectory over one SSE connection.
+// Durable records (event log, outbox, trajectory, model calls) are the truth; the feed
+// says when to read more of them, and carries what is only live (reply deltas, tool
+// activity). Every entry has a key, so reading a record twice never shows it twice.
+"use strict";
+
+const $ = (id) => document.getElementById(id);
+const seg = encodeURIComponent;
+const LONG = 300; // characters: longer tool arguments and results are collapsed
+const PLACEHOLDER = "[placeholder]";
+const MAX_ENTRIES = 1000;
+const FEED_TYPES = ["event", "delta", "reply", "run", "tool", "task", "alert", "discarded", "resync"];
+
+const state = {
+  session: localStorage.getItem("wakeful.session") || "main",
+  csrf: null,
+  busy: false,
+  lastSeq: 0,
+  keys: new Set(), // timeline and chat entries already shown
+  tools: new Map(), // call id -> timeline element
+  lateResults: new Map(), // call id -> event seq that paid its placeholder
+  streaming: null, // the assistant bubble being streamed
+  unread: new Map(), // outbox id -> bubble
+  ready: null, // a promise: the current session's records are loaded
+  taskPoll: null,
+  otherUnread: new Set(),
+  sessions: new Set(), // every session name the page has seen
+};
+
+// --- HTTP ------------------------------------------------------------------------
+
+async function api(method, path, body) {
+  const headers = { Accept: "application/json" };
+  if (body !== undefined) headers["Content-Type"] = "application/json";
+  if (method !== "GET" && state.csrf) headers["X-CSRF-Token"] = state.csrf;
+  const response = await fetch(path, {
+    method, headers, credentials: "same-origin",
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  if (response.status === 401) {
+    location.replace("/");
+    throw new Error("logged out");
+  }
+  const type = response.headers.get("content-type") || "";
+  const data = type.includes("json") ? await response.json() : {};
+  if (!response.ok) {
+    const error = new Error(data.error || `${response.status} ${response.statusText}`);
+    error.status = response.status;
+    throw error;
+  }
+  return data;
+}
+
+const sessionPath = (rest) => `/api/sessions/${seg(state.session)}/${rest}`;
+
+// --- small DOM helpers -------------------------------------------------------------
+
+function el(tag, attrs = {}, ...children) {
+  const node = document.createElement(tag);
+  for (const [name, value] of Object.entries(attrs)) {
+    if (value === undefined || value === null || value === false) continue;
+    if (name === "class") node.className = value;
+    else if (name === "text") node.textContent = value;
+    else if (name.startsWith("on")) node.addEventListener(name.slice(2), value);
+    else node.setAttribute(name, value === true ? "" : value);
+  }
+  for (const child of children) if (child !== null && child !== undefined) node.append(child);
+  return node;
+}
+
+function clock(seconds) {
+  const date = seconds ? new Date(seconds * 1000) : new Date();
+  return date.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit", second: "2-digit" });
+}
+
+function longText(label, text) {
+  text = text ?? "";
+  if (text.length <= LONG) return el("div", {}, el("span", { class: "reason", text: `${label}: ` }), el("code", { text }));
+  return el("details", {}, el("summary", { text: `${label} (${text.length} characters)` }), el("pre", { text }));
+}
+
+function follow(list, add) {
+  const atBottom = list.scrollHeight - list.scrollTop - list.clientHeight < 40;
+  add();
+  if (atBottom) list.scrollTop = list.scrollHeight;
+}
+
+// --- chat ------------------------------------------------------------------------
+
+function addBubble(key, role, text, at, extra = {}) {
+  if (key && state.keys.has(key)) return null;
+  if (key) state.keys.add(key);
+  const list = $("messages");
+  list.querySelector(".empty-chat")?.remove();
+  const meta = el("span", { class: "meta", text: `${role === "user" ? "you" : "wakeful"} · ${clock(at)}` });
+  const bubble = el("li", { class: `msg ${role}`, "data-key": key || "", "data-at": at }, meta, el("span", { class: "body", text }));
+  if (extra.unread) markUnread(bubble, extra.id);
+  // In time order: a resumed feed may bring a reply before the message it answers is read.
+  const later = [...list.children].find((other) => Number(other.dataset.at) > at);
+  follow(list, () => list.insertBefore(bubble, later || null));
+  return bubble;
+}
+
+function markUnread(bubble, id) {
+  bubble.classList.add("unread");
+  bubble.querySelector(".meta").append(el("span", { class: "badge", text: "new" }));
+  state.unread.set(id, bubble);
+  acknowledgeSeen();
+}
+
+function streamDelta(text, at) {
+  if (!state.streaming) {
+    state.streaming = addBubble(null, "assistant", "", at);
+    state.streaming.classList.add("streaming");
+    state.streaming.setAttribute("aria-busy", "true");
+  }
+  const body = state.streaming.querySelector(".body");
+  follow($("messages"), () => { body.textContent += text; });
+}
+
+function dropStreaming() {
+  state.streaming?.remove();
+  state.streaming = null;
+}
+
+function showReply(message) {
+  const key = `o:${message.id}`;
+  if (state.keys.has(key)) return;
+  const unread = message.acked_at === null || message.acked_at === undefined;
+  if (state.streaming) {
+    const bubble = state.streaming;
+    state.streaming = null;
+    state.keys.add(key);
+    bubble.classList.remove("streaming");
+    bubble.removeAttribute("aria-busy");
+    bubble.dataset.key = key;
+    bubble.querySelector(".body").textContent = message.text;
+    if (unread) markUnread(bubble, message.id);
+  } else {
+    addBubble(key, "assistant", message.text, message.created_at || message.at, { unread, id: message.id });
+  }
+}
+
+let ackTimer = null;
+function acknowledgeSeen() {
+  // "Seen" is: shown while the page is visible. Unseen replies stay marked and unread.
+  if (document.visibilityState !== "visible" || state.unread.size === 0 || ackTimer) return;
+  ackTimer = setTimeout(async () => {
+    ackTimer = null;
+    const ids = [...state.unread.keys()];
+    try {
+      await api("POST", sessionPath("outbox/ack"), { ids });
+    } catch (error) {
+      return note(`could not mark replies as read: ${error.message}`);
+    }
+    for (const id of ids) {
+      const bubble = state.unread.get(id);
+      state.unread.delete(id);
+      setTimeout(() => {
+        bubble.classList.remove("unread");
+        bubble.querySelector(".badge")?.remove();
+      }, 1000);
+    }
+  }, 300);
+}
+
+async function sendMessage(text, kind = "user.input") {
+  const data = await api("POST", "/api/messages", { session: state.session, text, kind });
+  return data.event_id;
+}
+
+// --- timeline --------------------------------------------------------------------
+
+function addEntry(key, kind, head, ...body) {
+  if (state.keys.has(key)) return null;
+  state.keys.add(key);
+  const entry = el("li", { class: `entry ${kind}`, "data-key": key }, el("div", { class: "head" }, ...head), ...body);
+  const list = $("timeline");
+  follow(list, () => list.append(entry));
+  // A page left open for weeks keeps only the newest entries (their keys stay seen).
+  while (list.childElementCount > MAX_ENTRIES) list.firstElementChild.remove();
+  return entry;
+}
+
+const tag = (text, cls = "") => el("span", { class: `tag ${cls}`, text });
+
+function showEvent(event) {
+  state.lastSeq = Math.max(state.lastSeq, event.seq);
+  const source = event.source || {};
+  const who = [source.type, source.principal].filter(Boolean).join(":");
+  const lateFor = event.kind === "tool.result" && event.id.startsWith("tool:") ? event.id.split(":").pop() : null;
+  const head = [
+    el("span", { class: "kind", text: event.kind }),
+    tag(`from ${who || "?"}`),
+    tag(`via ${event.channel}`),
+    tag(source.trusted ? "trusted" : "untrusted", source.trusted ? "" : "untrusted"),
+    event.strategy ? tag(event.strategy, event.strategy) : tag(event.status),
+    el("span", { class: "time", text: clock(event.accepted_at) }),
+  ];
+  const body = [];
+  if (event.reason) body.push(el("div", { class: "reason", text: `router: ${event.strategy} — ${event.reason}` }));
+  if (lateFor) body.push(el("div", { class: "reason", text: `late result of tool call ${lateFor}: pays its placeholder` }));
+  if (event.text) body.push(longText("text", event.text));
+  addEntry(`e:${event.id}`, "event", head, ...body);
+  if (lateFor) {
+    state.lateResults.set(lateFor, event.seq);
+    markPaid(lateFor);
+  }
+  const fromUser = source.type === "user" && (event.kind === "user.input" || event.kind === "user.interrupt");
+  if (fromUser) addBubble(`u:${event.id}`, "user", event.text, event.accepted_at);
+}
+
+async function refreshEvents() {
+  const session = state.session;
+  const data = await api("GET", sessionPath(`events?after=${state.lastSeq}&limit=500`));
+  if (session === state.session) data.events.forEach(showEvent);
+}
+
+function toolEntry(callId, name) {
+  let entry = state.tools.get(callId);
+  if (!entry) {
+    entry = addEntry(`t:${callId}`, "tool", [el("span", { class: "kind", text: `tool ${name}` }), tag(callId), el("span", { class: "state tag", text: "running" }), el("span", { class: "time", text: clock() })]);
+    entry.append(el("div", { class: "args" }), el("div", { class: "result" }));
+    state.tools.set(callId, entry);
+  }
+  return entry;
+}
+
+function setToolParts(entry, { args, result, stateText, placeholder }) {
+  if (args !== undefined) entry.querySelector(".args").replaceChildren(longText("arguments", args));
+  if (result !== undefined) entry.querySelector(".result").replaceChildren(longText("result", result));
+  if (stateText) entry.querySelector(".state").textContent = stateText;
+  if (placeholder && !entry.querySelector(".placeholder")) {
+    entry.querySelector(".head").append(tag("placeholder: the result comes later", "placeholder"));
+  }
+}
+
+function markPaid(callId) {
+  const entry = state.tools.get(callId);
+  const seq = state.lateResults.get(callId);
+  if (!entry || seq === undefined || entry.querySelector(".paid")) return;
+  entry.querySelector(".head").append(tag(`paid by event #${seq}`, "paid"));
+}
+
+function showToolItem(item) {
+  const entry = toolEntry(item.call_id, item.name);
+  if (item.state === "started") setToolParts(entry, { args: item.preview, stateText: "running" });
+  else if (item.state === "progress") setToolParts(entry, { stateText: `running ${Math.round(item.elapsed_s)} s` });
+  else setToolParts(entry, { result: item.preview, stateText: `${item.outcome}${item.is_error ? " (error)" : ""} in ${item.elapsed_s} s` });
+}
+
+function showToolsFrom(messages) {
+  // The trajectory holds every call's full arguments and result.
+  const results = new Map();
+  for (const m of messages) if (m.role === "tool") results.set(m.tool_call_id, typeof m.content === "string" ? m.content : JSON.stringify(m.content));
+  for (const m of messages) {
+    for (const call of m.role === "assistant" ? m.tool_calls || [] : []) {
+      const fn = call.function || {};
+      const entry = toolEntry(call.id, fn.name);
+      const result = results.get(call.id);
+      setToolParts(entry, {
+        args: fn.arguments,
+        result,
+        stateText: result === undefined ? "running" : "done",
+        placeholder: result !== undefined && result.startsWith(PLACEHOLDER),
+      });
+      markPaid(call.id);
+    }
+  }
+}
+
+async function refreshTools() {
+  const session = state.session;
+  const data = await api("GET", sessionPath("trajectory"));
+  if (session === state.session) showToolsFrom(data.messages);
+}
+
+async function refreshModelCalls() {
+  const session = state.session;
+  const data = await api("GET", `/web/sessions/${seg(session)}/model-calls`);
+  if (session !== state.session) return;
+  const perRun = new Map();
+  for (const call of data.calls) {
+    const n = (perRun.get(call.run_id) || 0) + 1;
+    perRun.set(call.run_id, n);
+    const tokens = `${call.prompt_tokens} in / ${call.completion_tokens} out tokens, ${call.cached_tokens} cached`;
+    addEntry(`m:${call.run_id}:${n}`, "model", [
+      el("span", { class: "kind", text: "model call" }),
+      tag(call.model || "no model"),
+      tag(`${(call.latency_s * 1000).toFixed(0)} ms`),
+      tag(call.outcome, call.outcome === "ok" ? "" : "cancel"),
+    ], el("div", { class: "reason", text: `${tokens}${call.finish_reason ? `, finish: ${call.finish_reason}` : ""}` }));
+  }
+}
+
+function note(text, kind = "alert") {
+  addEntry(`n:${Date.now()}:${Math.random()}`, kind, [el("span", { class: "kind", text }), el("span", { class: "time", text: clock() })]);
+}
+
+// --- tasks, timers, approvals, pairing ----------------------------------------------
+
+function percent(progress) {
+  const match = /([\d.]+)\s*%/.exec(progress || "");
+  return match ? Math.min(100, parseFloat(match[1])) : null;
+}
+
+function taskCard(task) {
+  const label = task.command || task.tool || task.task_id;
+  const value = percent(task.progress);
+  const bar = el("progress", { max: "100", "aria-label": `progress of ${label}` });
+  if (value !== null) bar.value = value;
+  const cancel = task.kind ? el("button", {
+    class: "small danger", type: "button", "aria-label": `Cancel ${label}`, text: "Cancel",
+    onclick: async (e) => {
+      e.target.disabled = true;
+      try {
+        await api("POST", `/web/sessions/${seg(state.session)}/tasks/${seg(task.task_id)}/cancel`);
+      } catch (error) {
+        note(`cancel failed: ${error.message}`);
+      }
+      refreshStatus();
+    },
+  }) : null;
+  const detail = [task.progress, `${task.runtime_s} s`].filter(Boolean).join(" · ");
+  return el("li", { class: "card", "data-task": task.task_id },
+    el("div", { class: "row" }, el("code", { text: label, title: label }), cancel),
+    bar, el("div", { class: "detail", text: detail }));
+}
+
+function timerCard(timer) {
+  const when = timer.next_fire_time ? `next ${new Date(timer.next_fire_time).toLocaleString()}` : timer.state;
+  return el("li", { class: "card" },
+    el("div", { class: "row" }, el("span", { text: timer.name || timer.message })),
+    el("div", { class: "detail", text: `${timer.schedule} · ${when}` }));
+}
+
+async function refreshStatus() {
+  const status = await api("GET", "/api/status");
+  const sessions = status.sessions || {};
+  fillSessions(Object.keys(sessions));
+  const mine = sessions[state.session] || { busy: false, tasks: [] };
+  setBusy(mine.busy);
+  const tasks = mine.tasks.filter((t) => t.kind !== "timer" && t.state === "running");
+  const timers = mine.tasks.filter((t) => t.kind === "timer" && t.state === "scheduled");
+  $("tasks").replaceChildren(...tasks.map(taskCard));
+  $("timers").replaceChildren(...timers.map(timerCard));
+  // Progress comes from the task's output; poll only while something runs.
+  clearTimeout(state.taskPoll);
+  if (tasks.length) state.taskPoll = setTimeout(() => refreshStatus().catch(() => {}), 2000);
+}
+
+async function refreshApprovals() {
+  let pending = [];
+  try {
+    pending = (await api("GET", "/api/approvals")).pending || [];
+  } catch (error) {
+    if (error.status !== 404) throw error; // not in this daemon yet: the panel stays empty
+  }
+  const button = (a, label, decision, cls) => el("button", {
+    class: `small ${cls}`, type: "button", text: label, "aria-label": `${label} ${a.summary || a.tool || a.id}`,
+    onclick: () => decide(`/api/approvals/${seg(a.id)}`, { decision }, refreshApprovals),
+  });
+  $("approvals").replaceChildren(...pending.map((a) => el("li", { class: "card" },
+    el("div", { class: "row" }, el("span", { text: a.summary || a.tool || a.id })),
+    a.arguments ? longText("arguments", typeof a.arguments === "string" ? a.arguments : JSON.stringify(a.arguments)) : null,
+    el("div", { class: "buttons" }, button(a, "Approve", "approve", ""), button(a, "Deny", "deny", "danger")))));
+}
+
+async function refreshPairing() {
+  let pending = [];
+  try {
+    pending = (await api("GET", "/api/pairing")).pending || [];
+  } catch (error) {
+    if (error.status !== 404) throw error;
+  }
+  $("pairing").replaceChildren(...pending.map((p) => el("li", { class: "card" },
+    el("div", { class: "row" },
+      el("span", { text: `${p.user_name || p.user_id} on ${p.platform}:${p.name}` }),
+      el("button", { class: "small", type: "button", "aria-label": `Approve ${p.user_name || p.user_id}`, text: "Approve", onclick: () => decide(`/api/pairing/${seg(p.platform)}/${seg(p.code)}`, undefined, refreshPairing) })),
+    el("div", { class: "detail", text: `code ${p.code} · asked ${p.requested_at ? new Date(p.requested_at * 1000).toLocaleString() : ""}` }))));
+}
+
+async function decide(path, body, then) {
+  try {
+    await api("POST", path, body);
+  } catch (error) {
+    note(`${path}: ${error.message}`);
+  }
+  then().catch(() => {});
+}
+
+// --- trajectory ------------------------------------------------------------------
+
+async function showTrajectory() {
+  const panel = $("trajectory");
+  panel.replaceChildren(el("p", { class: "reason", text: "loading…" }));
+  let body;
+  try {
+    body = (await api("GET", sessionPath("request"))).request;
+  } catch (error) {
+    panel.replaceChildren(el("p", { class: "reason", text: error.message }));
+    return;
+  }
+  const tools = (body.tools || []).map((t) => t.function?.name || t.name).join(", ");
+  const parts = [
+    el("div", { class: "row" },
+      el("p", { class: "reason", text: `Exactly what the next model call sends to ${body.model || "(no model)"}: ${body.messages.length} messages.` }),
+      el("button", { class: "small quiet", type: "button", text: "Refresh", onclick: showTrajectory })),
+    el("details", {}, el("summary", { text: `${(body.tools || []).length} tools: ${tools}` }), el("pre", { text: JSON.stringify(body.tools, null, 1) })),
+  ];
+  for (const m of body.messages) {
+    const content = typeof m.content === "string" ? m.content : JSON.stringify(m.content, null, 1);
+    const calls = (m.tool_calls || []).map((c) => `→ ${c.function?.name}(${c.function?.arguments})  [${c.id}]`).join("\n");
+    const title = m.role + (m.tool_call_id ? ` · ${m.tool_call_id}` : "");
+    parts.push(el("article", { class: `role-${m.role}` }, el("h3", { text: title }),
+      content ? el("pre", { text: content }) : null, calls ? el("pre", { text: calls }) : null));
+  }
+  panel.replaceChildren(...parts);
+}
+
+function selectTab(name) {
+  const trajectory = name === "trajectory";
+  $("tab-timeline").setAttribute("aria-selected", String(!trajectory));
+  $("tab-trajectory").setAttribute("aria-selected", String(trajectory));
+  $("timeline").hidden = trajectory;
+  $("trajectory").hidden = !trajectory;
+  if (trajectory) showTrajectory();
+}
+
+// --- sessions --------------------------------------------------------------------
+
+function fillSessions(names) {
+  const select = $("session");
+  for (const name of ["main", ...names, state.session]) state.sessions.add(name);
+  const all = [...state.sessions];
+  const current = [...select.options].map((o) => o.value + (o.textContent.endsWith("•") ? "•" : "")).join();
+  const wanted = all.map((n) => n + (state.otherUnread.has(n) ? "•" : "")).join();
+  if (current === wanted) return;
+  select.replaceChildren(...all.map((name) => el("option", { value: name, text: state.otherUnread.has(name) ? `${name} •` : name })));
+  select.value = state.session;
+}
+
+function setBusy(busy) {
+  state.busy = busy;
+  $("stop").hidden = !busy;
+}
+
+async function openSession(name) {
+  state.session = name;
+  localStorage.setItem("wakeful.session", name);
+  state.otherUnread.delete(name);
+  Object.assign(state, { lastSeq: 0, streaming: null });
+  for (const map of [state.keys, state.tools, state.lateResults, state.unread]) map.clear();
+  $("messages").replaceChildren(el("li", { class: "empty-chat", text: `No messages in “${name}” yet.` }));
+  $("timeline").replaceChildren();
+  fillSessions([]);
+  let done;
+  state.ready = new Promise((resolve) => { done = resolve; });
+  try {
+    const [events, outbox] = await Promise.all([
+      api("GET", sessionPath("events?newest=1&limit=200")),
+      outboxHistory().catch(() => []),
+    ]);
+    // The chat, in time order: the owner's messages from the event log, replies from the
+    // outbox; as far back as the events shown go.
+    const since = events.older && events.events.length ? events.events[0].accepted_at : 0;
+    const replies = outbox.filter((m) => m.channel === "chat:web" && m.created_at >= since);
+    const items = [
+      ...events.events.map((e) => ({ at: e.accepted_at, show: () => showEvent(e) })),
+      ...replies.map((m) => ({ at: m.created_at, show: () => showReply(m) })),
+    ].sort((a, b) => a.at - b.at);
+    items.forEach((item) => item.show());
+    await Promise.all([refreshTools(), refreshModelCalls(), refreshStatus()]);
+  } catch (error) {
+    note(`could not load session ${name}: ${error.message}`);
+  } finally {
+    done();
+  }
+  refreshApprovals().catch(() => {});
+  refreshPairing().catch(() => {});
+  markOtherUnread().catch(() => {});
+  if (!$("trajectory").hidden) showTrajectory();
+}
+
+async function outboxHistory() {
+  // The outbox reads forward only: page to its end, keeping the newest.
+  let kept = [];
+  for (let after = 0; ;) {
+    const { messages } = await api("GET", sessionPath(`outbox?after=${after}&limit=1000`));
+    kept = kept.concat(messages).slice(-500);
+    if (messages.length < 1000) return kept;
+    after = messages[messages.length - 1].id;
+  }
+}
+
+async function markOtherUnread() {
+  // Replies made in other sessions while no page was open: a dot on their names until seen.
+  const names = [...$("session").options].map((o) => o.value).filter((n) => n !== state.session);
+  for (const name of names) {
+    const { messages } = await api("GET", `/api/sessions/${seg(name)}/outbox?unread=1`);
+    if (messages.some((m) => m.channel === "chat:web")) state.otherUnread.add(name);
+  }
+  fillSessions([]);
+}
+
+// --- the live feed -----------------------------------------------------------------
+
+const refresh = {}; // coalesces reads: one in flight, one more queued at most
+function soon(name, read) {
+  const slot = refresh[name] || (refresh[name] = { running: null, again: false });
+  if (slot.running) { slot.again = true; return; }
+  slot.running = read().catch((error) => note(`${name}: ${error.message}`)).finally(() => {
+    slot.running = null;
+    if (slot.again) { slot.again = false; soon(name, read); }
+  });
+}
+
+async function onFeed(type, item) {
+  await state.ready;
+  if (type === "resync") {
+    await openSession(state.session);
+    return note(`reconnected (${item.reason}): this session was read again from the records`, "notice");
+  }
+  if (item.session !== state.session) {
+    if (type === "reply") { state.otherUnread.add(item.session); fillSessions([]); }
+    if (type === "event") soon("status", refreshStatus);
+    return;
+  }
+  switch (type) {
+    case "event": await refreshEvents(); break; // awaited: what follows comes after it
+    case "delta": streamDelta(item.delta, item.at); break;
+    case "discarded":
+      dropStreaming();
+      note(`the streamed reply (${item.chars} characters) was discarded: ${item.cause}`, "alert");
+      break;
+    case "reply": showReply(item); break;
+    case "run":
+      setBusy(item.state === "busy");
+      if (item.state === "idle") {
+        soon("model calls", refreshModelCalls);
+        soon("tools", refreshTools);
+        soon("status", refreshStatus);
+      }
+      break;
+    case "tool":
+      showToolItem(item);
+      if (item.state === "started") soon("model calls", refreshModelCalls);
+      break;
+    case "task": soon("status", refreshStatus); break;
+    case "alert": note(item.text); break;
+  }
+}
+
+let chain = Promise.resolve(); // feed items are handled one after another, in order
+let lastFeedId = "";
+
+function connect() {
+  // The browser reconnects by itself, sending Last-Event-ID; this URL says the same for a
+  // stream it gave up on (an HTTP error such as 503 while the daemon stops).
+  const source = new EventSource(lastFeedId ? `/web/stream?after=${seg(lastFeedId)}` : "/web/stream");
+  const status = $("connection");
+  source.onopen = () => { status.textContent = "live"; status.className = "connection live"; };
+  source.onerror = () => {
+    status.textContent = "reconnecting…";
+    status.className = "connection";
+    if (source.readyState === EventSource.CLOSED) setTimeout(connect, 3000);
+  };
+  for (const type of FEED_TYPES) {
+    source.addEventListener(type, (message) => {
+      if (message.lastEventId) lastFeedId = message.lastEventId;
+      const item = JSON.parse(message.data);
+      chain = chain.then(() => onFeed(type, item)).catch((error) => console.error(error));
+    });
+  }
+}
+
+// --- wiring ------------------------------------------------------------------------
+
+async function start() {
+  state.csrf = (await api("GET", "/web/session")).csrf;
+  connect();
+  const message = $("message");
+  message.addEventListener("keydown", (e) => {
+    if (e.key === "Enter" && !e.shiftKey && !e.isComposing) {
+      e.preventDefault();
+      $("composer").requestSubmit();
+    }
+  });
+  $("composer").addEventListener("submit", async (e) => {
+    e.preventDefault();
+    const text = message.value;
+    if (!text.trim()) return;
+    message.value = "";
+    const sentAt = Date.now() / 1000; // before the daemon accepts it: ahead of its reply
+    try {
+      const id = await sendMessage(text);
+      addBubble(`u:${id}`, "user", text, sentAt);
+    } catch (error) {
+      message.value = text;
+      note(`not sent: ${error.message}`);
+    }
+  });
+  $("stop").addEventListener("click", () => sendMessage("stop", "user.interrupt").catch((error) => note(`stop failed: ${error.message}`)));
+  $("session").addEventListener("change", (e) => openSession(e.target.value));
+  $("new-session").addEventListener("submit", (e) => {
+    e.preventDefault();
+    const name = $("new-session-name").value.trim();
+    if (!name) return;
+    $("new-session-name").value = "";
+    openSession(name);
+    message.focus();
+  });
+  $("tab-timeline").addEventListener("click", () => selectTab("timeline"));
+  $("tab-trajectory").addEventListener("click", () => selectTab("trajectory"));
+  $("logout").addEventListener("click", async () => {
+    await api("POST", "/logout").catch(() => {});
+    location.replace("/");
+  });
+  document.addEventListener("visibilitychange", () => {
+    acknowledgeSeen();
+    if (document.visibilityState === "visible") refreshPairing().catch(() => {});
+  });
+  $("tasks").dataset.empty = "No tasks running.";
+  $("timers").dataset.empty = "No timers.";
+  $("approvals").dataset.empty = "Nothing waits for your approval.";
+  $("pairing").dataset.empty = "Nobody asks to pair.";
+  await openSession(state.session);
+  message.focus();
+}
+
+start().catch((error) => note(`the page could not start: ${error.message}`));
