@@ -9,7 +9,7 @@ import pytest
 from wakeful.channels.email.db import MailDb
 from wakeful.channels.email.outbox import Outbox as EmailOutbox
 from wakeful.daemon.outbox.states import DeliveryState, IllegalMove, check_move
-from wakeful.daemon.outbox.targets import LOCAL_CHAT, resolve_target
+from wakeful.daemon.outbox.targets import LOCAL_CHAT, Target, resolve_target
 from wakeful.events import Event, user_message
 
 
@@ -54,21 +54,28 @@ def event(channel: str, reply_to: str | None = None) -> Event:
 @pytest.mark.parametrize(
     ("answering", "defaults", "last_active", "target"),
     [
-        (event("slack:#ops", reply_to="email:ops@example.com"), {}, {}, "email:ops@example.com"),
-        (event("slack:#ops"), {}, {}, "slack:#ops"),
-        (event("chat:api"), {}, {}, LOCAL_CHAT),  # the HTTP API's label: the local chat
-        (event("timer:nightly"), {"main": "slack:#ops"}, {"main": "email:me"}, "slack:#ops"),
-        (event("timer:nightly"), {}, {"main": "email:me"}, "email:me"),
-        (None, {}, {"main": "nowhere:x"}, LOCAL_CHAT),
-        (event("timer:nightly"), {}, {}, LOCAL_CHAT),
+        (event("slack:#ops", reply_to="email:ops@example.com"), {}, None,
+         Target("email:ops@example.com")),
+        (event("slack:#ops"), {}, None, Target("slack:#ops")),
+        (event("chat:api"), {}, None, Target(LOCAL_CHAT)),  # the HTTP API's label: the local chat
+        (event("timer:nightly"), {"main": "slack:#ops"}, Target("email:me"), Target("slack:#ops")),
+        (event("timer:nightly"), {}, Target("email:me"), Target("email:me")),
+        (None, {}, Target("nowhere:x"), Target(LOCAL_CHAT)),
+        (event("timer:nightly"), {}, None, Target(LOCAL_CHAT)),
+        # A chat platform: the reply goes back to the conversation the message came from.
+        (event("chat:telegram:tg", reply_to="4242"), {}, None, Target("chat:telegram:tg", "4242")),
+        # A notification: where the user last wrote, conversation included.
+        (None, {}, Target("chat:telegram:tg", "4242"), Target("chat:telegram:tg", "4242")),
+        (event("timer:nightly"), {"main": "chat:telegram:tg"}, Target("chat:telegram:tg", "7"),
+         Target("chat:telegram:tg", "7")),
     ],
-)
+)  # fmt: skip
 def test_target_resolution(
-    answering: Event | None, defaults: dict[str, str], last_active: dict[str, str], target: str
+    answering: Event | None, defaults: dict[str, str], last_active: Target | None, target: Target
 ) -> None:
     """reply_to, then the event's channel, then the session default, the last active
     channel, then the local chat — each only if such a channel exists."""
-    known = {"slack:#ops", "email:ops@example.com", "email:me", LOCAL_CHAT}
+    known = {"slack:#ops", "email:ops@example.com", "email:me", "chat:telegram:tg", LOCAL_CHAT}
     got = resolve_target(
         answering, session="main", known=known, session_defaults=defaults, last_active=last_active
     )

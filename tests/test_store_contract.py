@@ -16,6 +16,7 @@ from tests.redis_server import REDIS_URL
 from wakeful.daemon.store.base import (
     AppendResult,
     ConsumeConflict,
+    Cursor,
     EventStatus,
     ModelCallRecord,
     Store,
@@ -418,3 +419,27 @@ async def test_event_log_newest_pages_backwards_with_a_count_of_older(store: Sto
     assert ([s.event.id for s in rest.events], rest.older) == (["m1", "m3"], 0)
     none = await store.event_log_newest("nobody", limit=5)
     assert (none.events, none.older) == ([], 0)
+
+
+async def test_cursor_is_committed_with_its_event_duplicate_or_not(opener: Opener) -> None:
+    """A platform cursor goes in the same write as the event it produced, and a
+    re-read update (a restart before the cursor moved) still moves it."""
+    store = await opener()
+    first = await store.append(ev("tg:1"), cursor=Cursor("telegram:tg:offset", "2"))
+    again = await store.append(ev("tg:1"), cursor=Cursor("telegram:tg:offset", "3"))
+    await store.aclose()
+    reopened = await opener()
+    try:
+        assert first.created and not again.created
+        assert await reopened.get_state("telegram:tg:offset") == "3"
+        assert await reopened.get_state("telegram:other:offset") is None
+    finally:
+        await reopened.aclose()
+
+
+async def test_channel_state_sets_replaces_and_deletes(store: Store) -> None:
+    await store.put_state("pairing:code:telegram:ABCD", '{"user": "1"}')
+    await store.put_state("pairing:code:telegram:ABCD", '{"user": "2"}')
+    assert await store.get_state("pairing:code:telegram:ABCD") == '{"user": "2"}'
+    await store.put_state("pairing:code:telegram:ABCD", None)
+    assert await store.get_state("pairing:code:telegram:ABCD") is None

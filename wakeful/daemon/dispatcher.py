@@ -29,7 +29,13 @@ from wakeful.daemon.loop.parallel import answer_in_parallel
 from wakeful.daemon.loop.session_loop import SessionLoop
 from wakeful.daemon.router import Decision, Router, Strategy
 from wakeful.daemon.sessions import Sessions
-from wakeful.daemon.store.base import EventQueue, EventStatus, StoredEvent, StoreUnavailable
+from wakeful.daemon.store.base import (
+    Cursor,
+    EventQueue,
+    EventStatus,
+    StoredEvent,
+    StoreUnavailable,
+)
 from wakeful.events import Event
 
 log = structlog.get_logger(__name__)
@@ -63,19 +69,24 @@ class Dispatcher:
         """The daemon's own follow-up to work it already accepted (a late tool result)."""
         return await self.submit(event, internal=True)
 
-    async def submit(self, event: Event, *, internal: bool = False) -> SubmitResult:
+    async def submit(
+        self, event: Event, *, internal: bool = False, cursor: Cursor | None = None
+    ) -> SubmitResult:
         """``internal``: the daemon's own follow-up to work it already accepted
-        (a late tool result); it is still taken while the daemon stops."""
+        (a late tool result); it is still taken while the daemon stops. ``cursor``:
+        where the event's channel has read up to, committed with the event."""
         # Every line logged while this event is handled (here, in the classifier
         # task it starts, which inherits this context) names it. Tokens rather than
         # ``bound_contextvars``, which copies the whole context twice per event.
         tokens = bind_contextvars(event_id=event.id, session=event.session)
         try:
-            return await self._submit(event, internal)
+            return await self._submit(event, internal, cursor)
         finally:
             reset_contextvars(**tokens)
 
-    async def _submit(self, event: Event, internal: bool) -> SubmitResult:
+    async def _submit(
+        self, event: Event, internal: bool, cursor: Cursor | None
+    ) -> SubmitResult:
         if self.stopping and not internal:
             raise DaemonUnavailable("the daemon is stopping; retry shortly", retry_after_s=5)
         loop = self.sessions.get(event.session)
@@ -87,6 +98,7 @@ class Dispatcher:
                 status,
                 decision.strategy.value if decision else None,
                 decision.reason if decision else None,
+                cursor,
             )
         except StoreUnavailable as exc:
             raise DaemonUnavailable(str(exc), retry_after_s=5) from exc

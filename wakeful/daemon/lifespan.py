@@ -164,7 +164,7 @@ async def _start(
     # daemon's own web/CLI chat, and whatever channels the components declared.
     messages = await open_outbox(store)
     channels = [LocalChat(feed), *registrations.channels]
-    outbox = Outbox(messages, Deliverer(messages, channels))
+    outbox = Outbox(messages, Deliverer(messages, channels), presence=store)
     await group.start(outbox.deliverer.run)  # marks sends a crash interrupted "unknown" first
     deps = LoopDeps(
         store=store,
@@ -180,7 +180,7 @@ async def _start(
     )
     router = Router(_classifier(settings, provider))
     dispatcher = Dispatcher(store, router, feed, group, deps)
-    gate.open(dispatcher.submit)
+    gate.open(dispatcher.submit, outbox.deliverer.deliver_new)
     daemon = ApiBackend(store, dispatcher, dispatcher.sessions, feed, provider, registrations)
     # Phase 2: components run (each supervised); sessions resume once all have started.
     await run_all(components, group, registrations)

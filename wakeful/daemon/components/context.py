@@ -32,12 +32,23 @@ from wakeful.daemon.feed import Feed
 from wakeful.daemon.front_door import SubmitResult
 from wakeful.daemon.loop.task_views import SessionTaskViews
 from wakeful.daemon.outbox.channels import Channel
-from wakeful.daemon.store.base import Store
+from wakeful.daemon.outbox.record import NewMessage, OutgoingMessage
+from wakeful.daemon.store.base import ChannelState, Cursor, Store
 from wakeful.events import Event
 from wakeful.handlers.base import Tool
 from wakeful.handlers.registry import ToolRegistry
 
-Submit = Callable[[Event], Awaitable[SubmitResult]]
+
+class Submit(Protocol):
+    """Hand an event to the dispatcher (deduplicated by id in the store); ``cursor``,
+    where the channel has read up to, is committed in the same transaction."""
+
+    def __call__(
+        self, event: Event, *, cursor: Cursor | None = None
+    ) -> Awaitable[SubmitResult]: ...
+
+
+SendMessage = Callable[[NewMessage], Awaitable[OutgoingMessage]]
 
 
 class LateRegistration(RuntimeError):
@@ -72,24 +83,36 @@ class Registrations:
 
 
 class EventGate:
-    """``submit`` for components: refuses until the run phase opens it."""
+    """``submit`` and ``send_message`` for components: refused until the run phase opens them."""
 
     def __init__(self) -> None:
         self._submit: Submit | None = None
+        self._send: SendMessage | None = None
 
-    def open(self, submit: Submit) -> None:
-        self._submit = submit
+    def open(self, submit: Submit, send: SendMessage) -> None:
+        self._submit, self._send = submit, send
 
     def for_component(self, name: str) -> Submit:
-        async def submit(event: Event) -> SubmitResult:
+        async def submit(event: Event, *, cursor: Cursor | None = None) -> SubmitResult:
             if self._submit is None:
                 raise LateRegistration(
                     f"component {name!r} sent event {event.id!r} before every component was "
                     "configured; send events from run(), not configure()"
                 )
-            return await self._submit(event)
+            return await self._submit(event, cursor=cursor)
 
         return submit
+
+    def sender_for(self, name: str) -> SendMessage:
+        async def send(message: NewMessage) -> OutgoingMessage:
+            if self._send is None:
+                raise LateRegistration(
+                    f"component {name!r} sent a message before the outbox was open; "
+                    "send messages from run(), not configure()"
+                )
+            return await self._send(message)
+
+        return send
 
 
 @dataclass
@@ -106,6 +129,13 @@ class ComponentSetup:
     resources: AsyncExitStack
     # Refuses until every component is configured; safe to hand to objects built now.
     submit: Submit
+    # Through the outbox (exactly once per key); refused until the run phase, like submit.
+    send_message: SendMessage
+
+    @property
+    def state(self) -> ChannelState:
+        """Cursors, pairing records, presence: small values kept across restarts."""
+        return self.store
 
     def add_tool(self, tool: Tool) -> None:
         self._check(f"tool {tool.name!r}")

@@ -58,6 +58,7 @@ async def configure_all(
             registrations=registrations,
             resources=resources,
             submit=gate.for_component(component.name),
+            send_message=gate.sender_for(component.name),
         )
         await component.configure(setup)
     registrations.frozen = True

@@ -163,7 +163,7 @@ class SessionLoop:
             # (event_id: the newest, which woke the loop last). Unbound in _run_until_idle.
             bind_contextvars(event_id=batch[-1].event.id, batch_size=len(batch))
             for stored in batch:
-                self.deps.outbox.note_event(stored.event)
+                await self.deps.outbox.note_event(stored.event)
             if all(s.parallel_answer is not None for s in batch):
                 # Only notes of questions already answered in parallel: context for
                 # the run that is going on, or for the next one; never a run alone.

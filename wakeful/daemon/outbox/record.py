@@ -18,6 +18,9 @@ class NewMessage:
     text: str
     key: str  # the same key always names the same message (a retried run or tool call)
     answers: str | None = None  # the id of the event it replies to, if any
+    # Where on the channel: a chat platform's conversation (Telegram chat id, Slack
+    # "channel/thread_ts", Matrix room id); None for channels with one destination.
+    address: str | None = None
 
 
 @dataclass(frozen=True)
@@ -34,6 +37,7 @@ class OutgoingMessage:
     updated_at: float
     answers: str | None = None
     acked_at: float | None = None  # a client has shown it (chat channels)
+    address: str | None = None
 
     @property
     def unread(self) -> bool:

@@ -30,7 +30,7 @@ local state, attempts = 'pending', 0
 if ARGV[8] == '1' then state, attempts = 'sending', 1 end
 redis.call('HSET', msg .. id, 'id', id, 'key', ARGV[2], 'session', ARGV[3], 'channel', ARGV[4],
   'text', ARGV[5], 'answers', ARGV[6], 'created_at', ARGV[7], 'updated_at', ARGV[7],
-  'state', state, 'attempts', attempts, 'last_error', '', 'acked_at', '')
+  'state', state, 'attempts', attempts, 'last_error', '', 'acked_at', '', 'address', ARGV[9])
 redis.call('SET', p .. 'outbox:key:' .. ARGV[2], id)
 redis.call('ZADD', p .. 'outbox:state:' .. state, id, id)
 redis.call('ZADD', p .. 'outbox:unread:' .. ARGV[3], id, id)
@@ -88,6 +88,7 @@ def _record(flat: Sequence[Any]) -> OutgoingMessage:
         updated_at=float(f["updated_at"]),
         answers=f["answers"] or None,
         acked_at=float(f["acked_at"]) if f["acked_at"] else None,
+        address=f.get("address") or None,  # records from before addresses have none
     )
 
 
@@ -123,7 +124,7 @@ class RedisOutbox:
         m = message
         args: list[str | int] = [m.key, m.session, m.channel, m.text, m.answers or "",
                 repr(time.time()),
-                int(claim)]  # fmt: skip
+                int(claim), m.address or ""]  # fmt: skip
         # Safe to repeat: a second run finds the key and returns the first record
         # (a claim it made is then reported as not ours: it stays for the restart
         # check, never sent twice).
@@ -135,7 +136,7 @@ class RedisOutbox:
         state = DeliveryState.SENDING if claim else DeliveryState.PENDING
         return OutgoingMessage(
             int(found), m.session, m.channel, m.text, m.key, state, int(claim), "", now, now,
-            m.answers,
+            m.answers, None, m.address,
         ), True  # fmt: skip
 
     async def get(self, message_id: int) -> OutgoingMessage | None:

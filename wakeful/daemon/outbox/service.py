@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping
 
 from wakeful.daemon.outbox.deliverer import Deliverer
 from wakeful.daemon.outbox.port import OutgoingMessages
 from wakeful.daemon.outbox.record import NewMessage, OutgoingMessage
 from wakeful.daemon.outbox.states import DeliveryState
-from wakeful.daemon.outbox.targets import channel_name, resolve_target
+from wakeful.daemon.outbox.targets import Target, channel_name, resolve_target
+from wakeful.daemon.store.base import ChannelState
 from wakeful.events import Event
 
 # How long reply_to_user waits to learn what became of its message.
@@ -23,24 +25,47 @@ class Outbox:
         messages: OutgoingMessages,
         deliverer: Deliverer,
         session_defaults: Mapping[str, str] | None = None,
+        presence: ChannelState | None = None,
     ) -> None:
         self.messages = messages
         self.deliverer = deliverer
         self._session_defaults = dict(session_defaults or {})
-        self._last_active: dict[str, str] = {}  # session → the user's last chat channel
+        # Where the user last wrote from, per session: a notification's fallback target.
+        # Kept in the store (when given) so it outlives a restart; read through this cache.
+        self._presence = presence
+        self._last_active: dict[str, Target | None] = {}
 
-    def note_event(self, event: Event) -> None:
+    async def note_event(self, event: Event) -> None:
         """Remember where the owner last wrote from (a reply's fallback target)."""
-        if event.kind.startswith("user.") and (name := channel_name(event.channel)):
-            self._last_active[event.session] = name
+        if not event.kind.startswith("user.") or (name := channel_name(event.channel)) is None:
+            return
+        address = None if name != event.channel else event.context.reply_to
+        where = Target(name, address)
+        if await self.last_active(event.session) == where:
+            return  # written only when it changes: one store write per move, not per message
+        self._last_active[event.session] = where
+        if self._presence is not None:
+            value = json.dumps({"channel": where.channel, "address": where.address})
+            await self._presence.put_state(_presence_key(event.session), value)
 
-    def target(self, session: str, answering: Event | None) -> str:
+    async def last_active(self, session: str) -> Target | None:
+        if session not in self._last_active:
+            found = None
+            if self._presence is not None:
+                raw = await self._presence.get_state(_presence_key(session))
+                if raw is not None:
+                    data = json.loads(raw)
+                    found = Target(str(data["channel"]), data.get("address"))
+            self._last_active[session] = found
+        return self._last_active[session]
+
+    async def target(self, session: str, answering: Event | None) -> Target:
         return resolve_target(
             answering,
             session=session,
             known=self.deliverer.channels.keys(),
             session_defaults=self._session_defaults,
-            last_active=self._last_active,
+            last_active=await self.last_active(session),
         )
 
     async def send(
@@ -49,8 +74,14 @@ class Outbox:
         """Store the message (once per key), then deliver it in this task: a reply
         reaches the channel before the caller goes on (the run's "idle" comes after
         its replies). Retries and leftovers of a restart are the deliverer task's."""
+        target = await self.target(session, answering)
         message = NewMessage(
-            session, self.target(session, answering), text, key, answering.id if answering else None
+            session,
+            target.channel,
+            text,
+            key,
+            answering.id if answering else None,
+            address=target.address,
         )
         return await self.deliverer.deliver_new(message)
 
@@ -78,6 +109,10 @@ class Outbox:
 
     def for_session(self, session: str, answering: Callable[[], Event | None]) -> SessionOutbox:
         return SessionOutbox(self, session, answering)
+
+
+def _presence_key(session: str) -> str:
+    return f"presence:{session}"
 
 
 class SessionOutbox:

@@ -30,24 +30,35 @@ CREATE TABLE IF NOT EXISTS outbox (
     answers TEXT,
     created_at REAL NOT NULL,
     updated_at REAL NOT NULL,
-    acked_at REAL
+    acked_at REAL,
+    address TEXT
 );
 CREATE INDEX IF NOT EXISTS outbox_by_state ON outbox(state, id);
 CREATE INDEX IF NOT EXISTS outbox_unread ON outbox(session, acked_at, id);
 """
 COLUMNS = (
     "id, session, channel, text, key, state, attempts, last_error, created_at, updated_at,"
-    " answers, acked_at"
+    " answers, acked_at, address"
 )
+# Columns added after the first release, for files written by an older daemon.
+ADDED_COLUMNS = {"address": "address TEXT"}
 
 
 def _record(row: tuple[Any, ...]) -> OutgoingMessage:
     (id_, session, channel, text, key, state, attempts, error, created, updated, answers,
-     acked) = row  # fmt: skip
+     acked, address) = row  # fmt: skip
     return OutgoingMessage(
         int(id_), session, channel, text, key, DeliveryState.parse(state), int(attempts),
-        error, float(created), float(updated), answers, acked,
+        error, float(created), float(updated), answers, acked, address,
     )  # fmt: skip
+
+
+def _create(conn: sqlite3.Connection) -> None:
+    conn.executescript(SCHEMA)
+    present = {row[1] for row in conn.execute("PRAGMA table_info(outbox)")}
+    for name, definition in ADDED_COLUMNS.items():
+        if name not in present:
+            conn.execute(f"ALTER TABLE outbox ADD COLUMN {definition}")
 
 
 class SqliteOutbox:
@@ -57,7 +68,7 @@ class SqliteOutbox:
         self._store = store
 
     async def open(self) -> SqliteOutbox:
-        await self._run(lambda conn: conn.executescript(SCHEMA))
+        await self._run(_create)
         return self
 
     async def _run(self, fn: Callable[[sqlite3.Connection], T]) -> T:
@@ -82,10 +93,10 @@ class SqliteOutbox:
         def insert(conn: sqlite3.Connection) -> tuple[tuple[Any, ...], bool]:
             cursor = conn.execute(
                 "INSERT INTO outbox (key, session, channel, text, state, attempts, answers,"
-                " created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
+                " created_at, updated_at, address) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
                 " ON CONFLICT(key) DO NOTHING",
                 (m.key, m.session, m.channel, m.text, state.value, attempts, m.answers, now,
-                 now),
+                 now, m.address),
             )  # fmt: skip
             row = conn.execute(f"SELECT {COLUMNS} FROM outbox WHERE key = ?", (m.key,))
             return row.fetchone(), cursor.rowcount == 1

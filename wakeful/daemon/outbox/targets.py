@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping
+from dataclasses import dataclass
 
 from wakeful.events import Event
 
@@ -19,23 +20,39 @@ def channel_name(label: str | None) -> str | None:
     return LOCAL_CHAT if label in LOCAL_CHAT_LABELS else label
 
 
+@dataclass(frozen=True)
+class Target:
+    """A channel, and where on it (a chat platform's conversation; None when the
+    channel has one destination)."""
+
+    channel: str
+    address: str | None = None
+
+
 def resolve_target(
     event: Event | None,
     *,
     session: str,
     known: Collection[str],
     session_defaults: Mapping[str, str],
-    last_active: Mapping[str, str],
-) -> str:
-    """The triggering event's ``context.reply_to``, then its ``channel``, when a
-    channel of that name exists; else the session's default, the channel the
-    user was last active on, and finally the local chat."""
-    candidates: list[str | None] = []
+    last_active: Target | None,
+) -> Target:
+    """The triggering event's ``context.reply_to``, then its ``channel`` (with the
+    conversation in ``reply_to``), when a channel of that name exists; else the
+    session's default, the channel (and conversation) the user was last active
+    on, and finally the local chat."""
+    candidates: list[Target] = []
     if event is not None:
-        candidates += [event.context.reply_to, event.channel]
-    candidates += [session_defaults.get(session), last_active.get(session)]
-    for label in candidates:
-        name = channel_name(label)
+        if event.context.reply_to is not None:
+            candidates.append(Target(event.context.reply_to))
+        candidates.append(Target(event.channel, event.context.reply_to))
+    if (default := session_defaults.get(session)) is not None:
+        address = last_active.address if last_active and last_active.channel == default else None
+        candidates.append(Target(default, address))
+    if last_active is not None:
+        candidates.append(last_active)
+    for candidate in candidates:
+        name = channel_name(candidate.channel)
         if name is not None and name in known:
-            return name
-    return LOCAL_CHAT
+            return Target(name, None if name == LOCAL_CHAT else candidate.address)
+    return Target(LOCAL_CHAT)

@@ -6,8 +6,13 @@ crashed its session too often), never two and never none. ``consume`` is the
 only way an event leaves the queue into the trajectory, and it appends the
 event's messages in the same transaction.
 
+A second one: a platform's cursor (Telegram update offset, Matrix sync token)
+is committed in the same transaction as the event it produced (``append``'s
+``cursor``), so a restart neither answers a message again nor skips one.
+
 Callers depend on the narrowest port they use (:class:`EventQueue`,
-:class:`TrajectoryStore`, :class:`ModelCallLog`); :class:`Store` is their
+:class:`TrajectoryStore`, :class:`ModelCallLog`, :class:`ChannelState`);
+:class:`Store` is their
 union, which both backends implement: SQLite (``sqlite.py``, the embedded
 default) and Redis (``redis_store.py``).
 """
@@ -104,6 +109,14 @@ class EventLogPage:
 
 
 @dataclass(frozen=True)
+class Cursor:
+    """Where a channel has read up to, stored under ``key`` in :class:`ChannelState`."""
+
+    key: str
+    value: str
+
+
+@dataclass(frozen=True)
 class QueueDepth:
     session: str
     pending: int
@@ -119,8 +132,11 @@ class EventQueue(Protocol):
         status: EventStatus = EventStatus.PENDING,
         strategy: str | None = None,
         reason: str | None = None,
+        cursor: Cursor | None = None,
     ) -> AppendResult:
-        """Store the event unless its id was seen before (then add nothing)."""
+        """Store the event unless its id was seen before (then add nothing).
+
+        ``cursor`` is written in the same transaction, duplicate or not."""
         ...
 
     async def set_route(
@@ -208,7 +224,20 @@ class ModelCallLog(Protocol):
     async def model_calls(self, session: str, limit: int = 100) -> list[ModelCallRecord]: ...
 
 
-class Store(EventQueue, TrajectoryStore, ModelCallLog, Protocol):
+class ChannelState(Protocol):
+    """Small values channels keep across restarts: cursors, pairing records, presence.
+
+    Keys are namespaced by their owner (``telegram:tg:offset``); values are short
+    strings (JSON where structured), never secrets."""
+
+    async def get_state(self, key: str) -> str | None: ...
+
+    async def put_state(self, key: str, value: str | None) -> None:
+        """Set ``key`` (``None`` deletes it)."""
+        ...
+
+
+class Store(EventQueue, TrajectoryStore, ModelCallLog, ChannelState, Protocol):
     """Every port, as both backends implement them, plus health and closing."""
 
     @property

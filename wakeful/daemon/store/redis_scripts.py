@@ -77,15 +77,19 @@ end
 """
 
 # ARGV: prefix, then per event: id, session, kind, body, status, +strategy|-, +reason|-,
-# accepted_at, token. -> per event: {1, seq} when stored; {0, token, <EVENT_FIELDS>...}
-# when the id was seen before (earlier, or earlier in this batch).
+# accepted_at, token, +cursor key|-, cursor value (set duplicate or not). -> per event:
+# {1, seq} when stored; {0, token, <EVENT_FIELDS>...} when the id was seen before
+# (earlier, or earlier in this batch).
 APPEND = (
     _PRELUDE
     + f"""
 local out = {{}}
-for i = 2, #ARGV, 9 do
+for i = 2, #ARGV, 11 do
   local id, session, status, at = ARGV[i], ARGV[i + 1], ARGV[i + 4], ARGV[i + 7]
   local ek = p .. 'ev:' .. id
+  if string.sub(ARGV[i + 9], 1, 1) == '+' then
+    redis.call('HSET', p .. 'state', string.sub(ARGV[i + 9], 2), ARGV[i + 10])
+  end
   if redis.call('EXISTS', ek) == 1 then
     local f = redis.call('HMGET', ek, 'token', {_FIELDS_LUA})
     table.insert(f, 1, 0)

@@ -53,6 +53,7 @@ from wakeful.daemon.store import redis_scripts as lua
 from wakeful.daemon.store.base import (
     AppendResult,
     ConsumeConflict,
+    Cursor,
     EventLogPage,
     EventStatus,
     Message,
@@ -101,12 +102,14 @@ class _Append:
     reason: str | None
     accepted_at: float
     token: str  # marks our own write if a retry meets it
+    cursor: Cursor | None = None
 
     def args(self) -> list[str]:
-        event = self.event
+        event, cursor = self.event, self.cursor
         return [event.id, event.session, event.kind, event.to_json(), self.status.value,
                 _optional(self.strategy), _optional(self.reason), repr(self.accepted_at),
-                self.token]  # fmt: skip
+                self.token, _optional(cursor.key if cursor else None),
+                cursor.value if cursor else ""]  # fmt: skip
 
     def settle(self, reply: list[Any]) -> AppendResult:
         if reply[0] == 1:
@@ -250,8 +253,9 @@ class RedisStore:
         status: EventStatus = EventStatus.PENDING,
         strategy: str | None = None,
         reason: str | None = None,
+        cursor: Cursor | None = None,
     ) -> AppendResult:
-        request = _Append(event, status, strategy, reason, time.time(), new_token())
+        request = _Append(event, status, strategy, reason, time.time(), new_token(), cursor)
         # Appends arriving while a script call is in flight go together in the next one
         # (one round trip, one AOF write); each returns after its own batch is stored.
         return await self._appends.submit(request)
@@ -260,6 +264,19 @@ class RedisStore:
         args = [arg for request in batch for arg in request.args()]
         replies = await self._script("APPEND", args, retry=True)
         return [request.settle(reply) for request, reply in zip(batch, replies, strict=True)]
+
+    # -- channel state ----------------------------------------------------------
+
+    async def get_state(self, key: str) -> str | None:
+        value = await self._run(lambda c: c.hget(f"{self.prefix}state", key), retry=True)
+        return None if value is None else _text(value)
+
+    async def put_state(self, key: str, value: str | None) -> None:
+        name = f"{self.prefix}state"
+        if value is None:
+            await self._run(lambda c: c.hdel(name, key), retry=True)
+        else:
+            await self._run(lambda c: c.hset(name, key, value), retry=True)
 
     async def set_route(
         self, event_id: str, status: EventStatus, strategy: str, reason: str

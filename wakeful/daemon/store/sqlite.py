@@ -22,6 +22,7 @@ import anyio.to_thread
 from wakeful.daemon.store.base import (
     AppendResult,
     ConsumeConflict,
+    Cursor,
     EventLogPage,
     EventStatus,
     Message,
@@ -66,10 +67,24 @@ class _Append:
     strategy: str | None
     reason: str | None
     accepted_at: float
+    cursor: Cursor | None = None
+
+
+def _put_state(conn: sqlite3.Connection, key: str, value: str | None) -> None:
+    if value is None:
+        conn.execute("DELETE FROM channel_state WHERE key = ?", (key,))
+    else:
+        conn.execute(
+            "INSERT INTO channel_state (key, value) VALUES (?, ?)"
+            " ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+            (key, value),
+        )
 
 
 def _insert(conn: sqlite3.Connection, r: _Append) -> AppendResult:
     event, status = r.event, r.status
+    if r.cursor is not None:
+        _put_state(conn, r.cursor.key, r.cursor.value)
     cursor = conn.execute(
         "INSERT INTO events (id, session, kind, body, status, strategy, reason,"
         " accepted_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(id) DO NOTHING",
@@ -176,13 +191,27 @@ class SqliteStore:
         status: EventStatus = EventStatus.PENDING,
         strategy: str | None = None,
         reason: str | None = None,
+        cursor: Cursor | None = None,
     ) -> AppendResult:
-        request = _Append(event, event.to_json(), status, strategy, reason, time.time())
+        request = _Append(event, event.to_json(), status, strategy, reason, time.time(), cursor)
         # Concurrent appends share one transaction (one fsync); each returns after it.
         return await self._appends.submit(request)
 
     async def _insert_batch(self, requests: list[_Append]) -> list[AppendResult]:
         return await self._transaction(lambda conn: [_insert(conn, r) for r in requests])
+
+    # -- channel state ----------------------------------------------------------
+
+    async def get_state(self, key: str) -> str | None:
+        row = await self._run(
+            lambda conn: conn.execute(
+                "SELECT value FROM channel_state WHERE key = ?", (key,)
+            ).fetchone()
+        )
+        return None if row is None else str(row[0])
+
+    async def put_state(self, key: str, value: str | None) -> None:
+        await self._transaction(lambda conn: _put_state(conn, key, value))
 
     async def set_route(
         self, event_id: str, status: EventStatus, strategy: str, reason: str

@@ -48,6 +48,7 @@ CREATE TABLE IF NOT EXISTS model_calls (
 );
 CREATE INDEX IF NOT EXISTS model_calls_by_session ON model_calls(session, seq);
 CREATE TABLE IF NOT EXISTS write_probe (filler BLOB);
+CREATE TABLE IF NOT EXISTS channel_state (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 """
 # Columns added after version 1, for files written by an older daemon.
 ADDED_EVENT_COLUMNS = {
