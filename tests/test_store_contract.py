@@ -443,3 +443,17 @@ async def test_channel_state_sets_replaces_and_deletes(store: Store) -> None:
     assert await store.get_state("pairing:code:telegram:ABCD") == '{"user": "2"}'
     await store.put_state("pairing:code:telegram:ABCD", None)
     assert await store.get_state("pairing:code:telegram:ABCD") is None
+
+
+async def test_states_under_lists_one_prefix_only(store: Store) -> None:
+    await store.put_state("pairing:code:telegram:AB*D", "1")
+    await store.put_state("pairing:code:telegram:EFGH", "2")
+    await store.put_state("pairing:code:slack:IJKL", "3")
+    await store.put_state("pairing:codex", "4")
+    assert await store.states_under("pairing:code:telegram:") == {
+        "pairing:code:telegram:AB*D": "1",
+        "pairing:code:telegram:EFGH": "2",
+    }
+    assert await store.states_under("pairing:code:telegram:AB*") == {
+        "pairing:code:telegram:AB*D": "1"
+    }

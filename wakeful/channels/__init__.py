@@ -18,11 +18,17 @@ if TYPE_CHECKING:  # the core's config imports this package: no run-time imports
 
 def default_components(settings: Settings) -> list[Component]:
     """The components to configure and run, in order, fresh for one daemon."""
+    from wakeful.channels.chat.component import PairingComponent
     from wakeful.channels.shell.component import ShellComponent
     from wakeful.channels.timers.component import TimersComponent
     from wakeful.channels.webhook.component import WebhookComponent
 
-    components: list[Component] = [WebhookComponent(), ShellComponent(), TimersComponent()]
+    components: list[Component] = [
+        WebhookComponent(),
+        ShellComponent(),
+        TimersComponent(),
+        PairingComponent(),
+    ]
     if settings.email.accounts or settings.email.calendar_path is not None:
         from wakeful.channels.email.component import EmailComponent
 

@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from wakeful.daemon import cli_pairing
 from wakeful.daemon.cli_chat import ChatScreen, run_chat
 from wakeful.daemon.cli_client import CliError, DaemonClient
 from wakeful.daemon.cli_events import require_session, show_events
@@ -263,6 +264,12 @@ def cmd_chat(args: argparse.Namespace) -> int:
     return run_chat(client, args.session, timeout, history=args.history)
 
 
+def cmd_pairing(args: argparse.Namespace) -> int:
+    if args.action in ("approve", "deny"):
+        return cli_pairing.decide(_client(args), args.platform, args.code, args.action)
+    return cli_pairing.show_pending(_client(args))
+
+
 # --- argument parsing ---------------------------------------------------------
 
 
@@ -313,6 +320,11 @@ def _parser() -> argparse.ArgumentParser:
     _timeout_arg(chat)
     chat.add_argument(
         "--history", action="store_true", help="first print every message of the session"
+    )
+    pairing = _add(sub, "pairing", cmd_pairing, "let unknown chat users in: list, approve, deny")
+    pairing_actions = pairing.add_subparsers(dest="action", metavar="ACTION")
+    cli_pairing.add_arguments(
+        pairing, lambda name, text: _add(pairing_actions, name, cmd_pairing, text)
     )
     return parser
 

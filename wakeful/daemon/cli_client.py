@@ -84,6 +84,9 @@ class DaemonClient:
     def get_json(self, path: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
         return self._json(self._request("GET", path, params=params))
 
+    def post_json(self, path: str, body: dict[str, Any] | None = None) -> dict[str, Any]:
+        return self._json(self._request("POST", path, json=body or {}))
+
     def clone(self) -> DaemonClient:
         """Another client to the same daemon, for a second thread."""
         return DaemonClient(self.url, self._token, self._token_origin)

@@ -84,9 +84,7 @@ class Dispatcher:
         finally:
             reset_contextvars(**tokens)
 
-    async def _submit(
-        self, event: Event, internal: bool, cursor: Cursor | None
-    ) -> SubmitResult:
+    async def _submit(self, event: Event, internal: bool, cursor: Cursor | None) -> SubmitResult:
         if self.stopping and not internal:
             raise DaemonUnavailable("the daemon is stopping; retry shortly", retry_after_s=5)
         loop = self.sessions.get(event.session)

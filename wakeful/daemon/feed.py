@@ -10,8 +10,8 @@ which the local chat channel pushes through here to whoever is watching.
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from typing import Any
 
 import anyio
@@ -25,6 +25,9 @@ class Feed:
     def __init__(self, buffer: int = 1000) -> None:
         self._buffer = buffer
         self._subscribers: dict[str, set[MemoryObjectSendStream[FeedItem]]] = {}
+        # Daemon-side observers (a chat platform's typing indicator): they see every
+        # item but are nobody reading, so they do not count as reached.
+        self._observers: list[Callable[[FeedItem], None]] = []
 
     def publish(self, session: str, item: FeedItem) -> int:
         """Hand ``item`` to the session's watchers; how many it reached."""
@@ -38,7 +41,19 @@ class Feed:
                 except (anyio.WouldBlock, anyio.BrokenResourceError, anyio.ClosedResourceError):
                     self._subscribers[key].discard(stream)
                     stream.close()
+        for observer in self._observers:
+            observer(item)
         return reached
+
+    @contextmanager
+    def observe(self, observer: Callable[[FeedItem], None]) -> Iterator[None]:
+        """Call ``observer`` with every item of every session while inside; it must
+        not block (hand the item on with ``send_nowait``)."""
+        self._observers.append(observer)
+        try:
+            yield
+        finally:
+            self._observers.remove(observer)
 
     @asynccontextmanager
     async def subscribe(self, session: str) -> AsyncIterator[MemoryObjectReceiveStream[FeedItem]]:

@@ -194,6 +194,7 @@ async def _start(
             *registrations.routes,
             *observability_routes(daemon, labels=settings.server.metrics_labels),
         ],
+        admin_routes=registrations.admin_routes,
         outbox=outbox,
     )
     host, port = settings.server.host_port()

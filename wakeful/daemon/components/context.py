@@ -71,6 +71,8 @@ class Registrations:
     # Routes taken at high request rates (webhooks): also served ahead of the app's
     # middleware and router (wakeful.daemon.http.hot_routes), with the same answers.
     hot_routes: list[Route] = field(default_factory=list)
+    # Routes of the admin API (``/api/...``): the app checks the admin token first.
+    admin_routes: list[Route] = field(default_factory=list)
     # Health may change while running (a mailbox goes down); the dict is read live.
     health: dict[str, ComponentHealth] = field(default_factory=dict)
     # Views of components' background tasks per session (task_status, status bar).
@@ -147,6 +149,11 @@ class ComponentSetup:
             self.registrations.hot_routes.append(route)
         else:
             self.registrations.routes.append(route)
+
+    def add_admin_route(self, route: Route) -> None:
+        """A route of the admin API: served only to requests with the admin token."""
+        self._check(f"admin route {route.path!r}")
+        self.registrations.admin_routes.append(route)
 
     def add_task_view(self, view: SessionTaskViews) -> None:
         self._check("a task view")

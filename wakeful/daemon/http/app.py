@@ -178,12 +178,15 @@ def create_app(
     max_body_bytes: int,
     heartbeat_s: float = 15.0,
     extra_routes: Sequence[BaseRoute] = (),
+    admin_routes: Sequence[Route] = (),
     outbox: Outbox | None = None,
 ) -> Starlette:
-    """The ASGI app; ``app.state.streams.close_all()`` ends open event streams at shutdown."""
+    """The ASGI app; ``app.state.streams.close_all()`` ends open event streams at shutdown.
+    ``admin_routes`` (components' parts of the admin API) answer only with the admin token."""
     api = Api(daemon, TokenCheck(admin_token), max_body_bytes, heartbeat_s, outbox)
     routes: list[BaseRoute] = [
         *extra_routes,
+        *(_admin_only(route, api.tokens) for route in admin_routes),
         Route("/healthz", api.healthz, methods=["GET"]),
         # /readyz and /metrics join here once the store reports readiness and counters.
         Route("/api/messages", api.post_message, methods=["POST"]),
@@ -202,6 +205,17 @@ def create_app(
     app = Starlette(routes=routes, exception_handlers=handlers)
     app.state.streams = api.streams
     return app
+
+
+def _admin_only(route: Route, tokens: TokenCheck) -> Route:
+    endpoint = route.endpoint
+
+    async def checked(request: Request) -> Response:
+        tokens.require(request)
+        response: Response = await endpoint(request)
+        return response
+
+    return Route(route.path, checked, methods=sorted(route.methods or ()), name=route.name)
 
 
 def _unavailable(exc: DaemonUnavailable) -> ApiError:

@@ -236,6 +236,10 @@ class ChannelState(Protocol):
         """Set ``key`` (``None`` deletes it)."""
         ...
 
+    async def states_under(self, prefix: str) -> dict[str, str]:
+        """Every key starting with ``prefix`` and its value (for short listings)."""
+        ...
+
 
 class Store(EventQueue, TrajectoryStore, ModelCallLog, ChannelState, Protocol):
     """Every port, as both backends implement them, plus health and closing."""

@@ -278,6 +278,14 @@ class RedisStore:
         else:
             await self._run(lambda c: c.hset(name, key, value), retry=True)
 
+    async def states_under(self, prefix: str) -> dict[str, str]:
+        name, pattern = f"{self.prefix}state", _glob_escape(prefix) + "*"
+
+        async def scan(client: Redis) -> dict[str, str]:
+            return {_text(k): _text(v) async for k, v in client.hscan_iter(name, match=pattern)}
+
+        return await self._run(scan, retry=True)
+
     async def set_route(
         self, event_id: str, status: EventStatus, strategy: str, reason: str
     ) -> None:
@@ -387,6 +395,10 @@ class RedisStore:
         key, start = f"{self.prefix}calls:{session}", -limit if limit > 0 else 0
         rows = await self._run(lambda c: c.lrange(key, start, -1), retry=True)
         return [ModelCallRecord(**json.loads(row)) for row in rows]
+
+
+def _glob_escape(text: str) -> str:
+    return "".join("\\" + ch if ch in "*?[]\\" else ch for ch in text)
 
 
 def _text(value: bytes | str) -> str:

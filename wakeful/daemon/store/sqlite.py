@@ -213,6 +213,15 @@ class SqliteStore:
     async def put_state(self, key: str, value: str | None) -> None:
         await self._transaction(lambda conn: _put_state(conn, key, value))
 
+    async def states_under(self, prefix: str) -> dict[str, str]:
+        rows = await self._run(
+            lambda conn: conn.execute(
+                "SELECT key, value FROM channel_state WHERE substr(key, 1, ?) = ?",
+                (len(prefix), prefix),
+            ).fetchall()
+        )
+        return {str(key): str(value) for key, value in rows}
+
     async def set_route(
         self, event_id: str, status: EventStatus, strategy: str, reason: str
     ) -> None:

@@ -1,0 +1,173 @@
+"""From a platform's message to an event: the one sender check of every chat platform.
+
+An allowed owner's message becomes a ``user.input`` event, submitted with the
+platform's cursor so both are committed together. Anyone else never reaches
+the model: they are answered with a pairing code (once, through the outbox)
+and the cursor still moves on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from dataclasses import dataclass
+from datetime import datetime
+from enum import StrEnum
+
+import structlog
+
+from wakeful.channels.chat.config import PER_USER
+from wakeful.channels.chat.pairing import Pairing, PairingRequest, display_code
+from wakeful.daemon.components.context import ComponentSetup
+from wakeful.daemon.outbox.record import NewMessage
+from wakeful.daemon.store.base import Cursor
+from wakeful.events import Event, EventError
+
+log = structlog.get_logger(__name__)
+
+
+@dataclass(frozen=True)
+class PlatformMessage:
+    """One message as a platform delivered it, before any check."""
+
+    message_id: str  # unique per platform account: becomes the event id (the store dedups)
+    user_id: str
+    user_name: str | None
+    address: str  # where a reply goes: chat id, "channel/thread_ts", room id
+    text: str
+    occurred_at: datetime | None = None
+
+
+class Received(StrEnum):
+    SUBMITTED = "submitted"  # a new event for the agent
+    DUPLICATE = "duplicate"  # seen before (a redelivery, a restart before the cursor moved)
+    PAIRING = "pairing"  # an unknown sender: asked to pair, nothing for the agent
+    IGNORED = "ignored"  # a sender the owner denied, or an empty message
+
+
+def pairing_text(code: str) -> str:
+    """The reply to an unknown sender: says "pairing code" and shows the code on its own."""
+    return (
+        "Hello! This assistant only talks to people its owner has let in.\n\n"
+        "Your pairing code is:\n\n"
+        f"{display_code(code)}\n\n"
+        "Send it to the owner; once they approve it, write again."
+    )
+
+
+PAIRED_TEXT = "You're paired: the owner let you in. Write any time."
+
+
+class ChatInbound:
+    """One platform account's incoming side (``[[chat.<platform>]]`` entry ``name``)."""
+
+    def __init__(
+        self,
+        *,
+        platform: str,
+        name: str,
+        session: str,
+        allowed: Collection[str],
+        setup: ComponentSetup,
+    ) -> None:
+        self.platform = platform
+        self.name = name
+        self.channel = f"chat:{platform}:{name}"
+        self._session = session
+        self._allowed = frozenset(allowed)
+        self._setup = setup
+        self._pairing = Pairing(setup.state)
+        # session → the conversation its latest message came from (typing indicator)
+        self.conversations: dict[str, str] = {}
+
+    def session_for(self, user_id: str) -> str:
+        if self._session == PER_USER:
+            return f"{self.platform}:{self.name}:{user_id}"
+        return self._session
+
+    def event_id(self, message_id: str) -> str:
+        return f"{self.platform}:{self.name}:{message_id}"
+
+    async def is_allowed(self, user_id: str) -> bool:
+        if user_id in self._allowed:
+            return True
+        return await self._pairing.is_paired(self.platform, self.name, user_id)
+
+    async def receive(self, message: PlatformMessage, *, cursor: Cursor | None = None) -> Received:
+        if not message.text.strip():
+            await self.advance(cursor)
+            return Received.IGNORED
+        if not await self.is_allowed(message.user_id):
+            return await self._stranger(message, cursor)
+        event = self._event(message)
+        result = await self._setup.submit(event, cursor=cursor)
+        self._note_conversation(event.session, message.address)
+        return Received.DUPLICATE if result.duplicate else Received.SUBMITTED
+
+    async def advance(self, cursor: Cursor | None) -> None:
+        """Move the cursor past an update that carries nothing for the agent."""
+        if cursor is not None:
+            await self._setup.state.put_state(cursor.key, cursor.value)
+
+    def _event(self, message: PlatformMessage) -> Event:
+        data: dict[str, object] = {
+            "id": self.event_id(message.message_id),
+            "kind": "user.input",
+            "source": {
+                "type": self.platform,
+                "principal": message.user_id,
+                "trusted": True,
+                **({"name": message.user_name} if message.user_name else {}),
+            },
+            "channel": self.channel,
+            "content": {"text": message.text},
+            "context": {"reply_to": message.address},
+            "session": self.session_for(message.user_id),
+        }
+        if message.occurred_at is not None:
+            data["occurred_at"] = message.occurred_at
+        try:
+            return Event.parse(data)
+        except EventError as exc:  # e.g. a text past the size limit: say so, lose nothing silently
+            raise EventError(f"{self.channel}: message {message.message_id!r}: {exc}") from None
+
+    async def _stranger(self, message: PlatformMessage, cursor: Cursor | None) -> Received:
+        platform, name, user = self.platform, self.name, message.user_id
+        if await self._pairing.is_denied(platform, name, user):
+            log.info("message from a denied chat user dropped", channel=self.channel, user=user)
+            await self.advance(cursor)
+            return Received.IGNORED
+        request, tell = await self._pairing.request(
+            platform=platform,
+            name=name,
+            user_id=user,
+            user_name=message.user_name,
+            address=message.address,
+            session=self.session_for(user),
+        )
+        if tell:
+            log.warning(
+                "unknown chat user asked to pair; approve with `wakeful pairing approve "
+                f"{platform} <code>` (see `wakeful pairing list`)",
+                channel=self.channel,
+                user=user,
+                user_name=message.user_name,
+            )
+            await self._tell(request, message)
+        await self.advance(cursor)
+        return Received.PAIRING
+
+    async def _tell(self, request: PairingRequest, message: PlatformMessage) -> None:
+        # Keyed by the message: the same update read again after a restart sends nothing new.
+        key = f"pairing:{self.event_id(message.message_id)}"
+        await self._setup.send_message(
+            NewMessage(
+                session=request.session,
+                channel=self.channel,
+                text=pairing_text(request.code),
+                key=key,
+                address=message.address,
+            )
+        )
+
+    def _note_conversation(self, session: str, address: str) -> None:
+        self.conversations[session] = address

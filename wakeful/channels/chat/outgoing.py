@@ -1,0 +1,63 @@
+"""From an outbox record to a platform's messages: the chat platforms' Channel.
+
+The outbox gives exactly-once per record (a send interrupted by a crash is
+"unknown", never repeated). A long reply is several platform messages; which
+of them went out is remembered in channel state, so a retry after a failed
+piece sends the rest, never an earlier piece again.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from wakeful.channels.chat.chunking import split_message
+from wakeful.daemon.outbox.channels import NeverDeliverable, Receipt
+from wakeful.daemon.outbox.record import OutgoingMessage
+from wakeful.daemon.store.base import ChannelState
+
+
+class PlatformClient(Protocol):
+    """A platform's sending side, as the chat channel needs it."""
+
+    max_chars: int  # the platform's length limit for one message (of the Markdown given)
+
+    async def send_text(self, address: str, text: str, *, ref: str) -> None:
+        """Send ``text`` (Markdown, at most ``max_chars``), converted to what the
+        platform renders. ``ref`` names this piece for good (outbox id and piece
+        number): a platform that deduplicates retried sends (Matrix's txnId) uses it.
+        Raise TryLater (network, 5xx, rate limit) or NeverDeliverable (a refusal
+        that will not change: chat not found, bot blocked)."""
+        ...
+
+    async def send_typing(self, address: str) -> None:
+        """Show "typing…" for a few seconds; best effort."""
+        ...
+
+
+class ChatChannel:
+    """An outbox channel named ``chat:<platform>:<name>``."""
+
+    def __init__(self, name: str, client: PlatformClient, state: ChannelState) -> None:
+        self.name = name
+        self._client = client
+        self._state = state
+
+    async def deliver(self, message: OutgoingMessage) -> Receipt:
+        if not message.address:
+            raise NeverDeliverable(
+                f"{self.name}: no conversation to send to — the message answers nothing said "
+                "on this platform and the user has not written here yet"
+            )
+        pieces = split_message(message.text, self._client.max_chars)
+        progress_key = f"chunks:{self.name}:{message.id}"
+        done = int(await self._state.get_state(progress_key) or 0) if len(pieces) > 1 else 0
+        for number in range(done, len(pieces)):
+            await self._client.send_text(
+                message.address, pieces[number], ref=f"{message.id}.{number}"
+            )
+            if len(pieces) > 1 and number + 1 < len(pieces):
+                await self._state.put_state(progress_key, str(number + 1))
+        if len(pieces) > 1:
+            await self._state.put_state(progress_key, None)
+        count = f" in {len(pieces)} messages" if len(pieces) > 1 else ""
+        return Receipt(self.name, f"delivered to {self.name}{count}")
