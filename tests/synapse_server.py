@@ -111,7 +111,7 @@ class SynapseServer:
     """Synapse as a child process, with a fresh SQLite database in ``root``."""
 
     def __init__(self, root: Path) -> None:
-        self.root = root
+        self.root = root.resolve()  # Synapse runs with it as its working directory
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.shared_secret = secrets.token_hex(16)
@@ -206,6 +206,12 @@ class MatrixTestClient:
 
     def close(self) -> None:
         self.http.close()
+
+    def __enter__(self) -> MatrixTestClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     def _ok(self, response: httpx.Response) -> dict[str, Any]:
         assert response.status_code == 200, f"{response.request.url}: {response.text}"

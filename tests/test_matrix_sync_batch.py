@@ -70,3 +70,17 @@ def test_plain_text_has_no_html_twin_and_markdown_has_one() -> None:
     rich = message_content("a *b* <script>")
     assert rich["format"] == "org.matrix.custom.html"
     assert rich["formatted_body"] == "<p>a <em>b</em> &lt;script&gt;</p>"
+
+
+def _member(membership: str, user: str = ME) -> dict[str, Any]:
+    content = {"membership": membership}
+    return {"type": "m.room.member", "state_key": user, "sender": ALICE, "content": content}
+
+
+def test_a_room_just_joined_brings_history_only_what_followed_the_invite_is_input() -> None:
+    events = [_message("$old"), _member("invite"), _message("$hi"), _member("join"), _message("$2")]
+    assert [m.event_id for m in parse_sync(_sync(*events), ME).messages] == ["$hi", "$2"]
+    without_invite = [_message("$old"), _member("join"), _message("$new")]
+    assert [m.event_id for m in parse_sync(_sync(*without_invite), ME).messages] == ["$new"]
+    others = [_message("$1"), _member("join", user=ALICE), _message("$2")]
+    assert [m.event_id for m in parse_sync(_sync(*others), ME).messages] == ["$1", "$2"]

@@ -33,4 +33,8 @@ def default_components(settings: Settings) -> list[Component]:
         from wakeful.channels.email.component import EmailComponent
 
         components.append(EmailComponent())
+    if settings.chat.matrix:
+        from wakeful.channels.matrix.component import MatrixComponent
+
+        components += [MatrixComponent(account) for account in settings.chat.matrix]
     return components

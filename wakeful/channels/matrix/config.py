@@ -5,48 +5,63 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import Field, field_validator, model_validator
 
-from wakeful.daemon.config_base import read_secret_file
-from wakeful.events import SESSION_PATTERN
+from wakeful.channels.chat.config import ChatPlatformConfig
+from wakeful.daemon.config_base import Section, read_secret_file, reject_repeated_names
 
 MATRIX_USER_ID = re.compile(r"^@[^:\s]+:\S+$")
-ACCOUNT_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,31}$")
 
 
-class MatrixConfig(BaseModel):
+class MatrixConfig(ChatPlatformConfig):
     """One account: where its homeserver is, how it logs in, whom it answers."""
 
-    model_config = ConfigDict(extra="forbid")
-
-    name: str = Field(examples=["home"])
-    session: str = Field(default="main", examples=["main"])
-    homeserver: str = Field(examples=["https://matrix.example.org"])
-    user_id: str = Field(examples=["@wakeful:example.org"])
-    # One of the two: a token file is used as it is; a password logs in (m.login.password)
-    # at start and the token it yields is kept in memory only.
-    access_token_file: Path | None = Field(default=None, examples=["/etc/wakeful/matrix-token"])
-    password_file: Path | None = Field(default=None, examples=["/etc/wakeful/matrix-password"])
-    # Logging in again as the same device keeps Matrix's dedup of a retried send
-    # (transaction ids are scoped to the device) across daemon restarts.
-    device_id: str = Field(default="", examples=["WAKEFUL"])
-    allowed_users: list[str] = Field(default_factory=list, examples=[["@me:example.org"]])
-    sync_timeout_s: float = Field(default=30.0, ge=0, le=300, examples=[30])
-    typing_every_s: float = Field(default=20.0, gt=0, examples=[20])
-
-    @field_validator("name")
-    @classmethod
-    def _name(cls, value: str) -> str:
-        if not ACCOUNT_NAME.match(value):
-            raise ValueError("must be 1-32 letters, digits, _ and - (e.g. 'home')")
-        return value
-
-    @field_validator("session")
-    @classmethod
-    def _session(cls, value: str) -> str:
-        if value != "per-user" and not SESSION_PATTERN.match(value):
-            raise ValueError("must be a session name such as 'main', or 'per-user'")
-        return value
+    homeserver: str = Field(
+        examples=["https://matrix.example.org"],
+        description="The homeserver's client-server API base URL",
+    )
+    user_id: str = Field(
+        examples=["@wakeful:example.org"], description="The account's full Matrix user id"
+    )
+    access_token_file: Path | None = Field(
+        default=None,
+        examples=["/etc/wakeful/matrix-token"],
+        description="File holding the account's access token (or set password_file)",
+    )
+    password_file: Path | None = Field(
+        default=None,
+        examples=["/etc/wakeful/matrix-password"],
+        description=(
+            "File holding the account's password: wakeful logs in (m.login.password) at "
+            "start and keeps the token in memory only"
+        ),
+    )
+    device_id: str = Field(
+        default="",
+        examples=["WAKEFUL_HOME"],
+        description=(
+            "Device to log in as with password_file (default WAKEFUL_<NAME>); the same "
+            "device keeps Matrix's dedup of retried sends across restarts"
+        ),
+    )
+    allowed_users: list[str] = Field(
+        default_factory=list,
+        examples=[["@me:example.org"]],
+        description="Users whose messages reach the agent and whose invites are joined",
+    )
+    sync_timeout_s: float = Field(
+        default=30.0,
+        ge=0,
+        le=300,
+        examples=[30],
+        description="How long one /sync long poll waits for news",
+    )
+    typing_every_s: float = Field(
+        default=20.0,
+        gt=0,
+        examples=[20],
+        description="How often the typing notice is renewed while a run works",
+    )
 
     @field_validator("homeserver")
     @classmethod
@@ -73,9 +88,7 @@ class MatrixConfig(BaseModel):
     @model_validator(mode="after")
     def _one_credential(self) -> MatrixConfig:
         if (self.access_token_file is None) == (self.password_file is None):
-            raise ValueError(
-                f"chat.matrix[{self.name}]: set exactly one of access_token_file or password_file"
-            )
+            raise ValueError("set exactly one of access_token_file or password_file")
         return self
 
     @property
@@ -95,7 +108,13 @@ class MatrixConfig(BaseModel):
         return "password", read_secret_file(self.password_file, f"{self.key}.password_file")
 
 
-class MatrixSettings(BaseModel):
-    """The ``matrix`` list inside ``[chat]``."""
+class MatrixSettings(Section):
+    """The ``matrix`` list of the ``[chat]`` section."""
 
     matrix: list[MatrixConfig] = Field(default_factory=list)
+
+    @field_validator("matrix")
+    @classmethod
+    def _unique_names(cls, accounts: list[MatrixConfig]) -> list[MatrixConfig]:
+        reject_repeated_names([account.name for account in accounts], "chat.matrix")
+        return accounts

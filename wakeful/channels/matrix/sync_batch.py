@@ -15,7 +15,10 @@ SYNC_FILTER: dict[str, Any] = {
     "presence": {"types": []},
     "account_data": {"types": []},
     "room": {
-        "timeline": {"limit": 100, "types": ["m.room.message", "m.room.encrypted"]},
+        "timeline": {
+            "limit": 100,
+            "types": ["m.room.message", "m.room.encrypted", "m.room.member"],
+        },
         "state": {"types": ["m.room.member"], "lazy_load_members": True},
         "ephemeral": {"types": []},
         "account_data": {"types": []},
@@ -64,7 +67,7 @@ def parse_sync(data: dict[str, Any], own_user_id: str) -> SyncBatch:
         timeline = room.get("timeline") or {}
         if timeline.get("limited"):
             batch.gaps.add(room_id)
-        for event in timeline.get("events") or []:
+        for event in _since_we_were_invited(timeline.get("events") or [], own_user_id):
             if event.get("type") == "m.room.encrypted":
                 batch.encrypted_rooms.add(room_id)
                 continue
@@ -72,6 +75,23 @@ def parse_sync(data: dict[str, Any], own_user_id: str) -> SyncBatch:
             if message is not None:
                 batch.messages.append(message)
     return batch
+
+
+def _since_we_were_invited(events: list[Any], own_user_id: str) -> list[Any]:
+    """A room just joined comes with its recent history: only what was said after we
+    were invited (or joined, when the invite is out of the window) is for us."""
+    cut = 0
+    for membership in ("invite", "join"):
+        for index, event in enumerate(events):
+            if (
+                event.get("type") == "m.room.member"
+                and event.get("state_key") == own_user_id
+                and (event.get("content") or {}).get("membership") == membership
+            ):
+                cut = index + 1
+        if cut:
+            return events[cut:]
+    return events
 
 
 def _inviter(room: dict[str, Any], own_user_id: str) -> str | None:

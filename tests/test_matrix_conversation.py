@@ -1,0 +1,87 @@
+"""A person talks to wakeful over Matrix, on a real Synapse, through a real `wakeful run`."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from tests.daemon_process import DaemonProcess
+from tests.fakes.model_server import FakeModelServer
+from tests.matrix_daemon import answer_tags, matrix_scene, wait_until
+from tests.synapse_server import MatrixTestClient, SynapseServer
+
+
+def said_to_model(model_server: FakeModelServer, request: int) -> str:
+    messages = model_server.requests[request].body["messages"]
+    return " ".join(str(m["content"]) for m in messages if m["role"] == "user")
+
+
+def test_an_allowed_users_message_reaches_the_model_once_and_the_reply_lands_once(
+    synapse: SynapseServer, model_server: FakeModelServer, tmp_path: Path
+) -> None:
+    answer_tags(model_server)
+    with matrix_scene(synapse, tmp_path, model_server.base_url) as scene:
+        with DaemonProcess(scene.config, scene.port) as daemon:
+            room = scene.room_with_bot()
+            scene.wait_joined(room)
+            scene.owner_client.send_text(room, "hello there, msg-1")
+            [reply] = scene.wait_replies(room, 1)
+            assert reply["content"]["body"] == "**got** msg-1"
+            assert reply["content"]["formatted_body"] == "<p><strong>got</strong> msg-1</p>"
+            assert daemon.stop() == 0
+        assert len(model_server.requests) == 1
+        assert "hello there, msg-1" in said_to_model(model_server, 0)
+        assert len(scene.bot_replies(room)) == 1
+        assert scene.bot.access_token not in "\n".join(daemon.lines)
+
+
+def test_an_unknown_user_is_asked_to_pair_and_never_reaches_the_model(
+    synapse: SynapseServer, model_server: FakeModelServer, tmp_path: Path
+) -> None:
+    stranger = synapse.register()
+    with matrix_scene(synapse, tmp_path, model_server.base_url) as scene:
+        with (
+            DaemonProcess(scene.config, scene.port) as daemon,
+            MatrixTestClient(synapse.url, stranger) as other,
+        ):
+            shared = scene.room_with_bot(stranger)
+            own = other.create_room([scene.bot.user_id])  # a stranger's invite: declined
+            scene.wait_joined(shared)
+            wait_until(lambda: other.members(own).get(scene.bot.user_id) == "leave", "declined")
+            other.send_text(shared, "let me in")
+            [reply] = scene.wait_replies(shared, 1)
+            assert "pairing code" in reply["content"]["body"]
+            code = re.search(r"^([A-Z0-9]{4}-[A-Z0-9]{4})$", reply["content"]["body"], re.M)
+            assert code is not None, reply["content"]["body"]
+            with daemon.client() as api:
+                pending = api.get("/api/pairing").json()["pending"]
+            assert [(p["platform"], p["user_id"]) for p in pending] == [
+                ("matrix", stranger.user_id)
+            ]
+            assert daemon.stop() == 0
+        assert model_server.requests == []
+
+
+def test_restart_resumes_from_next_batch_without_answering_again(
+    synapse: SynapseServer, model_server: FakeModelServer, tmp_path: Path
+) -> None:
+    answer_tags(model_server)
+    with matrix_scene(synapse, tmp_path, model_server.base_url) as scene:
+        room = scene.room_with_bot()
+        with MatrixTestClient(synapse.url, scene.bot) as bot:
+            bot.join(room)  # in the room before wakeful ever ran: what was said is history
+        scene.owner_client.send_text(room, "old news msg-0")
+        with DaemonProcess(scene.config, scene.port) as daemon:
+            daemon.wait_for_log("matrix first sync")
+            scene.owner_client.send_text(room, "first msg-1")
+            scene.wait_replies(room, 1)
+            assert daemon.stop() == 0
+        scene.owner_client.send_text(room, "while you were away msg-2")
+        with DaemonProcess(scene.config, scene.port) as daemon:
+            scene.wait_replies(room, 2)
+            scene.owner_client.send_text(room, "after msg-3")
+            scene.wait_replies(room, 3)
+            assert daemon.stop() == 0
+        bodies = [r["content"]["body"] for r in scene.bot_replies(room)]
+        assert bodies == ["**got** msg-1", "**got** msg-2", "**got** msg-3"]
+        assert len(model_server.requests) == 3
