@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 from tests.synapse_server import MatrixTestClient, SynapseServer
-from wakeful.channels.matrix.api import MatrixApi, MatrixError
+from wakeful.channels.matrix.api import MatrixApi, MatrixError, error_from
 from wakeful.channels.matrix.formatting import message_content
+from wakeful.channels.matrix.outgoing import MatrixClient, delivery_error
 from wakeful.channels.matrix.sync_batch import FIRST_SYNC_FILTER, SYNC_FILTER, parse_sync
+from wakeful.daemon.outbox.channels import NeverDeliverable, TryLater
+from wakeful.daemon.store.sqlite import SqliteStore
 
 pytestmark = pytest.mark.anyio
 
@@ -116,3 +121,48 @@ async def test_sending_into_a_room_the_bot_is_not_in_is_forbidden(synapse: Synap
     finally:
         await api.aclose()
         person.close()
+
+
+async def test_the_client_sends_each_ref_once_and_maps_refusals(
+    synapse: SynapseServer, tmp_path: Path
+) -> None:
+    bot, alice = synapse.register(), synapse.register()
+    person = MatrixTestClient(synapse.url, alice)
+    api = MatrixApi(synapse.url, access_token=bot.access_token)
+    store = await SqliteStore(tmp_path / "wakeful.sqlite").open()
+    try:
+        client = MatrixClient(api, bot.user_id, "home", store)
+        room = person.create_room([bot.user_id])
+        await api.join(room)
+        for _ in range(3):  # a retry after a crash sends the same piece again
+            await client.send_text(room, "the _answer_", ref="7.0")
+        await client.send_text(room, "the _answer_", ref="8.0")  # another message
+        assert [e["content"]["body"] for e in person.replies_from(room, bot.user_id)] == [
+            "the _answer_",
+            "the _answer_",
+        ]
+        prefix = await store.get_state("matrix:home:txn_prefix")
+        again = MatrixClient(api, bot.user_id, "home", store)  # after a restart: same ids
+        assert await again.txn_id("7.0") == f"wakeful.{prefix}.7.0"
+        with pytest.raises(NeverDeliverable, match="M_FORBIDDEN"):
+            await client.send_text(person.create_room(), "hi", ref="9.0")
+        await client.send_typing(person.create_room())  # refused: logged, never raised
+    finally:
+        await store.aclose()
+        await api.aclose()
+        person.close()
+
+
+def test_rate_limits_and_server_errors_are_try_later_refusals_never() -> None:
+    limited = httpx.Response(429, json={"errcode": "M_LIMIT_EXCEEDED", "retry_after_ms": 1500})
+    error = error_from(limited)
+    assert error.retry_after_s == 1.5 and isinstance(delivery_error(error), TryLater)
+    assert isinstance(delivery_error(error_from(httpx.Response(502, text="<html>"))), TryLater)
+    unknown = error_from(httpx.Response(401, json={"errcode": "M_UNKNOWN_TOKEN", "error": "gone"}))
+    assert isinstance(delivery_error(unknown), TryLater)  # a log-in again fixes it
+    for refusal in (
+        httpx.Response(403, json={"errcode": "M_FORBIDDEN", "error": "not in room"}),
+        httpx.Response(404, json={"errcode": "M_NOT_FOUND", "error": "no room"}),
+        httpx.Response(413, json={"errcode": "M_TOO_LARGE", "error": "too big"}),
+    ):
+        assert isinstance(delivery_error(error_from(refusal)), NeverDeliverable)

@@ -3,6 +3,7 @@ every message is answered exactly once — none lost, none twice."""
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from pathlib import Path
 
@@ -18,6 +19,14 @@ def answered_tags(scene: MatrixScene, room: str) -> Counter[str]:
     return Counter(
         tag for r in scene.bot_replies(room) for tag in TAG.findall(r["content"]["body"])
     )
+
+
+def explain(daemon: DaemonProcess) -> str:
+    """What the daemon made of it all, for a failure's message."""
+    with daemon.client() as api:
+        events = api.get("/api/events", params={"limit": 100}).json()
+        outbox = api.get("/api/sessions/main/outbox").json()
+    return f"events: {json.dumps(events)}\noutbox: {json.dumps(outbox)}"
 
 
 def converse_with_kills(
@@ -41,9 +50,11 @@ def converse_with_kills(
                 daemon.kill()
                 daemon = DaemonProcess(scene.config, scene.port).start()
             everything = {f"msg-{n}" for n in range(kills)}
-            wait_until(
-                lambda: everything <= set(answered_tags(scene, room)), "every message answered", 60
-            )
+            try:
+                wait_until(lambda: everything <= set(answered_tags(scene, room)), "answers", 60)
+            except TimeoutError:
+                missing = sorted(everything - set(answered_tags(scene, room)))
+                raise AssertionError(f"never answered: {missing}; {explain(daemon)}") from None
             assert daemon.stop() == 0
         finally:
             daemon.__exit__(None, None, None)

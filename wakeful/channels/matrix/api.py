@@ -41,7 +41,7 @@ class MatrixError(Exception):
         return self.status == 401 or self.errcode == "M_UNKNOWN_TOKEN"
 
 
-def _error(response: httpx.Response) -> MatrixError:
+def error_from(response: httpx.Response) -> MatrixError:
     try:
         body = response.json()
     except ValueError:
@@ -98,7 +98,7 @@ class MatrixApi:
         except httpx.HTTPError as exc:  # refused, reset, timed out: the server may be restarting
             raise MatrixError(0, "", f"{type(exc).__name__}: {exc}") from None
         if response.status_code != 200:
-            raise _error(response)
+            raise error_from(response)
         try:
             data = response.json()
         except ValueError:

@@ -40,6 +40,7 @@ class MatrixClient:
     """One account's sending side (a :class:`wakeful.channels.chat.outgoing.PlatformClient`)."""
 
     max_chars = MAX_CHARS
+    resend_safe = True  # the homeserver drops a repeated txnId: see the module's docstring
 
     def __init__(self, api: MatrixApi, user_id: str, name: str, state: ChannelState) -> None:
         self.api = api
