@@ -35,7 +35,7 @@ def test_an_allowed_users_message_reaches_the_model_once_and_the_reply_lands_onc
         assert scene.bot.access_token not in "\n".join(daemon.lines)
 
 
-def test_an_unknown_user_is_asked_to_pair_and_never_reaches_the_model(
+def test_an_unknown_user_is_asked_to_pair_and_reaches_the_model_only_once_approved(
     synapse: SynapseServer, model_server: FakeModelServer, tmp_path: Path
 ) -> None:
     stranger = synapse.register()
@@ -58,8 +58,15 @@ def test_an_unknown_user_is_asked_to_pair_and_never_reaches_the_model(
             assert [(p["platform"], p["user_id"]) for p in pending] == [
                 ("matrix", stranger.user_id)
             ]
+            assert model_server.requests == []
+            answer_tags(model_server)
+            with daemon.client() as api:  # the owner approves: from now on they are let in
+                assert api.post(f"/api/pairing/matrix/{code.group(1)}").status_code == 200
+            assert "paired" in scene.wait_replies(shared, 2)[1]["content"]["body"]
+            other.send_text(shared, "thanks msg-7")
+            assert scene.wait_replies(shared, 3)[2]["content"]["body"] == "**got** msg-7"
             assert daemon.stop() == 0
-        assert model_server.requests == []
+        assert len(model_server.requests) == 1
 
 
 def test_restart_resumes_from_next_batch_without_answering_again(
@@ -85,3 +92,27 @@ def test_restart_resumes_from_next_batch_without_answering_again(
         bodies = [r["content"]["body"] for r in scene.bot_replies(room)]
         assert bodies == ["**got** msg-1", "**got** msg-2", "**got** msg-3"]
         assert len(model_server.requests) == 3
+
+
+def test_a_password_logs_in_as_one_device_and_no_secret_is_logged(
+    synapse: SynapseServer, model_server: FakeModelServer, tmp_path: Path
+) -> None:
+    answer_tags(model_server)
+    with matrix_scene(synapse, tmp_path, model_server.base_url, password=True) as scene:
+        room = scene.room_with_bot()
+        for number in (1, 2):  # a second start logs in again, as the same device
+            with DaemonProcess(scene.config, scene.port) as daemon:
+                daemon.wait_for_log("matrix logged in")
+                scene.wait_joined(room)
+                scene.owner_client.send_text(room, f"hi msg-{number}")
+                scene.wait_replies(room, number)
+                assert daemon.stop() == 0
+            log = "\n".join(daemon.lines)
+            assert scene.bot.password not in log and "syt_" not in log  # Synapse's tokens
+        with MatrixTestClient(synapse.url, scene.bot) as bot:
+            devices = bot.http.get("/devices").json()["devices"]
+        assert [d["device_id"] for d in devices].count("WAKEFUL_HOME") == 1
+        assert [r["content"]["body"] for r in scene.bot_replies(room)] == [
+            "**got** msg-1",
+            "**got** msg-2",
+        ]

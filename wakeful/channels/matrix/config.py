@@ -18,22 +18,22 @@ class MatrixConfig(ChatPlatformConfig):
 
     homeserver: str = Field(
         examples=["https://matrix.example.org"],
-        description="The homeserver's client-server API base URL",
+        description="The homeserver's client-server API base URL.",
     )
     user_id: str = Field(
-        examples=["@wakeful:example.org"], description="The account's full Matrix user id"
+        examples=["@wakeful:example.org"], description="The account's full Matrix user id."
     )
     access_token_file: Path | None = Field(
         default=None,
         examples=["/etc/wakeful/matrix-token"],
-        description="File holding the account's access token (or set password_file)",
+        description="File holding the account's access token (or set password_file).",
     )
     password_file: Path | None = Field(
         default=None,
         examples=["/etc/wakeful/matrix-password"],
         description=(
             "File holding the account's password: wakeful logs in (m.login.password) at "
-            "start and keeps the token in memory only"
+            "start and keeps the token in memory only."
         ),
     )
     device_id: str = Field(
@@ -41,26 +41,26 @@ class MatrixConfig(ChatPlatformConfig):
         examples=["WAKEFUL_HOME"],
         description=(
             "Device to log in as with password_file (default WAKEFUL_<NAME>); the same "
-            "device keeps Matrix's dedup of retried sends across restarts"
+            "device keeps Matrix's dedup of retried sends across restarts."
         ),
     )
     allowed_users: list[str] = Field(
         default_factory=list,
         examples=[["@me:example.org"]],
-        description="Users whose messages reach the agent and whose invites are joined",
+        description="Users whose messages reach the agent and whose invites are joined.",
     )
     sync_timeout_s: float = Field(
         default=30.0,
         ge=0,
         le=300,
         examples=[30],
-        description="How long one /sync long poll waits for news",
+        description="How long one /sync long poll waits for news.",
     )
     typing_every_s: float = Field(
         default=20.0,
         gt=0,
         examples=[20],
-        description="How often the typing notice is renewed while a run works",
+        description="How often the typing notice is renewed while a run works.",
     )
 
     @field_validator("homeserver")
