@@ -252,6 +252,23 @@ class MatrixTestClient:
                 return events
             params["from"] = data["end"]
 
+    def sync_token(self) -> str:
+        token: str = self._ok(self.http.get("/sync", params={"timeout": "0"}))["next_batch"]
+        return token
+
+    def wait_typing(self, room_id: str, user_id: str, since: str, timeout_s: float = 15) -> bool:
+        """Long-poll /sync until ``user_id`` shows as typing in the room (or time runs out)."""
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            params = {"since": since, "timeout": "1000"}
+            data = self._ok(self.http.get("/sync", params=params))
+            since = data["next_batch"]
+            room = data.get("rooms", {}).get("join", {}).get(room_id, {})
+            for event in room.get("ephemeral", {}).get("events", []):
+                if event["type"] == "m.typing" and user_id in event["content"]["user_ids"]:
+                    return True
+        return False
+
     def replies_from(self, room_id: str, sender: str) -> list[dict[str, Any]]:
         return [e for e in self.messages(room_id) if e["sender"] == sender]
 

@@ -6,7 +6,7 @@ import re
 from pathlib import Path
 
 from tests.daemon_process import DaemonProcess
-from tests.fakes.model_server import FakeModelServer
+from tests.fakes.model_server import FakeModelServer, Reply
 from tests.matrix_daemon import answer_tags, matrix_scene, wait_until
 from tests.synapse_server import MatrixTestClient, SynapseServer
 
@@ -116,3 +116,21 @@ def test_a_password_logs_in_as_one_device_and_no_secret_is_logged(
             "**got** msg-1",
             "**got** msg-2",
         ]
+
+
+def test_the_room_shows_typing_while_the_reply_is_being_written(
+    synapse: SynapseServer, model_server: FakeModelServer, tmp_path: Path
+) -> None:
+    model_server.push(Reply(text="slowly " * 30, token_delay_s=0.1))  # about 3 s
+    with (
+        matrix_scene(synapse, tmp_path, model_server.base_url) as scene,
+        DaemonProcess(scene.config, scene.port) as daemon,
+    ):
+        room = scene.room_with_bot()
+        scene.wait_joined(room)
+        since = scene.owner_client.sync_token()
+        scene.owner_client.send_text(room, "take your time")
+        typing = scene.owner_client.wait_typing(room, scene.bot.user_id, since)
+        assert typing, "the bot never showed as typing"
+        scene.wait_replies(room, 1)
+        assert daemon.stop() == 0
