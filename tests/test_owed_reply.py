@@ -13,7 +13,6 @@ from tests.daemon_process import DaemonProcess, free_port, write_config
 from tests.matrix_daemon import wait_until
 from wakeful.daemon.store.sqlite import SqliteStore
 
-
 OUTBOX = "/api/sessions/main/outbox"
 
 
