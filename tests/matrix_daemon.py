@@ -83,7 +83,13 @@ class MatrixScene:
 
 
 def matrix_section(
-    synapse: SynapseServer, bot: MatrixUser, allowed: list[str], secret: Path, *, password: bool
+    synapse: SynapseServer,
+    bot: MatrixUser,
+    allowed: list[str],
+    secret: Path,
+    *,
+    password: bool,
+    session: str = "main",
 ) -> str:
     secret.write_text((bot.password if password else bot.access_token) + "\n")
     secret.chmod(0o600)
@@ -97,6 +103,7 @@ def matrix_section(
             f'user_id = "{bot.user_id}"',
             f'{key} = "{secret}"',
             f"allowed_users = [{quoted}]",
+            f'session = "{session}"',
             "sync_timeout_s = 5",
             "typing_every_s = 2",
             "",
@@ -106,14 +113,20 @@ def matrix_section(
 
 @contextmanager
 def matrix_scene(
-    synapse: SynapseServer, data_dir: Path, model_url: str, *, password: bool = False
+    synapse: SynapseServer,
+    data_dir: Path,
+    model_url: str,
+    *,
+    password: bool = False,
+    also_allowed: tuple[MatrixUser, ...] = (),
+    session: str = "main",
 ) -> Iterator[MatrixScene]:
     bot, owner = synapse.register(), synapse.register()
     port = free_port()
     config = write_config(data_dir, model_url, port)
-    section = matrix_section(
-        synapse, bot, [owner.user_id], data_dir / "matrix-secret", password=password
-    )
+    allowed = [owner.user_id, *(user.user_id for user in also_allowed)]
+    secret = data_dir / "matrix-secret"
+    section = matrix_section(synapse, bot, allowed, secret, password=password, session=session)
     config.write_text(config.read_text() + section)
     with MatrixTestClient(synapse.url, owner) as owner_client:
         yield MatrixScene(synapse, bot, owner, owner_client, config, port)

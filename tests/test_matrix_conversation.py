@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import uuid
 from pathlib import Path
 
 from tests.daemon_process import DaemonProcess
@@ -133,4 +134,27 @@ def test_the_room_shows_typing_while_the_reply_is_being_written(
         typing = scene.owner_client.wait_typing(room, scene.bot.user_id, since)
         assert typing, "the bot never showed as typing"
         scene.wait_replies(room, 1)
+        assert daemon.stop() == 0
+
+
+def test_a_message_that_cannot_be_an_event_is_skipped_not_retried_forever(
+    synapse: SynapseServer, model_server: FakeModelServer, tmp_path: Path
+) -> None:
+    """A per-user session is named after the sender; Matrix allows ids ("=", "/") that
+    no session name may hold. Such a message is logged and passed; the next one is answered."""
+    answer_tags(model_server)
+    odd = synapse.register(f"odd={uuid.uuid4().hex[:6]}")
+    with (
+        matrix_scene(
+            synapse, tmp_path, model_server.base_url, also_allowed=(odd,), session="per-user"
+        ) as scene,
+        DaemonProcess(scene.config, scene.port) as daemon,
+    ):
+        room = scene.room_with_bot(odd)
+        scene.wait_joined(room)
+        with MatrixTestClient(synapse.url, odd) as client:
+            client.send_text(room, "from an odd id msg-1")
+        daemon.wait_for_log("matrix message cannot be an event")
+        scene.owner_client.send_text(room, "and from me msg-2")
+        assert scene.wait_replies(room, 1)[0]["content"]["body"] == "**got** msg-2"
         assert daemon.stop() == 0
