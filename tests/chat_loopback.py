@@ -66,7 +66,7 @@ class LoopbackChat:
         self._session = session
         self.inbound: ChatInbound | None = None
         self.state: ChannelState | None = None
-        self._indicator: TypingIndicator | None = None
+        self.indicator: TypingIndicator | None = None
 
     async def configure(self, setup: ComponentSetup) -> None:
         self.state = setup.state
@@ -78,9 +78,9 @@ class LoopbackChat:
             setup=setup,
         )
         setup.add_channel(ChatChannel(self.inbound.channel, self.client, setup.state))
-        self._indicator = TypingIndicator(setup.feed, self.inbound, self.client, every_s=0.05)
+        self.indicator = TypingIndicator(setup.feed, self.inbound, self.client, every_s=0.05)
 
     async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
-        assert self._indicator is not None
+        assert self.indicator is not None
         task_status.started()
-        await self._indicator.run()
+        await self.indicator.run()

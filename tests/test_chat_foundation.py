@@ -8,13 +8,14 @@ import re
 from pathlib import Path
 
 import anyio
+import httpx
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from tests.chat_loopback import LoopbackChat
-from tests.daemon_harness import ADMIN_TOKEN, Harness, daemon_settings
-from tests.fakes.model_replies import Reply, text_reply
+from tests.daemon_harness import ADMIN_TOKEN, Harness, daemon_settings, watch_feed
+from tests.fakes.model_replies import Reply, ToolCallSpec, text_reply
 from tests.fakes.model_server import FakeModelServer
 from wakeful.channels import default_components
 from wakeful.channels.chat.chunking import split_message
@@ -154,14 +155,16 @@ async def test_typing_shows_while_the_run_is_active(
     model_server.push(Reply(text="slow " * 20, token_delay_s=0.02))
     chat = LoopbackChat({OWNER})
     async with await start(tmp_path, model_server, chat):
-        assert chat.inbound is not None
+        assert chat.inbound is not None and chat.indicator is not None
         await chat.inbound.receive(message(1, "hi"))
         await chat.client.wait_typing()
         await chat.client.wait_sent(1)
         assert set(chat.client.typing) == {f"chat-{OWNER}"}
-        after_reply = len(chat.client.typing)
-        await anyio.sleep(0.3)  # a few typing periods: none come after the run went idle
-        assert len(chat.client.typing) <= after_reply + 1
+        with anyio.fail_after(10):  # the run goes idle: typing stops
+            await chat.indicator.wait_stopped()
+        stopped_at = len(chat.client.typing)
+        await anyio.sleep(0.2)  # four typing periods: an indicator still going would show
+        assert len(chat.client.typing) == stopped_at
 
 
 @given(st.text(alphabet=st.sampled_from("ab \n`"), max_size=2000), st.integers(16, 300))
@@ -216,4 +219,92 @@ async def run_cli_code(argv: list[str]) -> tuple[int, str]:
     return await anyio.to_thread.run_sync(call)
 
 
-_ = Harness  # the harness module's types, for readers following the imports
+async def test_a_notification_reaches_the_user_where_they_last_wrote_even_after_a_restart(
+    tmp_path: Path, model_server: FakeModelServer
+) -> None:
+    """send_user_notification from a timer's run (no chat message answered): it goes
+    to the chat the owner last wrote from — remembered in the store across a restart."""
+    model_server.push(text_reply("noted"))
+    chat = LoopbackChat({OWNER})
+    async with await start(tmp_path, model_server, chat):
+        assert chat.inbound is not None
+        await chat.inbound.receive(message(1, "remember me"))
+        await chat.client.wait_sent(1)
+    model_server.push(
+        Reply(tool_calls=[ToolCallSpec("send_user_notification",
+                                       {"text": "the build broke", "urgency": "high"})]),
+        text_reply(""),
+    )  # fmt: skip
+    chat = LoopbackChat({OWNER})
+    settings = daemon_settings(tmp_path / "data", model_server.base_url)
+    async with running_daemon(settings, [*default_components(settings), chat]) as running:
+        headers = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
+        async with httpx.AsyncClient(base_url=running.url, headers=headers) as client:
+            async with watch_feed(Harness(running, client)) as feed:
+                await running.daemon.submit(timer_event())
+                sent = await chat.client.wait_sent(1)
+                assert sent[0][:2] == (f"chat-{OWNER}", "the build broke")
+                # High urgency: the web page has it too, unread until seen.
+                await feed.wait_for(lambda item: item["type"] == "reply")
+            unread = (await client.get("/api/sessions/main/outbox", params={"unread": 1})).json()
+        assert [(m["channel"], m["text"]) for m in unread["messages"]] == [
+            ("chat:web", "the build broke")
+        ]
+
+
+def timer_event():  # type: ignore[no-untyped-def]
+    from wakeful.events import Event
+
+    return Event.parse({
+        "id": "timer:nightly:1", "kind": "timer.trigger",
+        "source": {"type": "timer", "principal": "nightly", "trusted": True},
+        "channel": "timer:nightly", "content": {"text": "check the build"},
+    })  # fmt: skip
+
+
+async def test_the_chat_guides_commands_run_as_written(
+    tmp_path: Path, model_server: FakeModelServer
+) -> None:
+    """docs/chat.md's ```sh lines, exactly as written, against a daemon holding the
+    two pairing requests they name (the config found through $WAKEFUL_CONFIG)."""
+    import json
+    import os
+    import subprocess
+    import sys
+    import time
+    from dataclasses import asdict
+
+    from tests.test_documented_commands import ROOT, shell_lines
+    from wakeful.channels.chat.pairing import PairingRequest, code_key, pending_key
+
+    lines = shell_lines(ROOT / "docs" / "chat.md")
+    assert lines == [
+        "wakeful pairing list",
+        "wakeful pairing approve telegram ABCD-EFGH",
+        "wakeful pairing deny slack WXYZ-2345",
+    ]
+    chat = LoopbackChat({OWNER})
+    async with await start(tmp_path, model_server, chat) as running:
+        now = time.time()
+        for platform, name, code, user in (("telegram", "loop", "ABCDEFGH", "5"),
+                                           ("slack", "work", "WXYZ2345", "U7")):  # fmt: skip
+            request = PairingRequest(platform, name, code, user, None, f"chat-{user}", "main",
+                                     now, now)  # fmt: skip
+            await state(chat).put_state(code_key(platform, code), json.dumps(asdict(request)))
+            await state(chat).put_state(pending_key(platform, name, user), code)
+        env = {
+            **os.environ,
+            "WAKEFUL_CONFIG": str(write_cli_config(tmp_path, running.url)),
+            "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}",
+        }
+
+        def run(line: str) -> str:
+            done = subprocess.run(line, shell=True, env=env, capture_output=True, text=True)
+            assert done.returncode == 0, (line, done.stdout, done.stderr)
+            return done.stdout
+
+        outputs = [await anyio.to_thread.run_sync(run, line) for line in lines]
+    assert "ABCD-EFGH" in outputs[0] and "WXYZ-2345" in outputs[0]
+    assert "is let in" in outputs[1] and "kept out" in outputs[2]
+    sent = await chat.client.wait_sent(1)
+    assert sent[0][:2] == ("chat-5", PAIRED_TEXT)

@@ -83,10 +83,16 @@ def test_definitions_use_the_openai_tools_format_without_titles() -> None:
 
 
 def test_read_only_definitions_leave_out_tools_with_effects() -> None:
-    """read_only=True keeps read_file, get_time, reply_to_user and task_status only."""
+    """read_only=True keeps read_file, get_time, the two messages to the user and task_status."""
     registry = default_registry()
     names = [d["function"]["name"] for d in registry.definitions(read_only=True)]
-    assert names == ["reply_to_user", "get_time", "read_file", "task_status"]
+    assert names == [
+        "reply_to_user",
+        "send_user_notification",
+        "get_time",
+        "read_file",
+        "task_status",
+    ]
     assert "shell_exec" in registry.names()
 
 

@@ -77,6 +77,11 @@ class RecordingOutbox:
         self.keys.append(key)
         return "queued for chat:web; nobody is connected"
 
+    async def notify(self, text: str, *, urgency: str, key: str) -> str:
+        self.sent.append(f"[{urgency}] {text}")
+        self.keys.append(key)
+        return "queued for chat:web; nobody is connected"
+
 
 # --- shell_exec -------------------------------------------------------------
 

@@ -9,7 +9,13 @@ import pytest
 from wakeful.channels.email.db import MailDb
 from wakeful.channels.email.outbox import Outbox as EmailOutbox
 from wakeful.daemon.outbox.states import DeliveryState, IllegalMove, check_move
-from wakeful.daemon.outbox.targets import LOCAL_CHAT, Target, resolve_target
+from wakeful.daemon.outbox.targets import (
+    LOCAL_CHAT,
+    Target,
+    notification_targets,
+    parse_target,
+    resolve_target,
+)
 from wakeful.events import Event, user_message
 
 
@@ -80,3 +86,41 @@ def test_target_resolution(
         answering, session="main", known=known, session_defaults=defaults, last_active=last_active
     )
     assert got == target
+
+
+TG = Target("chat:telegram:tg", "4242")
+KNOWN = {"chat:telegram:tg", "chat:slack:work", LOCAL_CHAT}
+
+
+@pytest.mark.parametrize(
+    ("urgency", "last_active", "prefer", "urgent", "targets"),
+    [
+        # Where the user last wrote, whatever the urgency.
+        ("normal", TG, [], [], [TG]),
+        ("low", TG, [Target("chat:slack:work", "C1")], [], [TG]),
+        # Never wrote anywhere: the first preferred channel that exists, else the web page.
+        ("normal", None, [Target("nowhere:x"), Target("chat:slack:work", "C1")], [],
+         [Target("chat:slack:work", "C1")]),
+        ("normal", None, [], [], [Target(LOCAL_CHAT)]),
+        # High/urgent: also every urgent channel and the web page, each once.
+        ("urgent", TG, [], [Target("chat:slack:work", "C1"), TG],
+         [TG, Target("chat:slack:work", "C1"), Target(LOCAL_CHAT)]),
+        ("high", Target(LOCAL_CHAT), [], [], [Target(LOCAL_CHAT)]),
+    ],
+)  # fmt: skip
+def test_notification_targets(
+    urgency: str,
+    last_active: Target | None,
+    prefer: list[Target],
+    urgent: list[Target],
+    targets: list[Target],
+) -> None:
+    got = notification_targets(
+        urgency, known=KNOWN, last_active=last_active, prefer=prefer, urgent=urgent
+    )
+    assert got == targets
+
+
+def test_notify_targets_in_config_name_the_conversation() -> None:
+    assert parse_target("chat:telegram:tg#123") == Target("chat:telegram:tg", "123")
+    assert parse_target("chat:cli") == Target(LOCAL_CHAT)

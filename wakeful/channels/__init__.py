@@ -33,6 +33,10 @@ def default_components(settings: Settings) -> list[Component]:
         from wakeful.channels.email.component import EmailComponent
 
         components.append(EmailComponent())
+    if settings.chat.telegram:
+        from wakeful.channels.telegram.component import TelegramComponent
+
+        components += [TelegramComponent(bot) for bot in settings.chat.telegram]
     if settings.chat.matrix:
         from wakeful.channels.matrix.component import MatrixComponent
 

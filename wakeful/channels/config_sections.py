@@ -7,21 +7,11 @@ this list and the component list in ``__init__.py`` - no core module.
 
 from __future__ import annotations
 
-from pydantic import BaseModel, Field
-
+from wakeful.channels.chat.sections import ChatSettings
 from wakeful.channels.email.config import EmailSettings
-from wakeful.channels.matrix.config import MatrixSettings
 from wakeful.channels.shell.config import ShellSettings
 from wakeful.channels.timers.config import TimerSettings
 from wakeful.channels.webhook.config import WebhookSettings
-
-
-class ChatSection(MatrixSettings):
-    """``[chat]``: each chat platform's ``[[chat.<platform>]]`` entries (one base per platform)."""
-
-
-class ChatSettings(BaseModel):
-    chat: ChatSection = Field(default_factory=ChatSection)
 
 
 class ChannelSettings(ShellSettings, WebhookSettings, EmailSettings, TimerSettings, ChatSettings):

@@ -9,6 +9,7 @@ Secrets are :class:`pydantic.SecretStr` so they never print.
 from __future__ import annotations
 
 import os
+import re
 import secrets
 import tomllib
 from pathlib import Path
@@ -415,6 +416,43 @@ class RouterSection(Section):
     )
 
 
+NOTIFY_TARGET = re.compile(r"^[a-z][a-z0-9_-]*(:[A-Za-z0-9_.@-]+)+(#[^\s#]+)?$")
+
+
+class NotifySection(Section):
+    """Where send_user_notification goes when no reply is being answered."""
+
+    prefer: list[str] = Field(
+        default_factory=list,
+        examples=[["chat:telegram:tg#123456789", "chat:web"]],
+        description=(
+            "Channels in order of preference when the user has not written anywhere yet "
+            "(low and normal urgency first go where the user last wrote). A chat platform "
+            "needs its conversation after '#': chat:telegram:<name>#<chat id>, "
+            "chat:slack:<name>#<channel id>, chat:matrix:<name>#<room id>."
+        ),
+    )
+    urgent: list[str] = Field(
+        default_factory=list,
+        examples=[["chat:telegram:tg#123456789"]],
+        description=(
+            "Channels that every high or urgent notification goes to, besides where the "
+            "user last wrote and the web page (where it stays unread until seen)."
+        ),
+    )
+
+    @field_validator("prefer", "urgent")
+    @classmethod
+    def _targets(cls, values: list[str]) -> list[str]:
+        for value in values:
+            if not NOTIFY_TARGET.match(value):
+                raise ValueError(
+                    f'{value!r} is not a channel: write e.g. "chat:web" or '
+                    "\"chat:telegram:tg#123456789\" (channel, then '#' and the conversation)"
+                )
+        return values
+
+
 class LoopSection(Section):
     max_model_calls_per_run: int = Field(
         default=40,
@@ -495,6 +533,7 @@ class Settings(BaseSettings, ChannelSettings):
     llm: LlmSection = Field(default_factory=LlmSection)
     router: RouterSection = Field(default_factory=RouterSection)
     loop: LoopSection = Field(default_factory=LoopSection)
+    notify: NotifySection = Field(default_factory=NotifySection)
 
     @classmethod
     def settings_customise_sources(

@@ -43,6 +43,7 @@ from wakeful.daemon.model_key import is_loopback, key_source, missing_key_warnin
 from wakeful.daemon.outbox.deliverer import Deliverer
 from wakeful.daemon.outbox.factory import open_outbox
 from wakeful.daemon.outbox.service import Outbox
+from wakeful.daemon.outbox.targets import parse_target
 from wakeful.daemon.router import Router
 from wakeful.daemon.router.classifier import ModelClassifier
 from wakeful.daemon.store.base import Store
@@ -164,7 +165,13 @@ async def _start(
     # daemon's own web/CLI chat, and whatever channels the components declared.
     messages = await open_outbox(store)
     channels = [LocalChat(feed), *registrations.channels]
-    outbox = Outbox(messages, Deliverer(messages, channels), presence=store)
+    outbox = Outbox(
+        messages,
+        Deliverer(messages, channels),
+        presence=store,
+        notify_prefer=[parse_target(t) for t in settings.notify.prefer],
+        notify_urgent=[parse_target(t) for t in settings.notify.urgent],
+    )
     await group.start(outbox.deliverer.run)  # marks sends a crash interrupted "unknown" first
     deps = LoopDeps(
         store=store,
@@ -180,7 +187,7 @@ async def _start(
     )
     router = Router(_classifier(settings, provider))
     dispatcher = Dispatcher(store, router, feed, group, deps)
-    gate.open(dispatcher.submit, outbox.deliverer.deliver_new)
+    gate.open(dispatcher.submit, outbox.deliverer.enqueue)
     daemon = ApiBackend(store, dispatcher, dispatcher.sessions, feed, provider, registrations)
     # Phase 2: components run (each supervised); sessions resume once all have started.
     await run_all(components, group, registrations)

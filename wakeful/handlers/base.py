@@ -39,6 +39,11 @@ class UserOutbox(Protocol):
         often it is sent); returns what truly happened, e.g. "delivered to chat:web"."""
         ...
 
+    async def notify(self, text: str, *, urgency: str, key: str) -> str:
+        """A notification, not a reply: the channel is picked by ``urgency``
+        (low/normal/high/urgent), where the user last wrote and their preferences."""
+        ...
+
 
 @dataclass(frozen=True)
 class ToolContext:

@@ -24,7 +24,7 @@ from wakeful.handlers.output import DEFAULT_OUTPUTS_MAX_BYTES, shape_output
 from wakeful.handlers.process import DEFAULT_GRACE_S
 from wakeful.handlers.shell import ShellExec
 from wakeful.handlers.tasks import CancelTask, TaskStatus
-from wakeful.handlers.user import ReplyToUser
+from wakeful.handlers.user import ReplyToUser, SendUserNotification
 
 log = structlog.get_logger(__name__)
 
@@ -258,6 +258,7 @@ def default_registry(
     grace_s = DEFAULT_GRACE_S if shell_grace_s is None else shell_grace_s
     tools: list[Tool] = [
         ReplyToUser(),
+        SendUserNotification(),
         GetTime(),
         ReadFile(),
         ShellExec(

@@ -1,6 +1,8 @@
-"""reply_to_user: say something to the owner now."""
+"""reply_to_user and send_user_notification: say something to the owner now."""
 
 from __future__ import annotations
+
+from typing import Literal
 
 from pydantic import Field
 
@@ -28,3 +30,28 @@ class ReplyToUser:
     async def run(self, a: Args, ctx: ToolContext) -> ToolOutput:
         # Keyed by the call: a call retried after a restart is the same message, once.
         return ToolOutput(await ctx.outbox.send(a.text, key=f"{ctx.session}:tool:{ctx.call_id}"))
+
+
+class SendUserNotification:
+    name = "send_user_notification"
+    description = (
+        "Notify the user of something they did not just ask about (a timer fired, a build "
+        "failed, an email needs them). It reaches them even when they are offline: the "
+        "channel is picked by urgency — low/normal: where they last wrote; high/urgent: "
+        "also their urgent channels and the web page. Use reply_to_user to answer a "
+        "message. "
+        'Example: {"text": "The nightly backup failed: disk full on /srv.", "urgency": "high"}'
+    )
+
+    class Args(ToolArgs):
+        text: str = Field(min_length=1, description="the notification, as the user should read it")
+        urgency: Literal["low", "normal", "high", "urgent"] = Field(
+            default="normal", description="how soon the user must see it"
+        )
+
+    read_only = True
+    timeout_s: float | None = 30.0
+
+    async def run(self, a: Args, ctx: ToolContext) -> ToolOutput:
+        key = f"{ctx.session}:tool:{ctx.call_id}"
+        return ToolOutput(await ctx.outbox.notify(a.text, urgency=a.urgency, key=key))

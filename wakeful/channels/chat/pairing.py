@@ -47,11 +47,11 @@ def display_code(code: str) -> str:
     return f"{code[:4]}-{code[4:]}"
 
 
-def _code_key(platform: str, code: str) -> str:
+def code_key(platform: str, code: str) -> str:
     return f"pairing:code:{platform}:{code}"
 
 
-def _pending_key(platform: str, name: str, user_id: str) -> str:
+def pending_key(platform: str, name: str, user_id: str) -> str:
     return f"pairing:pending:{platform}:{name}:{user_id}"
 
 
@@ -99,14 +99,14 @@ class Pairing:
             pending = PairingRequest(
                 platform, name, code, user_id, user_name, address, session, now, now
             )
-            await self._state.put_state(_pending_key(platform, name, user_id), code)
-        await self._state.put_state(_code_key(platform, pending.code), json.dumps(asdict(pending)))
+            await self._state.put_state(pending_key(platform, name, user_id), code)
+        await self._state.put_state(code_key(platform, pending.code), json.dumps(asdict(pending)))
         return pending, True
 
     async def _live(
         self, platform: str, name: str, user_id: str, now: float
     ) -> PairingRequest | None:
-        code = await self._state.get_state(_pending_key(platform, name, user_id))
+        code = await self._state.get_state(pending_key(platform, name, user_id))
         if code is None:
             return None
         found = await self._get(platform, code)
@@ -115,7 +115,7 @@ class Pairing:
         return found
 
     async def _get(self, platform: str, code: str) -> PairingRequest | None:
-        raw = await self._state.get_state(_code_key(platform, code))
+        raw = await self._state.get_state(code_key(platform, code))
         return None if raw is None else PairingRequest(**json.loads(raw))
 
     async def pending(self) -> list[PairingRequest]:
@@ -137,6 +137,6 @@ class Pairing:
         record = json.dumps({"user_name": found.user_name, "decided_at": time.time()})
         key = _paired_key if approve else _denied_key
         await self._state.put_state(key(platform, found.name, found.user_id), record)
-        await self._state.put_state(_code_key(platform, code), None)
-        await self._state.put_state(_pending_key(platform, found.name, found.user_id), None)
+        await self._state.put_state(code_key(platform, code), None)
+        await self._state.put_state(pending_key(platform, found.name, found.user_id), None)
         return found

@@ -25,10 +25,22 @@ class TypingIndicator:
         self._inbound = inbound
         self._client = client
         self._every_s = every_s
+        self._busy: dict[str, anyio.CancelScope] = {}
+        self._stopped = anyio.Event()  # set whenever nothing shows "typing…"
+        self._stopped.set()
+
+    @property
+    def typing_in(self) -> frozenset[str]:
+        """The sessions it shows "typing…" for now."""
+        return frozenset(self._busy)
+
+    async def wait_stopped(self) -> None:
+        """Until no session shows "typing…" (the status page, tests)."""
+        await self._stopped.wait()
 
     async def run(self) -> None:
         send, receive = anyio.create_memory_object_stream[FeedItem](256)
-        busy: dict[str, anyio.CancelScope] = {}
+        busy = self._busy
         with self._feed.observe(lambda item: self._pass_on(item, send)), receive:
             async with anyio.create_task_group() as group:
                 async for item in receive:
@@ -36,9 +48,12 @@ class TypingIndicator:
                     if state == "busy" and session not in busy:
                         scope = anyio.CancelScope()
                         busy[session] = scope
+                        self._stopped = anyio.Event()
                         group.start_soon(self._keep_typing, session, scope)
                     elif state == "idle" and session in busy:
                         busy.pop(session).cancel()
+                        if not busy:
+                            self._stopped.set()
 
     def _pass_on(self, item: FeedItem, send: MemoryObjectSendStream[FeedItem]) -> None:
         if item.get("type") != "run" or item.get("session") not in self._inbound.conversations:

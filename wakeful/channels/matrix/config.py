@@ -8,7 +8,7 @@ from pathlib import Path
 from pydantic import Field, field_validator, model_validator
 
 from wakeful.channels.chat.config import ChatPlatformConfig
-from wakeful.daemon.config_base import Section, read_secret_file, reject_repeated_names
+from wakeful.daemon.config_base import read_secret_file
 
 MATRIX_USER_ID = re.compile(r"^@[^:\s]+:\S+$")
 
@@ -106,15 +106,3 @@ class MatrixConfig(ChatPlatformConfig):
             return "token", token
         assert self.password_file is not None
         return "password", read_secret_file(self.password_file, f"{self.key}.password_file")
-
-
-class MatrixSettings(Section):
-    """The ``matrix`` list of the ``[chat]`` section."""
-
-    matrix: list[MatrixConfig] = Field(default_factory=list)
-
-    @field_validator("matrix")
-    @classmethod
-    def _unique_names(cls, accounts: list[MatrixConfig]) -> list[MatrixConfig]:
-        reject_repeated_names([account.name for account in accounts], "chat.matrix")
-        return accounts

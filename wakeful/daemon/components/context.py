@@ -131,7 +131,8 @@ class ComponentSetup:
     resources: AsyncExitStack
     # Refuses until every component is configured; safe to hand to objects built now.
     submit: Submit
-    # Through the outbox (exactly once per key); refused until the run phase, like submit.
+    # Through the outbox (exactly once per key), sent by its delivery task (this call
+    # never waits on the channel); refused until the run phase, like submit.
     send_message: SendMessage
 
     @property

@@ -132,3 +132,8 @@ class _SideOutbox:
         return await self._loop.deps.outbox.send_and_report(
             self._loop.session, text, key=key, answering=self._event
         )
+
+    async def notify(self, text: str, *, urgency: str, key: str) -> str:
+        return await self._loop.deps.outbox.notify_and_report(
+            self._loop.session, text, urgency=urgency, key=key
+        )

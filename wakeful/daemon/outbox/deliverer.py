@@ -91,6 +91,13 @@ class Deliverer:
             await event.wait()
         return await self.outbox.get(message_id)
 
+    async def enqueue(self, message: NewMessage) -> OutgoingMessage:
+        """Store ``message`` (once per key) for the delivery task to send: for callers
+        that must not wait on a platform (an HTTP handler with a deadline, a poll loop)."""
+        record = await self.outbox.add(message)
+        self.notify()
+        return record
+
     async def deliver_new(self, message: NewMessage) -> OutgoingMessage:
         """Store ``message`` claimed and deliver it now; a known key is not sent again
         (it is delivered only if it is still pending)."""

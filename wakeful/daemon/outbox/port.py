@@ -44,8 +44,10 @@ class OutgoingMessages(Protocol):
         themselves (Matrix's txnId): there it is ``pending`` again, to be sent again."""
         ...
 
-    async def unread(self, session: str, channel: str | None = None) -> list[OutgoingMessage]:
-        """Not yet acknowledged by a client, in id order (pending ones included)."""
+    async def unread(self, session: str) -> list[OutgoingMessage]:
+        """The local chat's messages no client has acknowledged yet, in id order
+        (pending ones included). Other channels have no unread: the platform shows
+        what it took, and months of platform replies never pile up in this listing."""
         ...
 
     async def acknowledge(

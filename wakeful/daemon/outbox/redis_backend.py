@@ -22,6 +22,7 @@ from wakeful.daemon.outbox.states import (
     DeliveryState,
     check_move,
 )
+from wakeful.daemon.outbox.targets import LOCAL_CHAT
 from wakeful.daemon.store.redis_store import RedisStore
 
 PENDING = DeliveryState.PENDING
@@ -40,7 +41,7 @@ redis.call('HSET', msg .. id, 'id', id, 'key', ARGV[2], 'session', ARGV[3], 'cha
   'state', state, 'attempts', attempts, 'last_error', '', 'acked_at', '', 'address', ARGV[9])
 redis.call('SET', p .. 'outbox:key:' .. ARGV[2], id)
 redis.call('ZADD', p .. 'outbox:state:' .. state, id, id)
-redis.call('ZADD', p .. 'outbox:unread:' .. ARGV[3], id, id)
+if ARGV[4] == ARGV[10] then redis.call('ZADD', p .. 'outbox:unread:' .. ARGV[3], id, id) end
 redis.call('ZADD', p .. 'outbox:session:' .. ARGV[3], id, id)
 return {1, id}
 """,
@@ -131,7 +132,7 @@ class RedisOutbox:
         m = message
         args: list[str | int] = [m.key, m.session, m.channel, m.text, m.answers or "",
                 repr(time.time()),
-                int(claim), m.address or ""]  # fmt: skip
+                int(claim), m.address or "", LOCAL_CHAT]  # fmt: skip
         # Safe to repeat: a second run finds the key and returns the first record
         # (a claim it made is then reported as not ours: it stays for the restart
         # check, never sent twice).
@@ -178,9 +179,9 @@ class RedisOutbox:
         ]
         return [m for m in moved if m is not None]
 
-    async def unread(self, session: str, channel: str | None = None) -> list[OutgoingMessage]:
+    async def unread(self, session: str) -> list[OutgoingMessage]:
         found: list[OutgoingMessage] = await self._fetch(f"outbox:unread:{session}", "-inf")
-        return [m for m in found if channel is None or m.channel == channel]
+        return found
 
     async def acknowledge(
         self, session: str, *, up_to: int | None = None, ids: tuple[int, ...] = ()

@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 
 from wakeful.daemon.outbox.deliverer import Deliverer
 from wakeful.daemon.outbox.port import OutgoingMessages
 from wakeful.daemon.outbox.record import NewMessage, OutgoingMessage
 from wakeful.daemon.outbox.states import DeliveryState
-from wakeful.daemon.outbox.targets import Target, channel_name, resolve_target
+from wakeful.daemon.outbox.targets import (
+    Target,
+    channel_name,
+    notification_targets,
+    resolve_target,
+)
 from wakeful.daemon.store.base import ChannelState
 from wakeful.events import Event
 
@@ -26,10 +31,13 @@ class Outbox:
         deliverer: Deliverer,
         session_defaults: Mapping[str, str] | None = None,
         presence: ChannelState | None = None,
+        notify_prefer: Sequence[Target] = (),
+        notify_urgent: Sequence[Target] = (),
     ) -> None:
         self.messages = messages
         self.deliverer = deliverer
         self._session_defaults = dict(session_defaults or {})
+        self._notify_prefer, self._notify_urgent = list(notify_prefer), list(notify_urgent)
         # Where the user last wrote from, per session: a notification's fallback target.
         # Kept in the store (when given) so it outlives a restart; read through this cache.
         self._presence = presence
@@ -93,6 +101,25 @@ class Outbox:
         settled = await self.deliverer.settled(record.id, REPORT_WAIT_S) or record
         return self.describe(settled)
 
+    async def notify_and_report(self, session: str, text: str, *, urgency: str, key: str) -> str:
+        """A notification (no message is being answered): by urgency, where the user
+        last wrote and the configured preferences; each target once per key."""
+        targets = notification_targets(
+            urgency,
+            known=self.deliverer.channels.keys(),
+            last_active=await self.last_active(session),
+            prefer=self._notify_prefer,
+            urgent=self._notify_urgent,
+        )
+        reports = []
+        for number, target in enumerate(targets):
+            piece_key = key if number == 0 else f"{key}:{target.channel}"
+            message = NewMessage(session, target.channel, text, piece_key, address=target.address)
+            record = await self.deliverer.deliver_new(message)
+            settled = await self.deliverer.settled(record.id, REPORT_WAIT_S) or record
+            reports.append(self.describe(settled))
+        return "; ".join(reports)
+
     def describe(self, message: OutgoingMessage) -> str:
         receipt = self.deliverer.receipts.get(message.id)
         where, why = message.channel, message.last_error
@@ -128,3 +155,6 @@ class SessionOutbox:
         return await self._outbox.send_and_report(
             self._session, text, key=key, answering=self._answering()
         )
+
+    async def notify(self, text: str, *, urgency: str, key: str) -> str:
+        return await self._outbox.notify_and_report(self._session, text, urgency=urgency, key=key)

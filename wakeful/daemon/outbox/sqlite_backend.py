@@ -18,6 +18,7 @@ from wakeful.daemon.outbox.states import (
     DeliveryState,
     check_move,
 )
+from wakeful.daemon.outbox.targets import LOCAL_CHAT
 from wakeful.daemon.store.sqlite import SqliteStore
 
 PENDING = DeliveryState.PENDING
@@ -41,7 +42,7 @@ CREATE TABLE IF NOT EXISTS outbox (
     address TEXT
 );
 CREATE INDEX IF NOT EXISTS outbox_by_state ON outbox(state, id);
-CREATE INDEX IF NOT EXISTS outbox_unread ON outbox(session, acked_at, id);
+CREATE INDEX IF NOT EXISTS outbox_unread ON outbox(session, channel, acked_at, id);
 """
 COLUMNS = (
     "id, session, channel, text, key, state, attempts, last_error, created_at, updated_at,"
@@ -63,6 +64,10 @@ def _record(row: tuple[Any, ...]) -> OutgoingMessage:
 def _create(conn: sqlite3.Connection) -> None:
     conn.executescript(SCHEMA)
     present = {row[1] for row in conn.execute("PRAGMA table_info(outbox)")}
+    # The unread index once lacked the channel (platform replies are never acknowledged).
+    if "address" not in present:
+        conn.execute("DROP INDEX IF EXISTS outbox_unread")
+        conn.execute("CREATE INDEX outbox_unread ON outbox(session, channel, acked_at, id)")
     for name, definition in ADDED_COLUMNS.items():
         if name not in present:
             conn.execute(f"ALTER TABLE outbox ADD COLUMN {definition}")
@@ -150,11 +155,9 @@ class SqliteOutbox:
         ]
         return [m for m in moved if m is not None]
 
-    async def unread(self, session: str, channel: str | None = None) -> list[OutgoingMessage]:
-        if channel is None:
-            return await self._select("session = ? AND acked_at IS NULL ORDER BY id", (session,))
+    async def unread(self, session: str) -> list[OutgoingMessage]:
         return await self._select(
-            "session = ? AND channel = ? AND acked_at IS NULL ORDER BY id", (session, channel)
+            "session = ? AND channel = ? AND acked_at IS NULL ORDER BY id", (session, LOCAL_CHAT)
         )
 
     async def acknowledge(

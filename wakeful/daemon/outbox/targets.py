@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
 from wakeful.events import Event
@@ -56,3 +56,35 @@ def resolve_target(
         if name is not None and name in known:
             return Target(name, None if name == LOCAL_CHAT else candidate.address)
     return Target(LOCAL_CHAT)
+
+
+URGENT = frozenset({"high", "urgent"})
+
+
+def parse_target(text: str) -> Target:
+    """``chat:telegram:tg#4242`` → the channel and its conversation (config's notify lists)."""
+    channel, _, address = text.partition("#")
+    return Target(channel_name(channel) or channel, address or None)
+
+
+def notification_targets(
+    urgency: str,
+    *,
+    known: Collection[str],
+    last_active: Target | None,
+    prefer: Sequence[Target],
+    urgent: Sequence[Target],
+) -> list[Target]:
+    """Where a notification goes. Any urgency: where the user last wrote, else the
+    first preferred channel that exists, else the local chat. High and urgent: also
+    every ``urgent`` channel and the local chat (unread there until seen), each once."""
+    first = next(
+        (t for t in ([last_active] if last_active else []) + list(prefer) if t.channel in known),
+        Target(LOCAL_CHAT),
+    )
+    targets = [first]
+    if urgency in URGENT:
+        for extra in [*urgent, Target(LOCAL_CHAT)]:
+            if extra.channel in known and all(t.channel != extra.channel for t in targets):
+                targets.append(extra)
+    return targets

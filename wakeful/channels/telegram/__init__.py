@@ -1,0 +1,1 @@
+"""Telegram (Bot API) as a chat platform: long polling or a webhook, replies through the outbox."""
