@@ -173,6 +173,14 @@ async def test_channel_answers_settle_the_state(
     )
 
 
+async def test_a_platforms_retry_after_outlasts_the_backoff(outbox: OutgoingMessages) -> None:
+    """A 429's "retry after 90 s" is not tried again after the 2 s backoff."""
+    deliverer = Deliverer(outbox, [Recording(TryLater("429", retry_after_s=90))], retry_s=2)
+    message = await outbox.add(new("k"))
+    await deliverer.deliver(message)
+    assert await deliverer.deliver_due() == pytest.approx(90, abs=1)
+
+
 async def test_unknown_channel_fails_with_its_name(outbox: OutgoingMessages) -> None:
     deliverer = Deliverer(outbox, [Recording()])
     message = await outbox.add(NewMessage("main", "slack:#ops", "hi", "k"))

@@ -69,12 +69,13 @@ class TelegramClient:
     def _wait_for_rate_limit(self) -> None:
         left = self._resume_at - time.monotonic()
         if left > 0:
-            raise TryLater(f"Telegram asked to wait: retry after {left:.0f} s")
+            raise TryLater(f"Telegram asked to wait: retry after {left:.0f} s", retry_after_s=left)
 
     def _sorted(self, exc: BotApiError) -> TryLater | NeverDeliverable:
         if exc.error_code == 429:
-            self._resume_at = time.monotonic() + (exc.retry_after_s or 1.0)
-            return TryLater(f"Telegram rate limit: {exc}")
+            wait_s = exc.retry_after_s or 1.0
+            self._resume_at = time.monotonic() + wait_s
+            return TryLater(f"Telegram rate limit: {exc}", retry_after_s=wait_s)
         if exc.error_code >= 500 or exc.error_code in FIXABLE_CODES:
             return TryLater(f"Telegram failed: {exc}")
         return NeverDeliverable(f"Telegram refused the message: {exc}")

@@ -21,7 +21,12 @@ class DeliveryError(Exception):
 
 
 class TryLater(DeliveryError):
-    """Not delivered, nothing left: the deliverer retries with backoff."""
+    """Not delivered, nothing left: the deliverer retries with backoff, and not
+    before ``retry_after_s`` when the platform said how long to wait (a 429)."""
+
+    def __init__(self, reason: str, *, retry_after_s: float | None = None) -> None:
+        super().__init__(reason)
+        self.retry_after_s = retry_after_s
 
 
 class NeverDeliverable(DeliveryError):

@@ -134,6 +134,7 @@ class Deliverer:
             raise
         except TryLater as exc:
             backoff = min(MAX_BACKOFF_S, self._retry_s * 2 ** (message.attempts - 1))
+            backoff = max(backoff, exc.retry_after_s or 0.0)  # the platform's word wins
             self._not_before[message.id] = time.monotonic() + backoff
             await self._record(message.id, SENDING, PENDING, f"try later: {exc}")
             self.notify()  # the delivery task schedules the retry
