@@ -156,7 +156,8 @@ async def test_the_client_sends_each_ref_once_and_maps_refusals(
 def test_rate_limits_and_server_errors_are_try_later_refusals_never() -> None:
     limited = httpx.Response(429, json={"errcode": "M_LIMIT_EXCEEDED", "retry_after_ms": 1500})
     error = error_from(limited)
-    assert error.retry_after_s == 1.5 and isinstance(delivery_error(error), TryLater)
+    later = delivery_error(error)
+    assert isinstance(later, TryLater) and later.retry_after_s == 1.5
     assert isinstance(delivery_error(error_from(httpx.Response(502, text="<html>"))), TryLater)
     unknown = error_from(httpx.Response(401, json={"errcode": "M_UNKNOWN_TOKEN", "error": "gone"}))
     assert isinstance(delivery_error(unknown), TryLater)  # a log-in again fixes it

@@ -32,7 +32,7 @@ TYPING_TIMEOUT_MS = 30_000
 def delivery_error(exc: MatrixError) -> TryLater | NeverDeliverable:
     """429 and 5xx, unreachable, a token being renewed → try later; refusals → never."""
     if exc.transient or exc.bad_token:
-        return TryLater(str(exc))
+        return TryLater(str(exc), retry_after_s=exc.retry_after_s)  # M_LIMIT_EXCEEDED's wait
     return NeverDeliverable(str(exc))
 
 
