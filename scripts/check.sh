@@ -14,4 +14,6 @@ python3 -m venv .venv
 .venv/bin/ruff check .
 .venv/bin/ruff format --check .
 .venv/bin/mypy
+# The Matrix tests' homeserver, in its own venv (tests/synapse_server.py).
+scripts/install_synapse.sh
 .venv/bin/python -m pytest -m "not slow" "$@"

@@ -8,7 +8,7 @@ import pytest
 
 from tests.fakes.model_server import FakeModelServer
 
-pytest_plugins = ["tests.mail_servers", "tests.redis_server"]
+pytest_plugins = ["tests.mail_servers", "tests.redis_server", "tests.synapse_server"]
 
 
 @pytest.fixture

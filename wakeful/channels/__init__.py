@@ -43,4 +43,8 @@ def default_components(settings: Settings) -> list[Component]:
         from wakeful.channels.slack.component import SlackComponent
 
         components += [SlackComponent(app) for app in settings.chat.slack]
+    if settings.chat.matrix:
+        from wakeful.channels.matrix.component import MatrixComponent
+
+        components += [MatrixComponent(account) for account in settings.chat.matrix]
     return components

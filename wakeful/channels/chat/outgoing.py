@@ -40,6 +40,9 @@ class ChatChannel:
     def __init__(self, name: str, client: PlatformClient, state: ChannelState) -> None:
         self.name = name
         self._client = client
+        # A platform that drops a repeated piece (Matrix's txnId from ``ref``) may be
+        # handed a message again after a crash mid-send: the outbox then resends it.
+        self.resend_safe = getattr(client, "resend_safe", False) is True
         self._state = state
 
     async def deliver(self, message: OutgoingMessage) -> Receipt:

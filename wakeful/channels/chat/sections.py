@@ -7,8 +7,10 @@ field here; the names must be unique within a platform (they name the channel
 
 from __future__ import annotations
 
-from pydantic import BaseModel, Field, field_validator
+from pydantic import BaseModel, Field, ValidationInfo, field_validator
 
+from wakeful.channels.chat.config import ChatPlatformConfig
+from wakeful.channels.matrix.config import MatrixConfig
 from wakeful.channels.slack.config import SlackConfig
 from wakeful.channels.telegram.config import TelegramConfig
 from wakeful.daemon.config_base import Section, reject_repeated_names
@@ -17,29 +19,24 @@ from wakeful.daemon.config_base import Section, reject_repeated_names
 class ChatSection(Section):
     """Chat platforms the daemon listens on; empty lists start nothing."""
 
-    # Platforms add their field here, e.g.
-    # telegram: list[TelegramConfig] = Field(default_factory=list, description=...)
-    # with a field_validator calling config_base.reject_repeated_names.
     telegram: list[TelegramConfig] = Field(
         default_factory=list, description="Telegram bots, one [[chat.telegram]] table each."
     )
-
-    @field_validator("telegram")
-    @classmethod
-    def _unique_telegram_names(cls, bots: list[TelegramConfig]) -> list[TelegramConfig]:
-        reject_repeated_names([bot.name for bot in bots], "chat.telegram")
-        return bots
-
     slack: list[SlackConfig] = Field(
         default_factory=list,
         description="Slack apps, one [[chat.slack]] table each (their Events API request URL "
         "is /chat/slack/<name>/events).",
     )
+    matrix: list[MatrixConfig] = Field(
+        default_factory=list, description="Matrix accounts, one [[chat.matrix]] table each."
+    )
 
-    @field_validator("slack")
+    @field_validator("telegram", "slack", "matrix")
     @classmethod
-    def _unique_slack_names(cls, entries: list[SlackConfig]) -> list[SlackConfig]:
-        reject_repeated_names([entry.name for entry in entries], "chat.slack")
+    def _unique_names(
+        cls, entries: list[ChatPlatformConfig], info: ValidationInfo
+    ) -> list[ChatPlatformConfig]:
+        reject_repeated_names([entry.name for entry in entries], f"chat.{info.field_name}")
         return entries
 
 

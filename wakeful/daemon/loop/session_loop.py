@@ -24,6 +24,7 @@ from wakeful.daemon.loop.deps import BatchGate, Interrupt, LoopDeps, Submit
 from wakeful.daemon.loop.late_results import late_result_event, lost_result_text, unpaid_promises
 from wakeful.daemon.loop.limits import Run
 from wakeful.daemon.loop.model_call_log import log_model_call, model_call_record
+from wakeful.daemon.loop.owed_reply import reply_key, send_owed_reply
 from wakeful.daemon.loop.status_bar import render_status_bar
 from wakeful.daemon.loop.task_views import CombinedTaskView
 from wakeful.daemon.loop.tool_activity import PROGRESS_EVERY_S, tool_item
@@ -117,6 +118,7 @@ class SessionLoop:
             repaired = await self.writer.repair_after_restart()
             metrics.PLACEHOLDERS.inc(len(repaired.placeholders), session=self.session)
             await self._settle_unpaid_promises()
+            await send_owed_reply(self.session, await self.writer.messages(), self.deps.outbox)
             self._wakeup.set()  # events or a reply may be owed from before a restart
             while True:
                 await self._wakeup.wait()
@@ -180,11 +182,12 @@ class SessionLoop:
         response = await self._call_model(run)
         if response is None:
             return True  # interrupted or failed: back to the safe point
+        position = len(await self.writer.messages())  # the reply's key: see owed_reply.py
         await self.writer.record_assistant_message(response)
         if self.gate is not None:
             self.gate.answered()
         if response.content:
-            key = f"{self.session}:reply:{run.run_id}:{run.model_calls}"
+            key = reply_key(self.session, position)
             await self.deps.outbox.send(
                 self.session, response.content, key=key, answering=self.answering
             )

@@ -34,9 +34,17 @@ class NeverDeliverable(DeliveryError):
 
 
 class Channel(Protocol):
+    """A destination. One that sets ``resend_safe = True`` promises that handing it the
+    same message again posts nothing twice (the platform deduplicates, e.g. Matrix's
+    txnId): a send cut off by a crash or a stop is then retried, not left ``unknown``."""
+
     name: str
 
     async def deliver(self, message: OutgoingMessage) -> Receipt:
         """Hand ``message`` over; raise TryLater or NeverDeliverable when it was not.
         Any other exception means the outcome is unknown."""
         ...
+
+
+def resend_safe(channel: Channel) -> bool:
+    return getattr(channel, "resend_safe", False) is True

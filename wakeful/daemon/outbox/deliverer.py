@@ -3,7 +3,8 @@
 Exactly once: a message is handed to its channel only by the task that won
 the ``pending → sending`` compare-and-set, and a message found ``sending``
 at start is marked ``unknown`` — visible, never resent — because the
-process may have died after the channel took it.
+process may have died after the channel took it. A channel that drops repeats
+itself (``resend_safe``, Matrix's txnId) gets such a message again instead.
 """
 
 from __future__ import annotations
@@ -16,10 +17,16 @@ import anyio
 import structlog
 from anyio.abc import TaskStatus
 
-from wakeful.daemon.outbox.channels import Channel, NeverDeliverable, Receipt, TryLater
+from wakeful.daemon.outbox.channels import (
+    Channel,
+    NeverDeliverable,
+    Receipt,
+    TryLater,
+    resend_safe,
+)
 from wakeful.daemon.outbox.port import OutgoingMessages
 from wakeful.daemon.outbox.record import NewMessage, OutgoingMessage
-from wakeful.daemon.outbox.states import STOPPED_MID_SEND, DeliveryState
+from wakeful.daemon.outbox.states import RESENT_AFTER_STOP, STOPPED_MID_SEND, DeliveryState
 from wakeful.daemon.store.base import StoreUnavailable
 
 log = structlog.get_logger(__name__)
@@ -45,8 +52,12 @@ class Deliverer:
         self._wakeup.set()
 
     async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
-        for message in await self.outbox.mark_interrupted():
-            log.warning("outgoing message left mid-send; not resent", message_id=message.id)
+        safe = [name for name, channel in self.channels.items() if resend_safe(channel)]
+        for message in await self.outbox.mark_interrupted(resend=safe):
+            if message.state is PENDING:
+                log.info("outgoing message left mid-send; sent again", message_id=message.id)
+            else:
+                log.warning("outgoing message left mid-send; not resent", message_id=message.id)
         task_status.started()
         while True:
             self._wakeup = anyio.Event()
@@ -116,7 +127,10 @@ class Deliverer:
         try:
             receipt = await channel.deliver(message)
         except anyio.get_cancelled_exc_class():
-            await self._record(message.id, SENDING, DeliveryState.UNKNOWN, STOPPED_MID_SEND)
+            if resend_safe(channel):  # sent again at the next start; the channel drops repeats
+                await self._record(message.id, SENDING, PENDING, RESENT_AFTER_STOP)
+            else:
+                await self._record(message.id, SENDING, DeliveryState.UNKNOWN, STOPPED_MID_SEND)
             raise
         except TryLater as exc:
             backoff = min(MAX_BACKOFF_S, self._retry_s * 2 ** (message.attempts - 1))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import Protocol
 
 from wakeful.daemon.outbox.record import NewMessage, OutgoingMessage
@@ -37,8 +38,10 @@ class OutgoingMessages(Protocol):
         not in ``old`` (another claim won, or it is gone)."""
         ...
 
-    async def mark_interrupted(self) -> list[OutgoingMessage]:
-        """At start: every message left ``sending`` becomes ``unknown`` (never resent)."""
+    async def mark_interrupted(self, resend: Collection[str] = ()) -> list[OutgoingMessage]:
+        """At start: every message left ``sending`` becomes ``unknown`` (never resent),
+        except on the channels named in ``resend``, which drop a repeated send
+        themselves (Matrix's txnId): there it is ``pending`` again, to be sent again."""
         ...
 
     async def unread(self, session: str) -> list[OutgoingMessage]:

@@ -9,16 +9,23 @@ a message and its indexes never disagree.
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Any
 
 from redis.asyncio import Redis
 from redis.commands.core import AsyncScript
 
 from wakeful.daemon.outbox.record import NewMessage, OutgoingMessage
-from wakeful.daemon.outbox.states import STOPPED_MID_SEND, DeliveryState, check_move
+from wakeful.daemon.outbox.states import (
+    RESENT_AFTER_STOP,
+    STOPPED_MID_SEND,
+    DeliveryState,
+    check_move,
+)
 from wakeful.daemon.outbox.targets import LOCAL_CHAT
 from wakeful.daemon.store.redis_store import RedisStore
+
+PENDING = DeliveryState.PENDING
 
 SCRIPTS = {
     "ADD": """
@@ -162,10 +169,12 @@ class RedisOutbox:
         moved = await self._script("MOVE", args, retry=False)
         return _record(moved) if moved else None
 
-    async def mark_interrupted(self) -> list[OutgoingMessage]:
+    async def mark_interrupted(self, resend: Collection[str] = ()) -> list[OutgoingMessage]:
         left: list[OutgoingMessage] = await self._fetch("outbox:state:sending", "-inf")
         moved = [
-            await self.move(m.id, m.state, DeliveryState.UNKNOWN, error=STOPPED_MID_SEND)
+            await self.move(m.id, m.state, PENDING, error=RESENT_AFTER_STOP)
+            if m.channel in resend
+            else await self.move(m.id, m.state, DeliveryState.UNKNOWN, error=STOPPED_MID_SEND)
             for m in left
         ]
         return [m for m in moved if m is not None]

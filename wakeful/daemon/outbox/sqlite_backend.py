@@ -8,13 +8,20 @@ from __future__ import annotations
 
 import sqlite3
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import Any, TypeVar
 
 from wakeful.daemon.outbox.record import NewMessage, OutgoingMessage
-from wakeful.daemon.outbox.states import STOPPED_MID_SEND, DeliveryState, check_move
+from wakeful.daemon.outbox.states import (
+    RESENT_AFTER_STOP,
+    STOPPED_MID_SEND,
+    DeliveryState,
+    check_move,
+)
 from wakeful.daemon.outbox.targets import LOCAL_CHAT
 from wakeful.daemon.store.sqlite import SqliteStore
+
+PENDING = DeliveryState.PENDING
 
 T = TypeVar("T")
 
@@ -138,10 +145,12 @@ class SqliteOutbox:
         row = await self._run(update)
         return None if row is None else _record(row)
 
-    async def mark_interrupted(self) -> list[OutgoingMessage]:
+    async def mark_interrupted(self, resend: Collection[str] = ()) -> list[OutgoingMessage]:
         left = await self._select("state = ? ORDER BY id", ("sending",))
         moved = [
-            await self.move(m.id, m.state, DeliveryState.UNKNOWN, error=STOPPED_MID_SEND)
+            await self.move(m.id, m.state, PENDING, error=RESENT_AFTER_STOP)
+            if m.channel in resend
+            else await self.move(m.id, m.state, DeliveryState.UNKNOWN, error=STOPPED_MID_SEND)
             for m in left
         ]
         return [m for m in moved if m is not None]

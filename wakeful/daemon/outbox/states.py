@@ -27,6 +27,9 @@ class DeliveryState(StrEnum):
 
 
 STOPPED_MID_SEND = "the daemon stopped while this was being sent; it may or may not have arrived"
+RESENT_AFTER_STOP = (
+    "the daemon stopped while this was being sent; sent again (the channel drops a repeat)"
+)
 
 # The email outbox called "pending" "prepared" before the states were shared.
 LEGACY_NAMES = {"prepared": DeliveryState.PENDING}

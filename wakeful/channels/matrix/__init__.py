@@ -1,0 +1,1 @@
+"""Matrix: a chat platform over the client-server API (``[[chat.matrix]]``)."""

@@ -1,0 +1,178 @@
+"""The /sync long poll of one account: invites joined or declined, messages to events.
+
+The ``next_batch`` token is the cursor: it is committed in the same store
+transaction as the last event its batch produced (earlier events of the batch go
+without it), so a crash anywhere re-reads at most one batch, whose events the
+store already knows by id. A batch with no message moves the cursor on its own.
+
+With no token yet (a new account, a new data directory) the first sync asks for
+no timeline at all: what was said before wakeful was set up is history, not
+questions to answer now. Invites pending then are still acted on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+
+import anyio
+import structlog
+
+from wakeful.channels.chat.inbound import ChatInbound, PlatformMessage
+from wakeful.channels.matrix.api import MatrixApi, MatrixError
+from wakeful.channels.matrix.sync_batch import (
+    FIRST_SYNC_FILTER,
+    SYNC_FILTER,
+    Invite,
+    SyncBatch,
+    parse_sync,
+)
+from wakeful.daemon.store.base import ChannelState, Cursor
+from wakeful.events import EventError
+
+log = structlog.get_logger(__name__)
+
+BACKOFF_MIN_S = 1.0
+BACKOFF_MAX_S = 60.0
+
+
+@dataclass
+class SyncHealth:
+    ok: bool = False
+    detail: str = "not synced yet"
+    synced: int = 0  # /sync answers taken
+    messages: int = 0
+    failures: int = 0
+
+
+class MatrixSync:
+    """Sync → events for one account, until cancelled; network trouble is retried."""
+
+    def __init__(
+        self,
+        *,
+        api: MatrixApi,
+        user_id: str,
+        name: str,
+        inbound: ChatInbound,
+        state: ChannelState,
+        login: Callable[[], Awaitable[None]] | None,
+        timeout_s: float,
+        on_health: Callable[[SyncHealth], None],
+    ) -> None:
+        self.api = api
+        self.user_id = user_id
+        self.name = name
+        self.inbound = inbound
+        self.state = state
+        self._login = login  # logs in again when the homeserver dropped the token
+        self.timeout_ms = int(timeout_s * 1000)
+        self.cursor_key = f"matrix:{name}:next_batch"
+        self.health = SyncHealth()
+        self._on_health = on_health
+        self._unreadable: set[str] = set()
+
+    async def run(self) -> None:
+        since = await self.state.get_state(self.cursor_key)
+        backoff = BACKOFF_MIN_S
+        while True:
+            try:
+                since = await self.sync_once(since)
+            except MatrixError as exc:
+                self._report(False, f"sync failed: {exc}", failed=True)
+                if exc.bad_token and self._login is not None:
+                    await self._relogin()
+                delay = exc.retry_after_s if exc.retry_after_s is not None else backoff
+                log.warning("matrix sync failed", account=self.name, error=str(exc), retry_s=delay)
+                await anyio.sleep(delay)
+                backoff = min(backoff * 2, BACKOFF_MAX_S)
+            else:
+                backoff = BACKOFF_MIN_S
+
+    async def sync_once(self, since: str | None) -> str:
+        """One /sync and everything it brought; returns the next token."""
+        if since is None:
+            data = await self.api.sync(None, timeout_ms=0, filter_json=FIRST_SYNC_FILTER)
+            batch = parse_sync(data, self.user_id)
+            batch.messages.clear()  # the first sync's timeline is history: never answered
+            log.info("matrix first sync: history skipped", account=self.name)
+        else:
+            data = await self.api.sync(since, timeout_ms=self.timeout_ms, filter_json=SYNC_FILTER)
+            batch = parse_sync(data, self.user_id)
+        await self._take(batch, since)
+        self._report(True, "syncing")
+        return batch.next_batch
+
+    async def _take(self, batch: SyncBatch, since: str | None) -> None:
+        for invite in batch.invites:
+            await self._answer_invite(invite)
+        self._note_unreadable(batch)
+        cursor = Cursor(self.cursor_key, batch.next_batch)
+        last = len(batch.messages) - 1
+        for number, text in enumerate(batch.messages):
+            message = PlatformMessage(
+                message_id=text.event_id,
+                user_id=text.sender,
+                user_name=None,
+                address=text.room_id,
+                text=text.text,
+                occurred_at=text.occurred_at,
+            )
+            here = cursor if number == last else None
+            try:
+                await self.inbound.receive(message, cursor=here)
+            except EventError as exc:  # never taken, so skipped: not retried forever
+                log.warning("matrix message cannot be an event", account=self.name, error=str(exc))
+                await self.inbound.advance(here)
+            self.health.messages += 1
+        if not batch.messages and batch.next_batch != since:
+            await self.inbound.advance(cursor)
+
+    async def _answer_invite(self, invite: Invite) -> None:
+        """Rooms of allowed (or paired) users are joined; anyone else's invite is declined,
+        so a stranger cannot pull the account into rooms."""
+        welcome = await self.inbound.is_allowed(invite.inviter)
+        try:
+            if welcome:
+                await self.api.join(invite.room_id)
+            else:
+                await self.api.leave(invite.room_id)
+        except MatrixError as exc:
+            if exc.transient:
+                raise  # the whole batch is taken again: its cursor is not committed yet
+            log.warning("matrix invite not answered", room=invite.room_id, error=str(exc))
+            return
+        log.info(
+            "matrix invite joined" if welcome else "matrix invite declined",
+            account=self.name,
+            room=invite.room_id,
+            inviter=invite.inviter,
+        )
+
+    def _note_unreadable(self, batch: SyncBatch) -> None:
+        for room in batch.encrypted_rooms - self._unreadable:
+            self._unreadable.add(room)
+            log.warning(
+                "matrix room is end-to-end encrypted: wakeful cannot read it",
+                account=self.name,
+                room=room,
+            )
+        for room in batch.gaps:
+            log.warning("matrix sync skipped part of a busy room's timeline", room=room)
+
+    async def _relogin(self) -> None:
+        assert self._login is not None
+        try:
+            await self._login()
+        except MatrixError as exc:
+            log.warning("matrix log-in failed", account=self.name, error=str(exc))
+
+    def _report(self, ok: bool, detail: str, *, failed: bool = False) -> None:
+        changed = ok != self.health.ok or detail != self.health.detail
+        self.health.ok, self.health.detail = ok, detail
+        if failed:
+            self.health.failures += 1
+        else:
+            self.health.synced += 1
+        if changed:
+            self._on_health(self.health)
