@@ -232,3 +232,12 @@ async def test_try_later_is_retried_by_the_delivery_task(outbox: OutgoingMessage
     stored = await outbox.get(record.id)
     assert stored is not None and (stored.state, stored.attempts) == (SENT, 2)
     assert [m.id for m in channel.delivered] == [record.id]
+
+
+async def test_latest_is_the_sessions_newest_message(outbox: OutgoingMessages) -> None:
+    assert await outbox.latest("main") is None
+    await outbox.add(new("a", "first"))
+    await outbox.add(new("b", "second", channel="chat:telegram:tg"))
+    await outbox.add(new("c", "elsewhere", session="other"))
+    latest = await outbox.latest("main")
+    assert latest is not None and latest.text == "second"

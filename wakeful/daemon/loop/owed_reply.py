@@ -28,5 +28,11 @@ async def send_owed_reply(session: str, messages: list[Message], outbox: Outbox)
             continue
         content = message.get("content")
         if isinstance(content, str) and content and content != EMPTY_TURN:
+            latest = await outbox.messages.latest(session)
+            # The session's newest message is this reply: sent already, under its key
+            # or under the key an older daemon used (run id and call number), which a
+            # restart cannot rebuild — so an upgrade does not send last replies again.
+            if latest is not None and latest.text == content:
+                return
             await outbox.send(session, content, key=reply_key(session, position))
         return

@@ -59,3 +59,7 @@ class OutgoingMessages(Protocol):
     async def history(
         self, session: str, *, after: int = 0, limit: int = 200
     ) -> list[OutgoingMessage]: ...
+
+    async def latest(self, session: str) -> OutgoingMessage | None:
+        """The session's newest message, on any channel."""
+        ...

@@ -177,6 +177,10 @@ class SqliteOutbox:
 
         return await self._run(update)
 
+    async def latest(self, session: str) -> OutgoingMessage | None:
+        found = await self._select("session = ? ORDER BY id DESC LIMIT 1", (session,))
+        return found[0] if found else None
+
     async def history(
         self, session: str, *, after: int = 0, limit: int = 200
     ) -> list[OutgoingMessage]:
