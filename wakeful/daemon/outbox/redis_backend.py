@@ -192,10 +192,8 @@ class RedisOutbox:
 
     async def latest(self, session: str) -> OutgoingMessage | None:
         index = f"{self._store.prefix}outbox:session:{session}"
-        newest: list[str] = await self._store._run(
-            lambda c: c.zrevrange(index, 0, 0), retry=True
-        )
-        return await self.get(int(newest[0])) if newest else None
+        newest = await self._store._run(lambda c: c.zrevrange(index, 0, 0), retry=True)
+        return await self.get(int(str(newest[0]))) if newest else None
 
     async def history(
         self, session: str, *, after: int = 0, limit: int = 200
