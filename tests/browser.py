@@ -30,6 +30,7 @@ T = TypeVar("T")
 
 @contextmanager
 def chromium(work_dir: Path, *, width: int = 1280, height: int = 860) -> Iterator[WebDriver]:
+    work_dir.mkdir(parents=True, exist_ok=True)  # a fresh clone has no screenshot folder yet
     profile = Path(tempfile.mkdtemp(prefix="chromium-", dir=work_dir))
     options = webdriver.ChromeOptions()
     options.binary_location = CHROMIUM

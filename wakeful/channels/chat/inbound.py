@@ -153,6 +153,10 @@ class ChatInbound:
                 user_name=message.user_name,
             )
             await self._tell(request, message)
+            # The web page's pairing panel listens for this (the feed only observes).
+            self._setup.feed.publish(
+                request.session, {"type": "pairing", "platform": platform, "account": name}
+            )
         await self.advance(cursor)
         return Received.PAIRING
 

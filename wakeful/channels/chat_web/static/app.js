@@ -9,7 +9,7 @@ const seg = encodeURIComponent;
 const LONG = 300; // characters: longer tool arguments and results are collapsed
 const PLACEHOLDER = "[placeholder]";
 const MAX_ENTRIES = 1000;
-const FEED_TYPES = ["event", "delta", "reply", "run", "tool", "task", "alert", "discarded", "resync"];
+const FEED_TYPES = ["event", "delta", "reply", "run", "tool", "task", "alert", "discarded", "resync", "pairing"];
 
 const state = {
   session: localStorage.getItem("wakeful.session") || "main",
@@ -206,7 +206,8 @@ function showEvent(event) {
     state.lateResults.set(lateFor, event.seq);
     markPaid(lateFor);
   }
-  const fromUser = source.type === "user" && (event.kind === "user.input" || event.kind === "user.interrupt");
+  // The owner's own words, from any channel (this page, the CLI, a chat app).
+  const fromUser = source.trusted === true && (event.kind === "user.input" || event.kind === "user.interrupt");
   if (fromUser) addBubble(`u:${event.id}`, "user", event.text, event.accepted_at);
 }
 
@@ -376,7 +377,9 @@ async function refreshPairing() {
   $("pairing").replaceChildren(...pending.map((p) => el("li", { class: "card" },
     el("div", { class: "row" },
       el("span", { text: `${p.user_name || p.user_id} on ${p.platform}:${p.name}` }),
-      el("button", { class: "small", type: "button", "aria-label": `Approve ${p.user_name || p.user_id}`, text: "Approve", onclick: () => decide(`/api/pairing/${seg(p.platform)}/${seg(p.code)}`, undefined, refreshPairing) })),
+      el("span", { class: "buttons" },
+        el("button", { class: "small", type: "button", "aria-label": `Approve ${p.user_name || p.user_id}`, text: "Approve", onclick: () => decide(`/api/pairing/${seg(p.platform)}/${seg(p.code)}`, { decision: "approve" }, refreshPairing) }),
+        el("button", { class: "small danger", type: "button", "aria-label": `Deny ${p.user_name || p.user_id}`, text: "Deny", onclick: () => decide(`/api/pairing/${seg(p.platform)}/${seg(p.code)}`, { decision: "deny" }, refreshPairing) }))),
     el("div", { class: "detail", text: `code ${p.code} · asked ${p.requested_at ? new Date(p.requested_at * 1000).toLocaleString() : ""}` }))));
 }
 
@@ -521,6 +524,7 @@ async function onFeed(type, item) {
     await openSession(state.session);
     return note(`reconnected (${item.reason}): this session was read again from the records`, "notice");
   }
+  if (type === "pairing") return refreshPairing(); // someone new asks to be let in
   if (item.session !== state.session) {
     if (type === "reply") { state.otherUnread.add(item.session); fillSessions([]); }
     if (type === "event") soon("status", refreshStatus);
