@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
-import socket
 import sys
 import threading
 import time
@@ -30,9 +29,9 @@ import anyio
 import anyio.from_thread
 import anyio.lowlevel
 import anyio.to_thread
-import uvicorn
 from uvicorn._types import ASGIReceiveCallable, ASGISendCallable, HTTPScope, Scope
 
+from tests.fakes.loopback_http import LoopbackHttpServer
 from tests.fakes.model_replies import Reply, ReplyRenderer, ToolCallSpec, load_script, text_reply
 from tests.fakes.reasoning_rules import ReasoningRules, reasoning_violations
 from tests.trajectory_validator import TrajectoryError, validate_both
@@ -53,47 +52,6 @@ class RecordedRequest:
     aborted_at: float | None = None
 
 
-class _Uvicorn(uvicorn.Server):
-    """uvicorn that says when it is listening and stops when told, not on its next poll."""
-
-    def __init__(self, config: uvicorn.Config, started: threading.Event) -> None:
-        super().__init__(config)
-        self._started = started
-        self._stop: anyio.Event | None = None
-        self._token: anyio.lowlevel.EventLoopToken | None = None
-
-    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
-        self._stop = anyio.Event()
-        self._token = anyio.lowlevel.current_token()
-        await super().startup(sockets)
-        self._started.set()
-
-    async def main_loop(self) -> None:
-        # uvicorn polls should_exit every 0.1 s; waiting on an event makes
-        # teardown of each test's server that much faster.
-        if self._stop is not None and not self.should_exit:
-            await self._stop.wait()
-
-    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
-        # uvicorn's own shutdown sleeps 0.1 s for connections to drain; a fake
-        # has nothing worth draining, and cutting hanging streams is the point.
-        for server in self.servers:
-            server.close()
-        for connection in list(self.server_state.connections):
-            connection.shutdown()
-        for task in list(self.server_state.tasks):
-            task.cancel()
-
-    def stop(self) -> None:
-        """Ask for an immediate shutdown; safe from any thread."""
-        self.should_exit = True
-        self.force_exit = True  # don't wait for hanging streams
-        if self._stop is None or self._token is None:
-            return
-        with contextlib.suppress(RuntimeError):  # the server's loop already finished
-            anyio.from_thread.run_sync(self._stop.set, token=self._token)
-
-
 class FakeModelServer:
     """An OpenAI-compatible `/v1/chat/completions` endpoint with a script."""
 
@@ -110,12 +68,8 @@ class FakeModelServer:
         self.responder: Responder = lambda _body: text_reply()
         self._queue: deque[Reply] = deque()
         self._cond = threading.Condition()
-        self._socket = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        self._socket.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self._socket.bind(("127.0.0.1", port))
-        self.port: int = self._socket.getsockname()[1]
-        self._server: _Uvicorn | None = None
-        self._thread: threading.Thread | None = None
+        self._http = LoopbackHttpServer(self, "fake model server", port)
+        self.port: int = self._http.port
 
     @property
     def base_url(self) -> str:
@@ -321,36 +275,11 @@ class FakeModelServer:
     # --- lifecycle --------------------------------------------------------
 
     def start(self) -> None:
-        started = threading.Event()
-        # log_config=None: uvicorn must not reconfigure the test process's logging.
-        config = uvicorn.Config(
-            self,
-            lifespan="off",
-            log_config=None,
-            log_level=None,
-            access_log=False,
-            http="h11",
-        )
-        self._server = _Uvicorn(config, started)
-        self._thread = threading.Thread(
-            target=self._server.run,
-            kwargs={"sockets": [self._socket]},
-            name=f"fake-model-server-{self.port}",
-            daemon=True,
-        )
-        self._thread.start()
-        if not started.wait(10.0):
-            self.close()
-            raise RuntimeError("the fake model server did not start within 10 s")
+        self._http.start()
 
     def close(self) -> None:
         """Stop at once; open streams, even hanging ones, are cut off."""
-        if self._server is not None:
-            self._server.stop()
-        if self._thread is not None:
-            self._thread.join(timeout=10.0)
-            self._thread = None
-        self._socket.close()
+        self._http.close()
 
     def __enter__(self) -> FakeModelServer:
         self.start()

@@ -19,7 +19,6 @@ import hashlib
 import hmac
 import itertools
 import json
-import socket
 import threading
 import time
 import uuid
@@ -30,13 +29,12 @@ from urllib.parse import parse_qsl
 
 import anyio.to_thread
 import httpx
-import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from tests.fakes.model_server import _Uvicorn
+from tests.fakes.loopback_http import LoopbackHttpServer
 
 BOT_TOKEN = "xoxb-test-0000000000-0000000000000-abcdefghijklmnopqrstuvwx"
 SIGNING_SECRET = "8f742231b10e8888abcd99yyyzzz85a5"
@@ -96,18 +94,14 @@ class FakeSlackApi:
         self._failures = _Failures()
         self._ts = itertools.count(1)
         self._cond = threading.Condition()
-        self._socket = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        self._socket.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self._socket.bind(("127.0.0.1", 0))
-        self.port: int = self._socket.getsockname()[1]
-        self._server: _Uvicorn | None = None
-        self._thread: threading.Thread | None = None
         self.app = Starlette(
             routes=[
                 Route("/api/auth.test", self._auth_test, methods=["POST", "GET"]),
                 Route("/api/chat.postMessage", self._post_message, methods=["POST"]),
             ]
         )
+        self._http = LoopbackHttpServer(self.app, "fake Slack API")
+        self.port: int = self._http.port
 
     @property
     def api_base(self) -> str:
@@ -224,27 +218,11 @@ class FakeSlackApi:
     # --- lifecycle ----------------------------------------------------------
 
     def start(self) -> FakeSlackApi:
-        started = threading.Event()
-        config = uvicorn.Config(
-            self.app, lifespan="off", log_config=None, log_level=None, access_log=False, http="h11"
-        )
-        self._server = _Uvicorn(config, started)
-        self._thread = threading.Thread(
-            target=self._server.run, kwargs={"sockets": [self._socket]}, daemon=True
-        )
-        self._thread.start()
-        if not started.wait(10.0):
-            self.close()
-            raise RuntimeError("the fake Slack API did not start within 10 s")
+        self._http.start()
         return self
 
     def close(self) -> None:
-        if self._server is not None:
-            self._server.stop()
-        if self._thread is not None:
-            self._thread.join(timeout=10.0)
-            self._thread = None
-        self._socket.close()
+        self._http.close()
 
     def __enter__(self) -> FakeSlackApi:
         return self.start()

@@ -25,7 +25,6 @@ from __future__ import annotations
 import itertools
 import json
 import re
-import socket
 import threading
 import time
 from dataclasses import dataclass, field
@@ -35,10 +34,10 @@ from typing import Any, Literal
 
 import anyio.to_thread
 import httpx
-import uvicorn
 from uvicorn._types import ASGIReceiveCallable, ASGISendCallable, Scope
 
-from tests.fakes.model_server import _read_body, _Uvicorn
+from tests.fakes.loopback_http import LoopbackHttpServer
+from tests.fakes.model_server import _read_body
 from tests.fakes.telegram_entities import CannotParse, visible_text
 
 TOKEN = "123456:fake-telegram-bot-token-ABCdef"
@@ -108,11 +107,8 @@ class FakeTelegramApi:
         self._cond = threading.Condition()
         self._closing = False
         self._long_polls = 0  # getUpdates calls waiting: close() lets them answer first
-        self._socket = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        self._socket.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self._socket.bind(("127.0.0.1", 0))
-        self.port: int = self._socket.getsockname()[1]
-        self._server: _Uvicorn | None = None
+        self._http = LoopbackHttpServer(self, "fake Telegram Bot API")
+        self.port: int = self._http.port
         self._threads: list[threading.Thread] = []
         self._pusher: threading.Thread | None = None
 
@@ -382,15 +378,7 @@ class FakeTelegramApi:
         return thread
 
     def start(self) -> FakeTelegramApi:
-        started = threading.Event()
-        config = uvicorn.Config(self, lifespan="off", log_config=None, log_level=None,
-                                access_log=False, http="h11")  # fmt: skip
-        self._server = _Uvicorn(config, started)
-        server = self._server
-        self._start_thread(lambda: server.run(sockets=[self._socket]), f"fake-telegram-{self.port}")
-        if not started.wait(10.0):
-            self.close()
-            raise RuntimeError("the fake Telegram API did not start within 10 s")
+        self._http.start()
         return self
 
     def close(self) -> None:
@@ -399,11 +387,9 @@ class FakeTelegramApi:
             self._cond.notify_all()
             # Answered, not cut off: uvicorn logs a cancelled request as an error.
             self._cond.wait_for(lambda: self._long_polls == 0, 2.0)
-        if self._server is not None:
-            self._server.stop()
+        self._http.close()
         for thread in self._threads:
             thread.join(timeout=10.0)
-        self._socket.close()
 
     def __enter__(self) -> FakeTelegramApi:
         return self.start()
