@@ -308,3 +308,18 @@ async def test_the_chat_guides_commands_run_as_written(
     assert "is let in" in outputs[1] and "kept out" in outputs[2]
     sent = await chat.client.wait_sent(1)
     assert sent[0][:2] == ("chat-5", PAIRED_TEXT)
+
+
+def test_per_user_sessions_are_valid_names_for_any_user_id() -> None:
+    """A Matrix id with '=' or '/' (allowed there) still names a session; two differ."""
+    from unittest.mock import MagicMock
+
+    from wakeful.channels.chat.inbound import ChatInbound
+    from wakeful.events import SESSION_PATTERN
+
+    inbound = ChatInbound(
+        platform="matrix", name="mx", session="per-user", allowed=(), setup=MagicMock()
+    )
+    assert inbound.session_for("@ada:example.org") == "matrix:mx:@ada:example.org"
+    odd = [inbound.session_for("@a=b/c:example.org"), inbound.session_for("@a_b_c:example.org")]
+    assert all(SESSION_PATTERN.match(name) for name in odd) and odd[0] != odd[1]

@@ -8,6 +8,8 @@ and the cursor still moves on.
 
 from __future__ import annotations
 
+import hashlib
+import re
 from collections.abc import Collection
 from dataclasses import dataclass
 from datetime import datetime
@@ -20,7 +22,7 @@ from wakeful.channels.chat.pairing import Pairing, PairingRequest, display_code
 from wakeful.daemon.components.context import ComponentSetup
 from wakeful.daemon.outbox.record import NewMessage
 from wakeful.daemon.store.base import Cursor
-from wakeful.events import Event, EventError
+from wakeful.events import SESSION_PATTERN, Event, EventError
 
 log = structlog.get_logger(__name__)
 
@@ -80,9 +82,16 @@ class ChatInbound:
         self.conversations: dict[str, str] = {}
 
     def session_for(self, user_id: str) -> str:
-        if self._session == PER_USER:
-            return f"{self.platform}:{self.name}:{user_id}"
-        return self._session
+        if self._session != PER_USER:
+            return self._session
+        session = f"{self.platform}:{self.name}:{user_id}"
+        if SESSION_PATTERN.match(session):
+            return session
+        # A user id no session name may hold (Matrix's may have '=', '/', '+'; any may be
+        # long): the readable part, plus a digest so two such users never share a session.
+        digest = hashlib.sha256(user_id.encode()).hexdigest()[:10]
+        readable = re.sub(r"[^A-Za-z0-9_.:@-]", "_", user_id)[:60]
+        return f"{self.platform}:{self.name}:{readable}-{digest}"
 
     def event_id(self, message_id: str) -> str:
         return f"{self.platform}:{self.name}:{message_id}"

@@ -32,6 +32,7 @@ from wakeful.daemon.components.context import ComponentHealth, ComponentSetup
 from wakeful.daemon.config_base import ConfigError, read_secret_file
 from wakeful.daemon.logging import add_secrets
 from wakeful.daemon.store.base import Cursor
+from wakeful.events import EventError
 
 log = structlog.get_logger(__name__)
 
@@ -112,9 +113,13 @@ class TelegramComponent:
 
     async def handle_update(self, update: dict[str, Any], cursor: Cursor | None) -> None:
         message = platform_message(update)
-        if message is not None:
+        if message is None:
+            await self.inbound.advance(cursor)
+            return
+        try:
             await self.inbound.receive(message, cursor=cursor)
-        elif cursor is not None:
+        except EventError as exc:  # it never will be an event: skipped, not retried forever
+            log.warning("telegram message cannot be an event", bot=self.config.name, error=str(exc))
             await self.inbound.advance(cursor)
 
     async def _introduce(self) -> None:
