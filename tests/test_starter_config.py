@@ -24,3 +24,7 @@ def test_uncommented_examples_load(tmp_path: Path) -> None:
     assert [hook.name for hook in settings.hooks] == ["github"]
     assert [account.name for account in settings.email.accounts] == ["work"]
     assert [timer.name for timer in settings.timers] == ["daily-summary"]
+    assert [bot.name for bot in settings.chat.telegram] == ["tg"]
+    assert [app.name for app in settings.chat.slack] == ["work"]
+    assert [account.name for account in settings.chat.matrix] == ["mx"]
+    assert settings.notify.urgent == ["chat:telegram:tg#123456789"]

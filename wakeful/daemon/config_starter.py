@@ -116,4 +116,30 @@ retain_days = 7                         # then records and output files of ended
 # timezone = "Europe/Berlin"
 # message = "Write the daily summary."
 # session = "main"
+
+# Chat apps (docs/chat.md). Anyone not listed gets a pairing code:
+# `wakeful pairing approve <platform> <code>` lets them in.
+# [[chat.telegram]]
+# name = "tg"
+# bot_token_file = "/etc/wakeful/telegram-token"
+# allowed_user_ids = [123456789]
+# mode = "polling"                      # or "webhook" with public_url and secret_token_file
+# session = "main"                      # or "per-user"
+# [[chat.slack]]                        # Events API URL: https://<host>/chat/slack/work/events
+# name = "work"
+# bot_token_file = "/etc/wakeful/slack-token"
+# signing_secret_file = "/etc/wakeful/slack-signing-secret"
+# allowed_user_ids = ["U0123456789"]
+# [[chat.matrix]]
+# name = "mx"
+# homeserver = "https://matrix.example.org"
+# user_id = "@wakeful:example.org"
+# access_token_file = "/etc/wakeful/matrix-token"
+# allowed_users = ["@me:example.org"]
+
+# Where send_user_notification goes before you have written anywhere, and what
+# high/urgent ones reach besides (a chat platform's conversation after '#').
+# [notify]
+# prefer = ["chat:telegram:tg#123456789", "chat:web"]
+# urgent = ["chat:telegram:tg#123456789"]
 """
