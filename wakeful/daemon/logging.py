@@ -91,8 +91,15 @@ _redactor = Redactor()
 
 
 def add_secrets(secrets: Iterable[str]) -> None:
-    """Redact these values from every later log line (e.g. a token read late)."""
+    """Redact these values from every later log line (e.g. a token read late), and
+    from what tools return (``redact_text``)."""
     _redactor.add(secrets)
+
+
+def redact_text(text: str) -> str:
+    """``text`` with every secret the daemon knows (config, credential files, tokens it
+    read) replaced by ``[REDACTED]``: for tool output before it is stored or shown."""
+    return _redactor._scrub(text)
 
 
 class UtcTimestamp:

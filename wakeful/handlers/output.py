@@ -11,6 +11,8 @@ import re
 import uuid
 from pathlib import Path
 
+from wakeful.daemon.logging import redact_text
+
 NO_OUTPUT = "(no output)"
 # The whole outputs/ dir ([loop] outputs_max_mb); past it the oldest files go first.
 DEFAULT_OUTPUTS_MAX_BYTES = 256 * 1024 * 1024
@@ -31,10 +33,13 @@ def shape_output(
     """Return ``text`` unchanged when short, else its head and tail plus a note.
 
     The full text of long output is written to a new file under
-    ``output_dir`` whose path is given in the note.
+    ``output_dir`` whose path is given in the note. Every tool result passes
+    here (the registry's safety net), so this is where secrets the daemon knows
+    are redacted: before the result is kept inline, saved in full, or shown.
     """
     if not text:
         return NO_OUTPUT
+    text = redact_text(text)
     lines = text.splitlines(keepends=True)
     if len(lines) <= head_lines + tail_lines and len(text) <= max_chars:
         return text

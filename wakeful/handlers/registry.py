@@ -145,7 +145,7 @@ async def _run_guarded(tool: Tool, args: BaseModel, ctx: ToolContext) -> ToolOut
 def _safety_net(
     output: ToolOutput, ctx: ToolContext, name: str, outputs_max_bytes: int
 ) -> ToolOutput:
-    shaped = shape_output(
+    shaped = shape_output(  # also redacts the secrets the daemon knows
         output.text,
         output_dir=ctx.output_dir,
         name_hint=f"{name}-{ctx.call_id}",

@@ -11,6 +11,7 @@ import anyio
 from pydantic import Field
 
 from wakeful.handlers.base import ToolArgs, ToolContext, ToolOutput
+from wakeful.handlers.child_env import child_environment
 from wakeful.handlers.output import DEFAULT_OUTPUTS_MAX_BYTES, shape_output
 from wakeful.handlers.process import DEFAULT_GRACE_S, ProcessResult, run_process
 
@@ -103,7 +104,13 @@ class ShellExec:
         if isinstance(cwd, ToolOutput):
             return cwd
         timeout_s = min(a.timeout_s, self._max_timeout_s)
-        result = await run_process(a.command, cwd=cwd, timeout_s=timeout_s, grace_s=self._grace_s)
+        result = await run_process(
+            a.command,
+            cwd=cwd,
+            timeout_s=timeout_s,
+            grace_s=self._grace_s,
+            env=child_environment(ctx.workspace),
+        )
         output = _format(result, timeout_s, ctx, self._outputs_max_bytes, self._max_timeout_s)
         if timeout_s < a.timeout_s and "timeout_s" in a.model_fields_set:
             note = (

@@ -15,6 +15,7 @@ from typing import Any
 
 from wakeful.channels.shell.records import TaskRecord
 from wakeful.channels.shell.task import short_command
+from wakeful.daemon.logging import redact_text
 from wakeful.events import Event
 
 
@@ -36,7 +37,8 @@ def _event(record: TaskRecord, event_id: str, kind: str, text: str, data: dict[s
             "kind": kind,
             "source": {"type": "system", "principal": "wakeful", "trusted": True},
             "channel": f"shell:{record.task_id}",
-            "content": {"text": text, "data": {"task_id": record.task_id, **data}},
+            # What the command printed may hold a secret the daemon knows: never stored.
+            "content": {"text": redact_text(text), "data": {"task_id": record.task_id, **data}},
             "context": {"related_task_id": record.task_id},
             "session": record.session,
         }

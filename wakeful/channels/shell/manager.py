@@ -27,7 +27,9 @@ from wakeful.channels.shell.monitor import Pattern, Patterns, RateLimiter
 from wakeful.channels.shell.records import RecordStore, TaskRecord, boot_id, start_ticks
 from wakeful.channels.shell.runner import supervise
 from wakeful.channels.shell.task import ShellTask, Stop
+from wakeful.daemon.logging import redact_text
 from wakeful.events import Event
+from wakeful.handlers.child_env import child_environment
 from wakeful.handlers.process import stop_group
 
 log = structlog.get_logger(__name__)
@@ -80,9 +82,16 @@ class ShellTaskManager:
     # -- start ----------------------------------------------------------------------
 
     async def start(
-        self, session: str, command: str, cwd: Path, patterns: list[Pattern]
+        self,
+        session: str,
+        command: str,
+        cwd: Path,
+        patterns: list[Pattern],
+        *,
+        home: Path | None = None,
     ) -> ShellTask:
-        """Spawn ``command`` in a new process group; a task of ours watches it."""
+        """Spawn ``command`` in a new process group; a task of ours watches it.
+        ``home``: its HOME (the workspace; ``cwd`` when not given)."""
         task_id = f"shell-{uuid.uuid4().hex[:8]}"
         task = self._new_task(session, task_id, command, cwd)
         task.patterns.add(patterns)
@@ -92,6 +101,7 @@ class ShellTaskManager:
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             cwd=cwd,
+            env=child_environment(home or cwd),  # never the daemon's secrets
             start_new_session=True,  # pid == process group id; apart from ours
         )
         task.started_mono = time.monotonic()
@@ -162,7 +172,7 @@ class ShellTaskManager:
         record.exit_code = proc.returncode
         record.finished_at = time.time()
         record.duration_s = round(task.finished_mono - task.started_mono, 3)
-        record.last_lines = task.tail.last(RECORD_LINES)
+        record.last_lines = [redact_text(line) for line in task.tail.last(RECORD_LINES)]
         record.progress = task.tail.progress
         record.reason = _reason(task)
         if task.stop in (Stop.CANCEL, Stop.SHUTDOWN):

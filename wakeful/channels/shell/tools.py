@@ -52,7 +52,9 @@ class StartShell:
             return cwd
         try:
             patterns = [Pattern.make(p, regex=False) for p in a.patterns]
-            task = await self._manager.start(ctx.session, a.command, cwd, patterns)
+            task = await self._manager.start(
+                ctx.session, a.command, cwd, patterns, home=ctx.workspace
+            )
         except PatternError as exc:
             return ToolOutput(f"invalid pattern: {exc}; nothing was started", is_error=True)
         info = {
