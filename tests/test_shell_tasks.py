@@ -316,3 +316,21 @@ def tool_context(tmp_path: Path) -> ToolContext:
         tasks=None,  # type: ignore[arg-type]
         outbox=None,  # type: ignore[arg-type]
     )
+
+
+async def test_a_secret_a_background_command_prints_is_never_kept(tmp_path: Path) -> None:
+    """Redacted as the output comes in: not in the log file, the exit event, or the tail."""
+    from wakeful.daemon.logging import add_secrets
+
+    secret = "sk-background-secret-98765"
+    add_secrets([secret])
+    events = Events()
+    async with running_manager(tmp_path / "tasks", events) as manager:
+        task = await manager.start("main", f"echo the key is {secret}; env", tmp_path, [])
+        event = await events.wait_for(exit_of(task.task_id))
+    kept = await anyio.Path(task.record.output_file).read_text()
+    assert secret not in kept and "the key is [REDACTED]" in kept
+    # (Its first line quotes the command, which the model wrote: what it printed follows.)
+    printed = event.content.text.split("\n", 1)[1]
+    assert secret not in printed and "the key is [REDACTED]" in printed
+    assert secret not in json.dumps(task.record.last_lines)

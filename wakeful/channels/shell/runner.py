@@ -17,6 +17,7 @@ from anyio.abc import ByteReceiveStream, Process
 
 from wakeful.channels.shell.lines import LineSplitter
 from wakeful.channels.shell.task import ShellTask
+from wakeful.daemon.logging import redact_text
 from wakeful.handlers.process import stop_group
 
 # After the group is stopped, how long to wait for the rest of the pipe; a
@@ -65,6 +66,9 @@ async def _pump(
 async def _take(lines: list[str], handle: IO[str], task: ShellTask, sink: LineSink) -> None:
     if not lines:
         return
+    # The one place a background command's output enters the daemon: a secret it
+    # printed is redacted before the log file, the tail, its events or the model see it.
+    lines = [redact_text(line) for line in lines]
     await anyio.to_thread.run_sync(_append, handle, "".join(f"{line}\n" for line in lines))
     for line in lines:
         await sink.output_line(task, line)
