@@ -44,6 +44,7 @@ class Received(StrEnum):
     DUPLICATE = "duplicate"  # seen before (a redelivery, a restart before the cursor moved)
     PAIRING = "pairing"  # an unknown sender: asked to pair, nothing for the agent
     IGNORED = "ignored"  # a sender the owner denied, or an empty message
+    REFUSED = "refused"  # it can never be an event (say, past the size limit): logged, passed
 
 
 def pairing_text(code: str) -> str:
@@ -107,7 +108,12 @@ class ChatInbound:
             return Received.IGNORED
         if not await self.is_allowed(message.user_id):
             return await self._stranger(message, cursor)
-        event = self._event(message)
+        try:
+            event = self._event(message)
+        except EventError as exc:  # never taken, so passed: a retry would not help, nor wedge us
+            log.warning("chat message cannot be an event", channel=self.channel, error=str(exc))
+            await self.advance(cursor)
+            return Received.REFUSED
         result = await self._setup.submit(event, cursor=cursor)
         self._note_conversation(event.session, message.address)
         return Received.DUPLICATE if result.duplicate else Received.SUBMITTED

@@ -29,7 +29,6 @@ from wakeful.daemon.front_door import DaemonUnavailable
 from wakeful.daemon.http.body import read_capped
 from wakeful.daemon.http.errors import ApiError
 from wakeful.daemon.store.base import StoreUnavailable
-from wakeful.events import EventError
 
 log = structlog.get_logger(__name__)
 
@@ -105,10 +104,6 @@ class SlackEvents:
                 f"the daemon cannot take this event now ({exc}); Slack will retry",
                 {"Retry-After": str(retry_after)},
             ) from None
-        except EventError as exc:  # e.g. past the event size limit: a retry would not help
-            log.warning("slack message refused", app=self.name, why=str(exc))
-            self.counts["refused"] += 1
-            return JSONResponse({"ok": True, "refused": str(exc)})
         self.counts[received.value] += 1
         return JSONResponse({"ok": True, "received": received.value})
 

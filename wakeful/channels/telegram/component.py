@@ -32,7 +32,6 @@ from wakeful.daemon.components.context import ComponentHealth, ComponentSetup
 from wakeful.daemon.config_base import ConfigError, read_secret_file
 from wakeful.daemon.logging import add_secrets
 from wakeful.daemon.store.base import Cursor
-from wakeful.events import EventError
 
 log = structlog.get_logger(__name__)
 
@@ -116,11 +115,7 @@ class TelegramComponent:
         if message is None:
             await self.inbound.advance(cursor)
             return
-        try:
-            await self.inbound.receive(message, cursor=cursor)
-        except EventError as exc:  # it never will be an event: skipped, not retried forever
-            log.warning("telegram message cannot be an event", bot=self.config.name, error=str(exc))
-            await self.inbound.advance(cursor)
+        await self.inbound.receive(message, cursor=cursor)
 
     async def _introduce(self) -> None:
         me = await self.api.call("getMe")
