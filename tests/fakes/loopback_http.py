@@ -11,7 +11,8 @@ from __future__ import annotations
 import contextlib
 import socket
 import threading
-from typing import Any
+from types import TracebackType
+from typing import Any, Self
 
 import anyio
 import anyio.from_thread
@@ -100,3 +101,23 @@ class LoopbackHttpServer:
             self._thread.join(timeout=10.0)
             self._thread = None
         self._socket.close()
+
+
+class ServesWhileOpen:
+    """``with Fake() as fake:`` for a fake with ``start()`` and ``close()``."""
+
+    def start(self) -> Any: ...
+
+    def close(self) -> None: ...
+
+    def __enter__(self) -> Self:
+        self.start()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()

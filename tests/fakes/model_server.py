@@ -22,7 +22,6 @@ import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
-from types import TracebackType
 from typing import Any
 
 import anyio
@@ -31,7 +30,7 @@ import anyio.lowlevel
 import anyio.to_thread
 from uvicorn._types import ASGIReceiveCallable, ASGISendCallable, HTTPScope, Scope
 
-from tests.fakes.loopback_http import LoopbackHttpServer
+from tests.fakes.loopback_http import LoopbackHttpServer, ServesWhileOpen
 from tests.fakes.model_replies import Reply, ReplyRenderer, ToolCallSpec, load_script, text_reply
 from tests.fakes.reasoning_rules import ReasoningRules, reasoning_violations
 from tests.trajectory_validator import TrajectoryError, validate_both
@@ -52,7 +51,7 @@ class RecordedRequest:
     aborted_at: float | None = None
 
 
-class FakeModelServer:
+class FakeModelServer(ServesWhileOpen):
     """An OpenAI-compatible `/v1/chat/completions` endpoint with a script."""
 
     def __init__(
@@ -280,18 +279,6 @@ class FakeModelServer:
     def close(self) -> None:
         """Stop at once; open streams, even hanging ones, are cut off."""
         self._http.close()
-
-    def __enter__(self) -> FakeModelServer:
-        self.start()
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
 
 async def _read_body(receive: ASGIReceiveCallable) -> bytes:

@@ -23,7 +23,6 @@ import threading
 import time
 import uuid
 from dataclasses import dataclass, field
-from types import TracebackType
 from typing import Any, Literal
 from urllib.parse import parse_qsl
 
@@ -34,7 +33,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from tests.fakes.loopback_http import LoopbackHttpServer
+from tests.fakes.loopback_http import LoopbackHttpServer, ServesWhileOpen
 
 BOT_TOKEN = "xoxb-test-0000000000-0000000000000-abcdefghijklmnopqrstuvwx"
 SIGNING_SECRET = "8f742231b10e8888abcd99yyyzzz85a5"
@@ -83,7 +82,7 @@ class _Workspace:
     not_in: set[str] = field(default_factory=set)
 
 
-class FakeSlackApi:
+class FakeSlackApi(ServesWhileOpen):
     """``https://slack.com/api`` on loopback: ``auth.test`` and ``chat.postMessage``."""
 
     def __init__(self, token: str = BOT_TOKEN) -> None:
@@ -223,17 +222,6 @@ class FakeSlackApi:
 
     def close(self) -> None:
         self._http.close()
-
-    def __enter__(self) -> FakeSlackApi:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
 
 async def _arguments(request: Request) -> dict[str, Any]:

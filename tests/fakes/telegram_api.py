@@ -29,14 +29,13 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import TracebackType
 from typing import Any, Literal
 
 import anyio.to_thread
 import httpx
 from uvicorn._types import ASGIReceiveCallable, ASGISendCallable, Scope
 
-from tests.fakes.loopback_http import LoopbackHttpServer
+from tests.fakes.loopback_http import LoopbackHttpServer, ServesWhileOpen
 from tests.fakes.model_server import _read_body
 from tests.fakes.telegram_entities import CannotParse, visible_text
 
@@ -88,7 +87,7 @@ class ApiError(Exception):
         self.code, self.description, self.retry_after = code, description, retry_after
 
 
-class FakeTelegramApi:
+class FakeTelegramApi(ServesWhileOpen):
     """One bot's Bot API; state is guarded by one condition shared with waiting tests."""
 
     def __init__(self, token: str = TOKEN) -> None:
@@ -390,17 +389,6 @@ class FakeTelegramApi:
         self._http.close()
         for thread in self._threads:
             thread.join(timeout=10.0)
-
-    def __enter__(self) -> FakeTelegramApi:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
 
 def bot_config(fake: FakeTelegramApi, directory: Path, **overrides: Any) -> dict[str, Any]:
