@@ -33,6 +33,7 @@ from wakeful.daemon.config_base import (
     set_config_dir,
 )
 from wakeful.daemon.config_starter import STARTER_CONFIG
+from wakeful.safety.config import SafetySection
 
 __all__ = [
     "STARTER_CONFIG",
@@ -534,6 +535,7 @@ class Settings(BaseSettings, ChannelSettings):
     router: RouterSection = Field(default_factory=RouterSection)
     loop: LoopSection = Field(default_factory=LoopSection)
     notify: NotifySection = Field(default_factory=NotifySection)
+    safety: SafetySection = Field(default_factory=SafetySection)
 
     @classmethod
     def settings_customise_sources(

@@ -13,6 +13,9 @@ from typing import Any, Protocol
 
 from pydantic import BaseModel, ConfigDict
 
+from wakeful.safety.effects import Effect
+from wakeful.safety.taint import Taint
+
 
 @dataclass(frozen=True)
 class ToolOutput:
@@ -53,6 +56,9 @@ class ToolContext:
     output_dir: Path  # full outputs too long for the model are saved here
     tasks: TaskView
     outbox: UserOutbox  # messages to the user go out through here
+    # The session's taint when the call started (None: untainted). What the call
+    # creates to act later (timers, shell tasks) carries it on.
+    taint: Taint | None = None
 
 
 class ToolArgs(BaseModel):
@@ -70,6 +76,7 @@ class Tool(Protocol):
     name: str
     description: str
     read_only: bool  # allowed in parallel side sessions
+    effect: Effect  # what a call can do to the world: the policy chain decides from it
     timeout_s: float | None  # per-call wall-clock limit; None: the registry default
 
     @property

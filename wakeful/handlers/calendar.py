@@ -10,6 +10,7 @@ from pydantic import Field
 
 from wakeful.channels.email.ics import CalendarEntry, CalendarError, describe, load_entries
 from wakeful.handlers.base import ToolArgs, ToolContext, ToolOutput
+from wakeful.safety.effects import Effect
 
 _TIME_HELP = "ISO 8601 time, e.g. 2026-03-02T14:00:00+00:00 (no zone: UTC)"
 
@@ -41,6 +42,7 @@ class ListCalendarEvents:
         end: str | None = Field(default=None, description=f"window end; {_TIME_HELP}")
 
     read_only = True
+    effect = Effect.READ
     timeout_s: float | None = 30.0
 
     def __init__(self, path: Path) -> None:
@@ -75,6 +77,7 @@ class CheckCalendarConflicts:
         end: str = Field(description=f"slot end; {_TIME_HELP}")
 
     read_only = True
+    effect = Effect.READ
     timeout_s: float | None = 30.0
 
     def __init__(self, path: Path) -> None:

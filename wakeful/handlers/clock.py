@@ -9,6 +9,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from pydantic import Field
 
 from wakeful.handlers.base import ToolArgs, ToolContext, ToolOutput
+from wakeful.safety.effects import Effect
 
 
 def _utc_now() -> datetime:
@@ -29,6 +30,7 @@ class GetTime:
         timezone: str | None = Field(default=None, description="IANA time zone name; omit for UTC")
 
     read_only = True
+    effect = Effect.READ
     timeout_s: float | None = 5.0
 
     def __init__(self, *, now: Callable[[], datetime] = _utc_now) -> None:

@@ -9,6 +9,7 @@ import anyio
 from pydantic import Field
 
 from wakeful.handlers.base import ToolArgs, ToolContext, ToolOutput
+from wakeful.safety.effects import Effect, Reach
 
 MAX_LIMIT = 2000
 MAX_LINE_CHARS = 2000
@@ -42,7 +43,11 @@ class ReadFile:
         limit: int = Field(default=200, ge=1, le=MAX_LIMIT, description="lines to return")
 
     read_only = True
+    effect = Effect.READ
     timeout_s: float | None = 30.0
+
+    async def reach(self, a: Args) -> Reach:
+        return Reach(paths=(a.path,))
 
     async def run(self, a: Args, ctx: ToolContext) -> ToolOutput:
         candidate = Path(a.path)

@@ -14,6 +14,7 @@ from wakeful.handlers.base import ToolArgs, ToolContext, ToolOutput
 from wakeful.handlers.child_env import child_environment
 from wakeful.handlers.output import DEFAULT_OUTPUTS_MAX_BYTES, shape_output
 from wakeful.handlers.process import DEFAULT_GRACE_S, ProcessResult, run_process
+from wakeful.safety.effects import Effect, Reach
 
 MAX_TIMEOUT_S = 3600
 DEFAULT_TIMEOUT_S = 120
@@ -84,6 +85,7 @@ class ShellExec:
         )
 
     read_only = False
+    effect = Effect.SHELL
     # The command's own timeout_s is enforced inside; this is only a backstop.
     timeout_s: float | None = MAX_TIMEOUT_S + 2 * DEFAULT_GRACE_S + 5
 
@@ -98,6 +100,9 @@ class ShellExec:
         # The operator's [loop] tool_timeout_s: the model's timeout_s cannot exceed it.
         self._max_timeout_s = max(1, int(max_timeout_s))
         self._outputs_max_bytes = outputs_max_bytes
+
+    async def reach(self, a: Args) -> Reach:
+        return Reach(command=a.command, cwd=a.cwd)
 
     async def run(self, a: Args, ctx: ToolContext) -> ToolOutput:
         cwd = await preflight(self.name, a.command, a.cwd, ctx.workspace)

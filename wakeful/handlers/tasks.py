@@ -8,6 +8,7 @@ from typing import Any
 from pydantic import Field
 
 from wakeful.handlers.base import TaskView, ToolArgs, ToolContext, ToolOutput
+from wakeful.safety.effects import Effect
 
 
 class TaskStatus:
@@ -24,6 +25,7 @@ class TaskStatus:
         task_id: str | None = Field(default=None, description="omit to list all tasks")
 
     read_only = True
+    effect = Effect.READ
     timeout_s: float | None = 10.0
 
     async def run(self, a: Args, ctx: ToolContext) -> ToolOutput:
@@ -52,6 +54,7 @@ class CancelTask:
         task_id: str = Field(min_length=1, description="the id returned when it started")
 
     read_only = False
+    effect = Effect.CONTROL
     timeout_s: float | None = 30.0
 
     async def run(self, a: Args, ctx: ToolContext) -> ToolOutput:

@@ -7,6 +7,7 @@ from typing import Literal
 from pydantic import Field
 
 from wakeful.handlers.base import ToolArgs, ToolContext, ToolOutput
+from wakeful.safety.effects import Effect
 
 
 class ReplyToUser:
@@ -25,6 +26,7 @@ class ReplyToUser:
 
     # Only talks to the owner, so parallel side sessions may use it.
     read_only = True
+    effect = Effect.OWNER
     timeout_s: float | None = 30.0
 
     async def run(self, a: Args, ctx: ToolContext) -> ToolOutput:
@@ -50,6 +52,7 @@ class SendUserNotification:
         )
 
     read_only = True
+    effect = Effect.OWNER
     timeout_s: float | None = 30.0
 
     async def run(self, a: Args, ctx: ToolContext) -> ToolOutput:

@@ -11,6 +11,7 @@ from wakeful.channels.shell.manager import ShellTaskManager
 from wakeful.channels.shell.monitor import Pattern, PatternError
 from wakeful.handlers.base import ToolArgs, ToolContext, ToolOutput
 from wakeful.handlers.shell import preflight
+from wakeful.safety.effects import Effect, Reach
 
 
 class StartShell:
@@ -41,10 +42,14 @@ class StartShell:
         )
 
     read_only = False
+    effect = Effect.SHELL
     timeout_s: float | None = 30.0
 
     def __init__(self, manager: ShellTaskManager) -> None:
         self._manager = manager
+
+    async def reach(self, a: Args) -> Reach:
+        return Reach(command=a.command, cwd=a.cwd)
 
     async def run(self, a: Args, ctx: ToolContext) -> ToolOutput:
         cwd = await preflight(self.name, a.command, a.cwd, ctx.workspace)
@@ -90,6 +95,7 @@ class MonitorShell:
         regex: bool = Field(default=False, description="true: patterns are regular expressions")
 
     read_only = False
+    effect = Effect.CONTROL
     timeout_s: float | None = 10.0
 
     def __init__(self, manager: ShellTaskManager) -> None:

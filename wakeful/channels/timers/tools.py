@@ -11,6 +11,7 @@ from pydantic import Field
 from wakeful.channels.timers.service import TimerRequest, TimerService
 from wakeful.daemon.schedules import ScheduleError, make_schedule
 from wakeful.handlers.base import ToolArgs, ToolContext, ToolOutput
+from wakeful.safety.effects import Effect
 
 _MAX_MESSAGE = 4000
 
@@ -45,6 +46,7 @@ class SetTimer:
         name: str | None = Field(default=None, max_length=64, description="a short label")
 
     read_only = False
+    effect = Effect.CONTROL
     timeout_s: float | None = 10.0
 
     def __init__(self, service: TimerService) -> None:
@@ -79,6 +81,7 @@ class CancelTimer:
         timer_id: str = Field(min_length=1, description="the id set_timer returned")
 
     read_only = False
+    effect = Effect.CONTROL
     timeout_s: float | None = 10.0
 
     def __init__(self, service: TimerService) -> None:
@@ -113,6 +116,7 @@ class ListTimers:
         pass  # no arguments (a docstring here would become the schema's description)
 
     read_only = True
+    effect = Effect.READ
     timeout_s: float | None = 5.0
 
     def __init__(self, service: TimerService) -> None:

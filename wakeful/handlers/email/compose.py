@@ -15,6 +15,7 @@ from wakeful.channels.email.outbox import Outbox
 from wakeful.events import utcnow
 from wakeful.handlers.base import ToolArgs, ToolContext, ToolOutput
 from wakeful.handlers.email.common import MailToolError, account_for, on_message
+from wakeful.safety.effects import Effect, Reach
 
 
 async def _original(accounts: MailAccounts, email_id: str) -> ParsedEmail:
@@ -68,6 +69,7 @@ class DraftEmail:
         account: str | None = Field(default=None, description="sending account; default first")
 
     read_only = False
+    effect = Effect.WRITE_OUTSIDE
     timeout_s: float | None = 60.0
 
     def __init__(self, accounts: MailAccounts, outbox: Outbox) -> None:
@@ -120,10 +122,17 @@ class SendEmail:
         draft_id: str = Field(min_length=1, description="the id draft_email returned")
 
     read_only = False
+    effect = Effect.SEND
     timeout_s: float | None = 120.0
 
     def __init__(self, outbox: Outbox) -> None:
         self._outbox = outbox
+
+    async def reach(self, a: Args) -> Reach:
+        # The recipients are the draft's: what would really be sent, not what the
+        # model says it is sending.
+        row = await self._outbox.get(a.draft_id)
+        return Reach(recipients=tuple(row.recipients) if row is not None else ())
 
     async def run(self, a: Args, ctx: ToolContext) -> ToolOutput:
         outcome = await self._outbox.send(a.draft_id)

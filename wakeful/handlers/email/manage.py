@@ -13,6 +13,7 @@ from wakeful.channels.email.imap import ImapConnection
 from wakeful.channels.email.inbound import split_email_id
 from wakeful.handlers.base import ToolArgs, ToolContext, ToolOutput
 from wakeful.handlers.email.common import MailToolError, account_for, on_message
+from wakeful.safety.effects import Effect
 
 ID_FIELD = Field(min_length=1, description="the email's id, e.g. imap:work:INBOX:1712345678:42")
 
@@ -63,6 +64,7 @@ class MoveEmail:
         mailbox: str = Field(min_length=1, description="the target folder")
 
     read_only = False
+    effect = Effect.WRITE_OUTSIDE
     timeout_s: float | None = 60.0
 
     def __init__(self, accounts: MailAccounts) -> None:
@@ -83,6 +85,7 @@ class ArchiveEmail:
         email_id: str = ID_FIELD
 
     read_only = False
+    effect = Effect.WRITE_OUTSIDE
     timeout_s: float | None = 60.0
 
     def __init__(self, accounts: MailAccounts) -> None:
@@ -114,6 +117,7 @@ class FlagEmail:
         remove: bool = Field(default=False, description="clear the flags instead of setting")
 
     read_only = False
+    effect = Effect.WRITE_OUTSIDE
     timeout_s: float | None = 60.0
 
     def __init__(self, accounts: MailAccounts) -> None:

@@ -13,6 +13,7 @@ from wakeful.channels.email.inbound import email_id as make_email_id
 from wakeful.channels.email.message import ParsedEmail, parse_email
 from wakeful.handlers.base import ToolArgs, ToolContext, ToolOutput
 from wakeful.handlers.email.common import MailToolError, account_for, on_message, on_server
+from wakeful.safety.effects import Effect
 
 MAX_SEARCH = 50
 
@@ -46,6 +47,7 @@ class ReadEmail:
         max_chars: int = Field(default=8000, ge=200, le=50_000, description="page size")
 
     read_only = True
+    effect = Effect.READ
     timeout_s: float | None = 60.0
 
     def __init__(self, accounts: MailAccounts) -> None:
@@ -89,6 +91,7 @@ class SearchEmail:
         limit: int = Field(default=20, ge=1, le=MAX_SEARCH, description="most results")
 
     read_only = True
+    effect = Effect.READ
     timeout_s: float | None = 60.0
 
     def __init__(self, accounts: MailAccounts) -> None:

@@ -1,0 +1,119 @@
+"""The ``[safety]`` section: where tools may work and what needs the owner's yes."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field, field_validator
+
+from wakeful.daemon.config_base import Section
+
+_EMAIL_PATTERN = re.compile(r"^(\*|[^@\s*]+)@[A-Za-z0-9.-]+\.[A-Za-z]{2,}$")
+_HOST_PATTERN = re.compile(r"^(\*\.)?[A-Za-z0-9.-]+(:\d{1,5})?$|^\[[0-9A-Fa-f:.]+\](:\d{1,5})?$")
+
+
+class SafetySection(Section):
+    workspace: Path | None = Field(
+        default=None,
+        examples=["/var/lib/wakeful/workspace"],
+        description=(
+            "The only directory file tools read and write and shell commands run in; "
+            "default <data_dir>/workspace. Paths are resolved (symlinks, ..) before the check."
+        ),
+    )
+    sandbox: Literal["auto", "bubblewrap", "none"] = Field(
+        default="auto",
+        examples=["auto"],
+        description=(
+            'Shell commands run inside bubblewrap when "auto" finds bwrap (Debian package '
+            'bubblewrap) or "bubblewrap" demands it (start-up fails without it); "none" runs '
+            "them with resource limits only."
+        ),
+    )
+    approval_timeout_s: float = Field(
+        default=900.0,
+        gt=0,
+        examples=[900],
+        description="A pending approval not decided in this long is denied (the safe default).",
+    )
+    breaker_denials: int = Field(
+        default=3,
+        ge=1,
+        examples=[3],
+        description=(
+            "After this many denied calls in a session its consequential calls are refused "
+            "until the owner resets the breaker (wakeful breaker reset SESSION)."
+        ),
+    )
+    email_allow: list[str] = Field(
+        default_factory=list,
+        examples=[["me@example.com", "*@example.com"]],
+        description=(
+            "Recipients send_email may write to without approval even from a tainted "
+            'session: addresses, or "*@domain" for a whole domain.'
+        ),
+    )
+    http_allow: list[str] = Field(
+        default_factory=list,
+        examples=[["api.github.com", "*.example.com"]],
+        description=(
+            "Hosts fetch_url may reach without approval from a tainted session; also the "
+            "only way to reach a private or loopback address."
+        ),
+    )
+    shell_allow: list[str] = Field(
+        default_factory=list,
+        examples=[["git status", "pytest"]],
+        description=(
+            "Command prefixes that need no approval even in a tainted session (a command "
+            "with ; | & $ ` < > or a newline never matches)."
+        ),
+    )
+    reviewer_model: str = Field(
+        default="",
+        examples=["gpt-4o-mini"],
+        description=(
+            "A model that reviews risky calls from their structured fields only; empty: the "
+            "rules alone decide."
+        ),
+    )
+    reviewer_budget_ms: int = Field(
+        default=3000,
+        ge=100,
+        examples=[3000],
+        description="How long the model reviewer may take; past it the call needs approval.",
+    )
+
+    @field_validator("email_allow")
+    @classmethod
+    def _emails(cls, values: list[str]) -> list[str]:
+        for value in values:
+            if not _EMAIL_PATTERN.match(value):
+                raise ValueError(
+                    f'{value!r} is not an address: write "me@example.com" or "*@example.com"'
+                )
+        return [value.lower() for value in values]
+
+    @field_validator("http_allow")
+    @classmethod
+    def _hosts(cls, values: list[str]) -> list[str]:
+        for value in values:
+            if not _HOST_PATTERN.match(value):
+                raise ValueError(
+                    f'{value!r} is not a host: write "api.github.com", "*.example.com" or '
+                    '"127.0.0.1:8080" (no scheme, no path)'
+                )
+        return [value.lower() for value in values]
+
+    @field_validator("shell_allow")
+    @classmethod
+    def _prefixes(cls, values: list[str]) -> list[str]:
+        for value in values:
+            if not value.strip():
+                raise ValueError("an empty prefix would allow every command; remove it")
+        return values
+
+    def workspace_path(self, data_dir: Path) -> Path:
+        return self.workspace.expanduser() if self.workspace else data_dir / "workspace"
