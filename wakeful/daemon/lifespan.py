@@ -140,8 +140,9 @@ async def _start(
     components: Sequence[Component],
 ) -> tuple[RunningDaemon, QuietServer]:
     feed = Feed()
-    workspace, output_dir = data_dir / "workspace", data_dir / "outputs"
-    workspace.mkdir(exist_ok=True)
+    workspace = settings.safety.workspace_path(data_dir)
+    output_dir = data_dir / "outputs"
+    workspace.mkdir(parents=True, exist_ok=True)
     output_dir.mkdir(exist_ok=True)
     tools = default_registry(
         default_timeout_s=settings.loop.tool_timeout_s,

@@ -22,6 +22,10 @@ class ToolOutput:
     text: str
     is_error: bool = False
     data: dict[str, Any] = field(default_factory=dict)
+    # Set when the text carries a third party's words (a page fetched, an e-mail
+    # read, a file the agent did not write): the registry then taints the session.
+    # Says what it was, e.g. "fetch_url https://example.com/".
+    untrusted_source: str | None = None
 
 
 class TaskView(Protocol):
