@@ -18,9 +18,10 @@ from wakeful.handlers.clock import GetTime
 from wakeful.handlers.files import ReadFile
 from wakeful.handlers.process import group_alive
 from wakeful.handlers.registry import default_registry
-from wakeful.handlers.shell import ShellExec, dangerous_reason
+from wakeful.handlers.shell import ShellExec
 from wakeful.handlers.tasks import CancelTask, TaskStatus
 from wakeful.handlers.user import ReplyToUser
+from wakeful.safety.shell_rules import destructive_reason
 
 
 @pytest.fixture
@@ -181,7 +182,7 @@ async def test_cancelling_shell_exec_kills_grandchildren(tmp_path: Path) -> None
 )
 def test_dangerous_commands_are_recognised(command: str) -> None:
     """Each obviously destructive command matches a rule."""
-    assert dangerous_reason(command) is not None
+    assert destructive_reason(command) is not None
 
 
 @pytest.mark.parametrize(
@@ -197,16 +198,7 @@ def test_dangerous_commands_are_recognised(command: str) -> None:
 )
 def test_ordinary_commands_are_not_refused(command: str) -> None:
     """Look-alikes of dangerous commands pass the check."""
-    assert dangerous_reason(command) is None
-
-
-@pytest.mark.anyio
-async def test_shell_exec_refuses_a_dangerous_command(tmp_path: Path) -> None:
-    """shell_exec returns an error explaining the refusal instead of running it."""
-    out = await run_tool(ShellExec(), {"command": "rm -rf /"}, make_ctx(tmp_path))
-    assert out.is_error
-    assert out.text.startswith("refused:")
-    assert "recursive delete" in out.text
+    assert destructive_reason(command) is None
 
 
 # --- read_file --------------------------------------------------------------

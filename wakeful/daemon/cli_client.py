@@ -84,6 +84,12 @@ class DaemonClient:
     def get_json(self, path: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
         return self._json(self._request("GET", path, params=params))
 
+    def get_json_list(self, path: str) -> list[dict[str, Any]]:
+        data = self._request("GET", path).json()
+        if not isinstance(data, list):
+            raise CliError(f"unexpected answer from the daemon: {data!r}")
+        return data
+
     def post_json(self, path: str, body: dict[str, Any] | None = None) -> dict[str, Any]:
         return self._json(self._request("POST", path, json=body or {}))
 

@@ -48,9 +48,12 @@ from wakeful.daemon.router import Router
 from wakeful.daemon.router.classifier import ModelClassifier
 from wakeful.daemon.store.base import Store
 from wakeful.daemon.store.factory import open_store
-from wakeful.handlers.registry import default_registry
+from wakeful.handlers.registry import ToolRegistry, default_registry
 from wakeful.llm.base import ModelProvider
 from wakeful.llm.null_provider import HOW_TO_CONFIGURE, NullProvider
+from wakeful.safety.approvals import Approval
+from wakeful.safety.assembly import Safety, approval_notice, build_safety
+from wakeful.safety.http_routes import safety_routes
 
 log = structlog.get_logger(__name__)
 
@@ -150,6 +153,8 @@ async def _start(
         outputs_max_bytes=settings.loop.outputs_max_mb * 1024 * 1024,
     )
     registrations = Registrations(tools)
+    safety = build_safety(settings.safety, store, data_dir=data_dir)
+    tools.guard_with(safety.chain)  # every call, whoever registered the tool
     gate = EventGate()
     # Phase 1: every component declares its tools, routes and views; then they freeze.
     await configure_all(
@@ -185,10 +190,14 @@ async def _start(
         output_dir=output_dir,
         outbox=outbox,
         task_views=registrations.task_views,
+        taints=safety.taints,
+        approvals=safety.approvals,
     )
     router = Router(_classifier(settings, provider))
     dispatcher = Dispatcher(store, router, feed, group, deps)
     gate.open(dispatcher.submit, outbox.deliverer.enqueue)
+    _connect_approvals(safety, dispatcher, tools, outbox, feed)
+    await group.start(safety.approvals.run)
     daemon = ApiBackend(store, dispatcher, dispatcher.sessions, feed, provider, registrations)
     # Phase 2: components run (each supervised); sessions resume once all have started.
     await run_all(components, group, registrations)
@@ -202,7 +211,7 @@ async def _start(
             *registrations.routes,
             *observability_routes(daemon, labels=settings.server.metrics_labels),
         ],
-        admin_routes=registrations.admin_routes,
+        admin_routes=[*registrations.admin_routes, *safety_routes(safety)],
         outbox=outbox,
     )
     host, port = settings.server.host_port()
@@ -230,6 +239,34 @@ async def _start(
         daemon, url, admin_token, data_dir, app.state.streams, registrations, reloadables
     )
     return running, servers[0]
+
+
+def _connect_approvals(
+    safety: Safety, dispatcher: Dispatcher, tools: ToolRegistry, outbox: Outbox, feed: Feed
+) -> None:
+    """Approved calls run in their session's context; the owner hears of new ones."""
+
+    async def run_approved(approval: Approval) -> str:
+        loop = dispatcher.sessions.get(approval.session)
+        ctx = loop.tool_context(approval.call_id, loop.user_outbox)
+        output = await tools.run_approved(approval.tool, approval.arguments, ctx)
+        return f"(error) {output.text}" if output.is_error else output.text
+
+    async def announce(approval: Approval) -> None:
+        feed.publish(approval.session, {"type": "approval", **approval.public()})
+        await outbox.notify_and_report(
+            approval.session,
+            approval_notice(approval),
+            urgency="high",
+            key=f"approval:{approval.id}",
+        )
+
+    safety.approvals.connect(
+        submit=dispatcher.submit_internal,
+        run_approved=run_approved,
+        announce=announce,
+        count_denial=safety.breaker.count_denial,
+    )
 
 
 def _classifier(settings: Settings, provider: ModelProvider) -> ModelClassifier | None:

@@ -153,6 +153,9 @@ PLACEHOLDERS = Counter(
     "wakeful_placeholders_total", "Placeholder tool results written, by session."
 )
 TOOL_CALLS = Counter("wakeful_tool_calls_total", "Tool calls finished, by tool and outcome.")
+POLICY_VERDICTS = Counter(
+    "wakeful_policy_verdicts_total", "The safety policy's verdicts on tool calls, by step."
+)
 COMPONENT_CRASHES = Counter(
     "wakeful_component_crashes_total", "Component run() failures (restarted), by component."
 )

@@ -11,7 +11,7 @@ import copy
 import dataclasses
 import json
 import re
-from typing import Any
+from typing import Any, Protocol
 
 import anyio
 import structlog
@@ -36,6 +36,18 @@ _NET_LINES = 1000
 _NET_CHARS = 60_000
 
 
+class CallPolicy(Protocol):
+    """What every call passes before and after it runs (wakeful/safety/chain.py)."""
+
+    async def prepare(self, ctx: ToolContext) -> ToolContext: ...
+
+    async def admit(
+        self, tool: Tool, args: BaseModel, raw_arguments: str, ctx: ToolContext
+    ) -> ToolOutput | None: ...
+
+    async def observe(self, tool: Tool, output: ToolOutput, ctx: ToolContext) -> None: ...
+
+
 class ToolRegistry:
     """Tools by name, in registration order (so definitions are byte-stable)."""
 
@@ -50,6 +62,11 @@ class ToolRegistry:
         self._outputs_max_bytes = outputs_max_bytes
         self._definitions: dict[bool, list[dict[str, Any]]] = {}
         self._frozen = False
+        self._policy: CallPolicy | None = None
+
+    def guard_with(self, policy: CallPolicy) -> None:
+        """Every call from now on passes ``policy`` (the daemon sets it once, at start)."""
+        self._policy = policy
 
     def freeze(self) -> None:
         """No more tools: a session's tool list must not change under its prompt cache."""
@@ -85,7 +102,18 @@ class ToolRegistry:
         return copy.deepcopy(self._definitions[read_only])
 
     async def execute(self, name: str, raw_arguments: str, ctx: ToolContext) -> ToolOutput:
-        """Validate and run one tool call; every failure becomes an error result."""
+        """Validate one tool call, pass it through the policy, run it; every failure
+        becomes an error result."""
+        return await self._execute(name, raw_arguments, ctx, checked=False)
+
+    async def run_approved(self, name: str, raw_arguments: str, ctx: ToolContext) -> ToolOutput:
+        """Run a call the owner approved: the policy already ruled on exactly these
+        arguments, so it is not asked again (its result still taints)."""
+        return await self._execute(name, raw_arguments, ctx, checked=True)
+
+    async def _execute(
+        self, name: str, raw_arguments: str, ctx: ToolContext, *, checked: bool
+    ) -> ToolOutput:
         tool = self._tools.get(name)
         if tool is None:
             available = ", ".join(self._tools) or "(none)"
@@ -95,6 +123,32 @@ class ToolRegistry:
         parsed = parse_arguments(tool, raw_arguments)
         if isinstance(parsed, ToolOutput):
             return parsed
+        if self._policy is not None:
+            ctx = await self._policy.prepare(ctx)
+            if not checked:
+                refused = await self._admit(self._policy, tool, parsed, raw_arguments, ctx)
+                if refused is not None:
+                    return refused
+        output = await self._run(tool, parsed, ctx)
+        if self._policy is not None:
+            await self._policy.observe(tool, output, ctx)
+        return output
+
+    async def _admit(
+        self, policy: CallPolicy, tool: Tool, args: BaseModel, raw: str, ctx: ToolContext
+    ) -> ToolOutput | None:
+        try:
+            return await policy.admit(tool, args, raw, ctx)
+        except Exception as exc:  # fail closed: a policy that cannot decide does not allow
+            log.exception("safety policy failed", tool=tool.name, call_id=ctx.call_id)
+            return ToolOutput(
+                f"{tool.name} was not run: the safety policy could not decide "
+                f"({type(exc).__name__}: {exc}). Try again later or tell the user.",
+                is_error=True,
+            )
+
+    async def _run(self, tool: Tool, parsed: BaseModel, ctx: ToolContext) -> ToolOutput:
+        name = tool.name
         timeout_s = tool.timeout_s if tool.timeout_s is not None else self._default_timeout_s
         # move_on_after rather than fail_after: a TimeoutError raised inside the
         # tool is then a tool failure, not mistaken for our deadline.

@@ -20,6 +20,8 @@ from wakeful.daemon.outbox.service import Outbox
 from wakeful.daemon.store.base import Store, StoredEvent
 from wakeful.events import Event
 from wakeful.llm.base import ModelProvider
+from wakeful.safety.approvals import Approvals
+from wakeful.safety.session_taint import SessionTaints
 
 
 class BatchGate(Protocol):
@@ -50,6 +52,9 @@ class LoopDeps:
     # Components' task views (background shell tasks, …), added at start-up.
     task_views: list[SessionTaskViews] = field(default_factory=list)
     model_health: ModelHealth = field(default_factory=ModelHealth)  # read by the status
+    # Where the session's taint is kept (None in tests that build a bare loop).
+    taints: SessionTaints | None = None
+    approvals: Approvals | None = None  # the pending ones are shown in the status bar
 
 
 @dataclass

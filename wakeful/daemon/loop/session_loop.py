@@ -154,6 +154,8 @@ class SessionLoop:
         if batch and self.gate is not None:
             batch = await self.gate.admit(batch)  # counts the attempt; drops poison
         if batch:
+            if self.deps.taints is not None:  # before: a crash can leave it tainted, never clean
+                await self.deps.taints.mark_events(self.session, [s.event for s in batch])
             try:
                 await self.writer.append_queued_batch(batch)
             except ConsumeConflict as exc:
@@ -239,6 +241,10 @@ class SessionLoop:
             running_tasks=self.all_tasks.running(),
             timers=[t for t in self.all_tasks.list_tasks() if t.get("kind") == "timer"],
             pending_events=pending,
+            taint=await self.deps.taints.get(self.session) if self.deps.taints else None,
+            approvals=[a.public() for a in await self.deps.approvals.pending(self.session)]
+            if self.deps.approvals
+            else (),
         )
         system = {"role": "system", "content": self.deps.system_prompt}
         return ModelRequest(

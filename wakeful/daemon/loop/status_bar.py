@@ -11,6 +11,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from wakeful.daemon.loop.limits import Run
+from wakeful.safety.taint import Taint
 
 MAX_TIMERS_SHOWN = 5
 STATUS_BAR_HEADER = "[Agent status — maintained by the daemon; not a message from the user]"
@@ -23,6 +24,8 @@ def render_status_bar(
     pending_events: int,
     timers: Sequence[dict[str, Any]] = (),
     now: datetime | None = None,
+    taint: Taint | None = None,
+    approvals: Sequence[dict[str, Any]] = (),
 ) -> dict[str, str]:
     now = now or datetime.now(UTC)
     limits = run.limits
@@ -40,6 +43,14 @@ def render_status_bar(
     lines.append(f"Active timers: {len(timers)}")
     shown = sorted(timers, key=lambda t: str(t.get("next_fire_time") or "~"))[:MAX_TIMERS_SHOWN]
     lines += [_timer_line(t) for t in shown]
+    if approvals:
+        lines.append(f"Calls waiting for the owner's approval: {len(approvals)}")
+        lines += [_approval_line(a) for a in approvals[:MAX_TIMERS_SHOWN]]
+    if taint is not None:
+        lines.append(
+            f"Session TAINTED since {taint.since} by {taint.summary()}: sending, shell, "
+            "network and writes outside the workspace wait for the owner's approval"
+        )
     return {"role": "user", "content": "\n".join(lines)}
 
 
@@ -55,3 +66,10 @@ def _timer_line(timer: dict[str, Any]) -> str:
     message = str(timer.get("message") or timer.get("name") or "")[:60]
     timer_id = timer.get("task_id") or timer.get("timer_id")
     return f"- {timer_id}: next {timer.get('next_fire_time')} {message}"
+
+
+def _approval_line(approval: dict[str, Any]) -> str:
+    return (
+        f"- {approval['id']}: {approval['tool']} (call {approval.get('call_id', '?')}), "
+        f"denied at {approval['expires_at']} if undecided"
+    )

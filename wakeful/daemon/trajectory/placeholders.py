@@ -62,3 +62,18 @@ def missing_result_placeholder(*, tool: str, call_id: str) -> str:
 
 def tool_message(call_id: str, text: str) -> dict[str, str]:
     return {"role": "tool", "tool_call_id": call_id, "content": text}
+
+
+def awaiting_approval_placeholder(
+    *, tool: str, call_id: str, approval_id: str, reason: str, requested_at: str, expires_at: str
+) -> str:
+    """For a call the policy chain holds for the owner's approval. The decision comes
+    as an ``approval.decided`` event and the outcome as a ``tool.result`` event; the
+    approvals service, not the restart's late-result check, pays it."""
+    return (
+        f"{PLACEHOLDER_MARK} {tool} (call {call_id}) has not run: it is waiting for the "
+        f"owner's approval {approval_id}, requested at {requested_at}, because {reason}. "
+        f"The decision arrives as a new event (approval.decided, then a tool.result event "
+        f"for call {call_id}); if nobody decides by {expires_at} it is denied. Do not assume "
+        f"it ran, and do not call it again meanwhile."
+    )

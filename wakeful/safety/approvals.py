@@ -1,0 +1,429 @@
+"""Approvals: a call that needs the owner's yes waits as a durable record, not a blocked loop.
+
+The chain files a :class:`Approval` and the call's tool message becomes an
+honest placeholder; the loop goes on. The owner decides (web page, chat,
+CLI, HTTP) or the approval times out into the conservative choice, deny.
+Either way the outcome re-enters the session as events through the
+machinery rule 3 already has: an ``approval.decided`` event and a
+``tool.result`` event that pays the placeholder (same id as a late result,
+so the store's dedup keeps exactly one).
+
+An approved call runs exactly once, even across a restart: its record moves
+pending → approved → running → done in the store, and a start-up finds an
+``approved`` record and runs it, a ``running`` one (killed mid-call) and
+reports it lost rather than running it twice.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import asdict, dataclass, replace
+from datetime import UTC, datetime, timedelta
+from enum import StrEnum
+from typing import Any
+
+import anyio
+import structlog
+from anyio.abc import TaskStatus
+
+from wakeful.daemon.store.base import ChannelState
+from wakeful.events import Event
+
+log = structlog.get_logger(__name__)
+
+KEY_PREFIX = "approval:"
+# Decided records are kept this long for ?all=1 and the audit, then dropped.
+KEEP_DECIDED_S = 7 * 24 * 3600
+
+
+class ApprovalState(StrEnum):
+    PENDING = "pending"
+    APPROVED = "approved"  # decided yes; not started yet
+    RUNNING = "running"  # the approved call is executing
+    DONE = "done"  # the approved call finished and its result was reported
+    DENIED = "denied"
+    TIMED_OUT = "timeout"
+
+
+DECIDED = frozenset({ApprovalState.DONE, ApprovalState.DENIED, ApprovalState.TIMED_OUT})
+
+
+@dataclass(frozen=True)
+class Approval:
+    id: str  # short, typeable in chat: "approve k3f9z2qp"
+    session: str
+    call_id: str
+    tool: str
+    arguments: str  # as the model sent them (JSON text); shown, never re-interpreted
+    reason: str
+    tainted_by: str | None
+    requested_at: str
+    expires_at: str
+    state: ApprovalState = ApprovalState.PENDING
+    decision: str | None = None  # approve | deny | timeout
+    decided_by: str | None = None
+    decided_reason: str | None = None
+    decided_at: str | None = None
+    outcome: str | None = None  # the text the tool.result carried
+    reported: bool = False  # the decision's events are in the store
+    announced: bool = False  # the owner was told it waits (chat, web page)
+
+    def public(self) -> dict[str, Any]:
+        """The shape of ``GET /api/approvals`` and the CLI."""
+        try:
+            arguments: Any = json.loads(self.arguments) if self.arguments.strip() else {}
+        except ValueError:
+            arguments = self.arguments
+        data: dict[str, Any] = {
+            "id": self.id,
+            "session": self.session,
+            "tool": self.tool,
+            "call_id": self.call_id,
+            "arguments": arguments,
+            "reason": self.reason,
+            "tainted_by": self.tainted_by,
+            "requested_at": self.requested_at,
+            "expires_at": self.expires_at,
+            "state": "pending" if self.state is ApprovalState.PENDING else "decided",
+        }
+        if self.decision is not None:
+            data.update(
+                decision=self.decision,
+                decided_by=self.decided_by,
+                decided_reason=self.decided_reason,
+                decided_at=self.decided_at,
+            )
+        return data
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self))
+
+    @classmethod
+    def from_json(cls, raw: str) -> Approval:
+        data = json.loads(raw)
+        data["state"] = ApprovalState(data["state"])
+        return cls(**data)
+
+
+def approval_id(session: str, call_id: str) -> str:
+    """Stable per call: filing the same call twice (a retried step) is one approval."""
+    digest = hashlib.sha256(f"{session}\0{call_id}".encode()).digest()
+    return base64.b32encode(digest)[:8].decode().lower()
+
+
+class DecideOutcome(StrEnum):
+    DECIDED = "decided"
+    UNKNOWN = "unknown"  # no such approval
+    ALREADY = "already"  # decided before; the first decision stands
+
+
+# Runs an approved call (the registry, without the chain) and returns its result text.
+RunApproved = Callable[[Approval], Awaitable[str]]
+Submit = Callable[[Event], Awaitable[object]]
+# Tells the owner an approval waits (chat notification, web feed).
+Announce = Callable[[Approval], Awaitable[None]]
+# Counts an owner's denial towards the session's breaker.
+CountDenial = Callable[[str], Awaitable[object]]
+
+
+def _iso(moment: datetime) -> str:
+    return moment.astimezone(UTC).isoformat(timespec="seconds")
+
+
+class Approvals:
+    """Files, lists, decides and times out approvals; runs approved calls once."""
+
+    def __init__(self, state: ChannelState, *, timeout_s: float) -> None:
+        self._state = state
+        self.timeout_s = timeout_s
+        self._submit: Submit | None = None
+        self._run_approved: RunApproved | None = None
+        self._announce: Announce | None = None
+        self._count_denial: CountDenial | None = None
+        self._changed = anyio.Event()
+        self._lock = anyio.Lock()  # one decision at a time: the first one stands
+        self._group: anyio.abc.TaskGroup | None = None
+
+    def connect(
+        self,
+        *,
+        submit: Submit,
+        run_approved: RunApproved,
+        announce: Announce | None = None,
+        count_denial: CountDenial | None = None,
+    ) -> None:
+        """The daemon's parts it needs, known only once the dispatcher exists."""
+        self._submit = submit
+        self._run_approved = run_approved
+        self._announce = announce
+        self._count_denial = count_denial
+
+    # -- filing ----------------------------------------------------------------
+
+    async def request(
+        self,
+        *,
+        session: str,
+        call_id: str,
+        tool: str,
+        arguments: str,
+        reason: str,
+        tainted_by: str | None,
+    ) -> Approval:
+        identifier = approval_id(session, call_id)
+        existing = await self.get(identifier)
+        if existing is not None:
+            return existing
+        now = datetime.now(UTC)
+        approval = Approval(
+            id=identifier,
+            session=session,
+            call_id=call_id,
+            tool=tool,
+            arguments=arguments,
+            reason=reason,
+            tainted_by=tainted_by,
+            requested_at=_iso(now),
+            expires_at=_iso(now + timedelta(seconds=self.timeout_s)),
+        )
+        await self._save(approval)
+        log.warning(
+            "approval needed", approval_id=identifier, tool=tool, session=session, reason=reason
+        )
+        self._changed.set()  # the supervised task tells the owner, not the tool call
+        return approval
+
+    # -- reading ---------------------------------------------------------------
+
+    async def get(self, identifier: str) -> Approval | None:
+        raw = await self._state.get_state(KEY_PREFIX + identifier.strip().lower())
+        return Approval.from_json(raw) if raw else None
+
+    async def all(self) -> list[Approval]:
+        found = [
+            Approval.from_json(raw) for raw in (await self._state.states_under(KEY_PREFIX)).values()
+        ]
+        return sorted(found, key=lambda a: (a.requested_at, a.id))
+
+    async def pending(self, session: str | None = None) -> list[Approval]:
+        return [
+            a
+            for a in await self.all()
+            if a.state is ApprovalState.PENDING and (session is None or a.session == session)
+        ]
+
+    # -- deciding --------------------------------------------------------------
+
+    async def decide(
+        self, identifier: str, decision: str, *, reason: str = "", by: str = "owner"
+    ) -> tuple[DecideOutcome, Approval | None]:
+        """``decision`` is "approve" or "deny"; the first decision stands."""
+        if decision not in ("approve", "deny"):
+            raise ValueError(f'decision must be "approve" or "deny", got {decision!r}')
+        async with self._lock:
+            approval = await self.get(identifier)
+            if approval is None:
+                return DecideOutcome.UNKNOWN, None
+            if approval.state is not ApprovalState.PENDING:
+                return DecideOutcome.ALREADY, approval
+            decided = replace(
+                approval,
+                state=ApprovalState.APPROVED if decision == "approve" else ApprovalState.DENIED,
+                decision=decision,
+                decided_by=by,
+                decided_reason=reason.strip() or None,
+                decided_at=_iso(datetime.now(UTC)),
+            )
+            await self._save(decided)
+        log.info("approval decided", approval_id=decided.id, decision=decision, by=by)
+        if decision == "deny" and self._count_denial is not None:
+            await self._count_denial(decided.session)
+        self._changed.set()
+        return DecideOutcome.DECIDED, decided
+
+    # -- the supervised task ---------------------------------------------------
+
+    async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        """Times out pending approvals and carries out decisions, also those a
+        restart interrupted; owned by the daemon's task group."""
+        async with anyio.create_task_group() as group:
+            self._group = group
+            await self._settle_after_restart()
+            task_status.started()
+            while True:
+                self._changed = anyio.Event()
+                await self._carry_out_decisions(group)
+                await self.forget_old()
+                wait_s = await self._time_out_expired()
+                with anyio.move_on_after(wait_s):
+                    await self._changed.wait()
+
+    async def _settle_after_restart(self) -> None:
+        for approval in await self.all():
+            if approval.state is ApprovalState.RUNNING:
+                text = (
+                    f"lost: the daemon stopped while the approved {approval.tool} call ran, so "
+                    "its outcome is unknown. It may have partially executed — verify its "
+                    "effects before retrying. It was not run a second time."
+                )
+                await self._finish(approval, ApprovalState.DONE, text)
+
+    async def _carry_out_decisions(self, group: anyio.abc.TaskGroup) -> None:
+        for approval in await self.all():
+            if approval.state is ApprovalState.PENDING and not approval.announced:
+                await self._tell_owner(approval)
+            elif approval.state is ApprovalState.APPROVED:
+                running = replace(approval, state=ApprovalState.RUNNING)
+                await self._save(running)  # before it starts: a restart never runs it twice
+                group.start_soon(self._execute, running, name=f"approved {approval.id}")
+            elif approval.state is ApprovalState.DENIED and not approval.reported:
+                why = f": {approval.decided_reason}" if approval.decided_reason else ""
+                text = (
+                    f"denied by the owner{why}. {approval.tool} was not run. Do not retry it; "
+                    "ask the user if something else should be done."
+                )
+                await self._finish(approval, ApprovalState.DENIED, text)
+            elif approval.state in DECIDED and not approval.reported:
+                await self._report(approval)
+
+    async def _tell_owner(self, approval: Approval) -> None:
+        if self._announce is not None:
+            try:
+                await self._announce(approval)
+            except Exception:  # best effort: the web page, CLI and API still show it
+                log.exception("could not announce an approval", approval_id=approval.id)
+        async with self._lock:  # a decision may have come meanwhile: keep it
+            current = await self.get(approval.id)
+            if current is not None:
+                await self._save(replace(current, announced=True))
+
+    async def _execute(self, approval: Approval) -> None:
+        assert self._run_approved is not None, "Approvals.connect() was not called"
+        started = time.monotonic()
+        try:
+            result = await self._run_approved(approval)
+        except Exception as exc:  # the registry turns tool faults into results; this is ours
+            log.exception("approved call failed to run", approval_id=approval.id)
+            result = f"the approved call could not be run: {type(exc).__name__}: {exc}"
+        took = time.monotonic() - started
+        text = f"approved by the owner and run once ({took:.1f} s). Its result:\n{result}"
+        with anyio.CancelScope(shield=True):
+            await self._finish(approval, ApprovalState.DONE, text)
+
+    async def _time_out_expired(self) -> float:
+        """Deny what expired; seconds until the next expiry (or a long wait)."""
+        now = datetime.now(UTC)
+        next_s = 3600.0
+        for approval in await self.pending():
+            expires = datetime.fromisoformat(approval.expires_at)
+            if expires <= now:
+                async with self._lock:
+                    current = await self.get(approval.id)
+                    if current is None or current.state is not ApprovalState.PENDING:
+                        continue
+                    timed_out = replace(
+                        current,
+                        state=ApprovalState.TIMED_OUT,
+                        decision="timeout",
+                        decided_by="timeout",
+                        decided_at=_iso(now),
+                    )
+                    await self._save(timed_out)
+                text = (
+                    f"approval timed out after {self.timeout_s:g} s: denied. {approval.tool} "
+                    "was not run. Ask the user again if it is still needed."
+                )
+                log.info("approval timed out", approval_id=approval.id)
+                await self._finish(timed_out, ApprovalState.TIMED_OUT, text)
+            else:
+                next_s = min(next_s, (expires - now).total_seconds())
+        return max(0.05, next_s)
+
+    async def _finish(self, approval: Approval, state: ApprovalState, text: str) -> None:
+        finished = replace(approval, state=state, outcome=text)
+        await self._save(finished)
+        await self._report(finished)
+
+    async def _report(self, approval: Approval) -> None:
+        """The decision and the call's outcome, as events (deduplicated by id)."""
+        assert self._submit is not None, "Approvals.connect() was not called"
+        try:
+            await self._submit(decided_event(approval))
+            await self._submit(outcome_event(approval))
+        except Exception:
+            log.exception("could not report an approval's outcome; retrying", id=approval.id)
+            return  # stays unreported: the next pass retries
+        await self._save(replace(approval, reported=True))
+
+    async def _save(self, approval: Approval) -> None:
+        await self._state.put_state(KEY_PREFIX + approval.id, approval.to_json())
+
+    async def forget_old(self) -> int:
+        """Drop decided records older than KEEP_DECIDED_S; returns how many."""
+        cutoff = datetime.now(UTC) - timedelta(seconds=KEEP_DECIDED_S)
+        dropped = 0
+        for approval in await self.all():
+            old = approval.decided_at and datetime.fromisoformat(approval.decided_at) < cutoff
+            if approval.state in DECIDED and approval.reported and old:
+                await self._state.put_state(KEY_PREFIX + approval.id, None)
+                dropped += 1
+        return dropped
+
+
+def decided_event(approval: Approval) -> Event:
+    by = approval.decided_by or "owner"
+    verb = {"approve": "approved", "deny": "denied", "timeout": "let time out"}.get(
+        approval.decision or "", "decided"
+    )
+    who = (
+        "Nobody decided in time: it was denied"
+        if approval.decision == "timeout"
+        else (f"The owner {verb} it")
+    )
+    why = f" ({approval.decided_reason})" if approval.decided_reason else ""
+    return Event.parse(
+        {
+            "id": f"approval:{approval.id}",
+            "kind": "approval.decided",
+            "source": {
+                "type": "user" if by != "timeout" else "system",
+                "principal": by,
+                "trusted": True,
+            },
+            "channel": "approvals",
+            "content": {
+                "text": f"Approval {approval.id} for {approval.tool} (call {approval.call_id}): "
+                f"{who}{why}.",
+                "data": {
+                    "approval_id": approval.id,
+                    "decision": approval.decision,
+                    "tool": approval.tool,
+                    "call_id": approval.call_id,
+                },
+            },
+            "context": {"related_call_id": approval.call_id, "tool_name": approval.tool},
+            "session": approval.session,
+        }
+    )
+
+
+def outcome_event(approval: Approval) -> Event:
+    """The ``tool.result`` that pays the call's placeholder (the late-result id)."""
+    return Event.parse(
+        {
+            "id": f"tool:{approval.session}:{approval.call_id}",
+            "kind": "tool.result",
+            "source": {"type": "system", "principal": "wakeful", "trusted": True},
+            "channel": f"tool:{approval.tool}",
+            "content": {
+                "text": approval.outcome or "",
+                "data": {"approval_id": approval.id, "decision": approval.decision},
+            },
+            "context": {"related_call_id": approval.call_id, "tool_name": approval.tool},
+            "session": approval.session,
+        }
+    )

@@ -1,0 +1,74 @@
+"""The daemon's safety parts, built once from ``[safety]`` and connected at start.
+
+Kept in one place so the lifespan only says "build the policy, guard the
+registry, run the approvals".
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from wakeful.daemon.store.base import ChannelState
+from wakeful.safety.allowlist_step import Allowlist
+from wakeful.safety.approvals import Approval, Approvals
+from wakeful.safety.breaker import DenialBreaker
+from wakeful.safety.chain import PolicyChain
+from wakeful.safety.config import SafetySection
+from wakeful.safety.confine_step import WorkspaceConfinement
+from wakeful.safety.reviewer_step import RuleReviewer
+from wakeful.safety.ruling import PolicyStep
+from wakeful.safety.session_taint import SessionTaints
+from wakeful.safety.taint_gate_step import TaintGate
+
+
+@dataclass(frozen=True)
+class Safety:
+    chain: PolicyChain
+    approvals: Approvals
+    taints: SessionTaints
+    breaker: DenialBreaker
+
+
+def build_safety(
+    settings: SafetySection,
+    state: ChannelState,
+    *,
+    data_dir: Path,
+    extra_steps: list[PolicyStep] | None = None,
+) -> Safety:
+    taints = SessionTaints(state)
+    breaker = DenialBreaker(state, trip_after=settings.breaker_denials)
+    approvals = Approvals(state, timeout_s=settings.approval_timeout_s)
+    steps: list[PolicyStep] = [
+        WorkspaceConfinement(),
+        Allowlist(
+            email_allow=settings.email_allow,
+            http_allow=settings.http_allow,
+            shell_allow=settings.shell_allow,
+        ),
+        TaintGate(),
+        RuleReviewer(daemon_dirs=[data_dir, Path("/etc/wakeful")]),
+        *(extra_steps or []),
+    ]
+    chain = PolicyChain(steps, taints=taints, breaker=breaker, approvals=approvals)
+    return Safety(chain=chain, approvals=approvals, taints=taints, breaker=breaker)
+
+
+def approval_notice(approval: Approval) -> str:
+    """What the owner is told in chat when a call waits for them."""
+    arguments = (
+        approval.arguments if len(approval.arguments) <= 600 else (approval.arguments[:600] + "…")
+    )
+    tainted = (
+        f"\nThe session read untrusted input: {approval.tainted_by}"
+        if (approval.tainted_by)
+        else ""
+    )
+    return (
+        f"Approval needed ({approval.id}) in session {approval.session}: {approval.tool} "
+        f"{arguments}\nWhy: {approval.reason}{tainted}\n"
+        f'Reply "approve {approval.id}" or "deny {approval.id} <reason>" '
+        f"(or wakeful approve {approval.id}); it is denied at {approval.expires_at} if "
+        "nobody decides."
+    )
