@@ -86,8 +86,9 @@ async def test_approving_runs_the_call_exactly_once_and_pays_the_placeholder(
             "expires_at",
         }  # fmt: skip
         placeholder = (await h.trajectory())[-2]
-        assert placeholder["role"] == "tool" and "waiting for the owner's approval" in (
-            placeholder["content"]
+        assert (
+            placeholder["role"] == "tool"
+            and "waiting for the owner's approval" in (placeholder["content"])
         )
 
         model_server.push(text_reply("done"))

@@ -51,7 +51,7 @@ from wakeful.daemon.store.factory import open_store
 from wakeful.handlers.registry import ToolRegistry, default_registry
 from wakeful.llm.base import ModelProvider
 from wakeful.llm.null_provider import HOW_TO_CONFIGURE, NullProvider
-from wakeful.safety.approvals import Approval
+from wakeful.safety.approvals import Approval, notice_key
 from wakeful.safety.assembly import Safety, approval_notice, build_safety
 from wakeful.safety.http_routes import safety_routes
 
@@ -166,6 +166,7 @@ async def _start(
         registrations=registrations,
         gate=gate,
         resources=resources,
+        approvals=safety.approvals,
     )
     # Every message that leaves the agent goes through the outbox to its channel: the
     # daemon's own web/CLI chat, and whatever channels the components declared.
@@ -258,7 +259,7 @@ def _connect_approvals(
             approval.session,
             approval_notice(approval),
             urgency="high",
-            key=f"approval:{approval.id}",
+            key=notice_key(approval.id),
         )
 
     safety.approvals.connect(

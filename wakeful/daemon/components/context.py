@@ -37,6 +37,7 @@ from wakeful.daemon.store.base import ChannelState, Cursor, Store
 from wakeful.events import Event
 from wakeful.handlers.base import Tool
 from wakeful.handlers.registry import ToolRegistry
+from wakeful.safety.approvals import Approvals
 
 
 class Submit(Protocol):
@@ -134,6 +135,8 @@ class ComponentSetup:
     # Through the outbox (exactly once per key), sent by its delivery task (this call
     # never waits on the channel); refused until the run phase, like submit.
     send_message: SendMessage
+    # The owner's decisions on waiting tool calls (chat buttons, "approve <id>").
+    approvals: Approvals
 
     @property
     def state(self) -> ChannelState:

@@ -29,6 +29,7 @@ from wakeful.daemon.config import Settings
 from wakeful.daemon.exception_groups import describe_failure, holds
 from wakeful.daemon.feed import Feed
 from wakeful.daemon.store.base import Store
+from wakeful.safety.approvals import Approvals
 
 log = structlog.get_logger(__name__)
 
@@ -46,6 +47,7 @@ async def configure_all(
     registrations: Registrations,
     gate: EventGate,
     resources: AsyncExitStack,
+    approvals: Approvals,
 ) -> None:
     """Phase 1 for every component, in order; then nothing more may be declared."""
     for component in components:
@@ -59,6 +61,7 @@ async def configure_all(
             resources=resources,
             submit=gate.for_component(component.name),
             send_message=gate.sender_for(component.name),
+            approvals=approvals,
         )
         await component.configure(setup)
     registrations.frozen = True
