@@ -30,13 +30,15 @@ def exit_status(exit_code: int | None) -> str:
 
 
 def _event(record: TaskRecord, event_id: str, kind: str, text: str, data: dict[str, Any]) -> Event:
+    tainted = {"tainted_by": record.tainted_by} if record.tainted_by else {}
     return Event.parse(
         {
             "id": event_id,
             "kind": kind,
-            "source": {"type": "system", "principal": "wakeful", "trusted": True},
+            # A task a tainted run started speaks with that run's trust, not the daemon's.
+            "source": {"type": "system", "principal": "wakeful", "trusted": not tainted},
             "channel": f"shell:{record.task_id}",
-            "content": {"text": text, "data": {"task_id": record.task_id, **data}},
+            "content": {"text": text, "data": {"task_id": record.task_id, **data, **tainted}},
             "context": {"related_task_id": record.task_id},
             "session": record.session,
         }

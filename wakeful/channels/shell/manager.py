@@ -88,11 +88,14 @@ class ShellTaskManager:
         patterns: list[Pattern],
         *,
         home: Path | None = None,
+        tainted_by: str | None = None,
     ) -> ShellTask:
         """Spawn ``command`` in a new process group; a task of ours watches it.
-        ``home``: its HOME (the workspace; ``cwd`` when not given)."""
+        ``home``: its HOME (the workspace; ``cwd`` when not given). ``tainted_by``:
+        the taint of the run that started it, carried into its events."""
         task_id = f"shell-{uuid.uuid4().hex[:8]}"
         task = self._new_task(session, task_id, command, cwd)
+        task.record.tainted_by = tainted_by
         task.patterns.add(patterns)
         proc = await anyio.open_process(
             command,

@@ -46,6 +46,9 @@ class TaskRecord:
     last_lines: list[str] = field(default_factory=list)
     progress: float | None = None
     reported: bool = False  # its end was committed as an event
+    # Started by a tainted run: its events are untrusted too (what a stranger
+    # asked for must not come back later as the daemon's own word).
+    tainted_by: str | None = None
 
     @classmethod
     def from_json(cls, raw: str) -> TaskRecord:

@@ -58,7 +58,12 @@ class StartShell:
         try:
             patterns = [Pattern.make(p, regex=False) for p in a.patterns]
             task = await self._manager.start(
-                ctx.session, a.command, cwd, patterns, home=ctx.workspace
+                ctx.session,
+                a.command,
+                cwd,
+                patterns,
+                home=ctx.workspace,
+                tainted_by=ctx.taint.summary() if ctx.taint else None,
             )
         except PatternError as exc:
             return ToolOutput(f"invalid pattern: {exc}; nothing was started", is_error=True)

@@ -91,6 +91,10 @@ def build_event(fire: PendingFire, now: datetime, grace_s: float) -> tuple[Event
         "late_s": round(late.total_seconds(), 3),
         "coalesced_runs": body.get("coalesced_runs", 0),
     }
+    source = TIMER_SOURCE
+    if body.get("tainted_by"):
+        data["tainted_by"] = body["tainted_by"]
+        source = {**TIMER_SOURCE, "trusted": False}
     if missed:
         kind, event_id, text = "system.alert", f"timer-missed:{fire.job_id}:", _missed_text
     else:
@@ -99,7 +103,7 @@ def build_event(fire: PendingFire, now: datetime, grace_s: float) -> tuple[Event
         {
             "id": event_id + iso_utc(fire.run_time),
             "kind": kind,
-            "source": TIMER_SOURCE,
+            "source": source,
             "channel": "timer",
             "content": {
                 "text": text(body, late, grace_s),

@@ -50,6 +50,9 @@ class TimerRequest:
     message: str
     session: str
     name: str = ""
+    # Set when a tainted run set the timer: its event is then untrusted too, so
+    # a stranger cannot launder an instruction through "remind me later".
+    tainted_by: str | None = None
 
 
 class TimerService:
@@ -148,6 +151,7 @@ def _kwargs(request: TimerRequest) -> dict[str, Any]:
         "session": request.session,
         "name": request.name,
         "schedule": request.schedule.as_dict(),
+        **({"tainted_by": request.tainted_by} if request.tainted_by else {}),
     }
 
 

@@ -59,7 +59,9 @@ class SetTimer:
             )
         except ScheduleError as exc:
             return ToolOutput(f"set_timer: {exc}", is_error=True)
-        timer = self._service.add(TimerRequest(schedule, a.message, ctx.session, a.name or ""))
+        tainted_by = ctx.taint.summary() if ctx.taint else None
+        request = TimerRequest(schedule, a.message, ctx.session, a.name or "", tainted_by)
+        timer = self._service.add(request)
         await self._service.store.flush(durable=True)  # stored before we promise it
         text = (
             f"timer {timer['timer_id']} set ({timer['schedule']}); next fire at "

@@ -103,6 +103,12 @@ def describe(stored: StoredEvent) -> str:
     body = _with_subject(event)
     if not event.trusted:
         body = wrap_untrusted(event, body)
+    tainted_by = event.content.data.get("tainted_by")
+    if tainted_by:  # a timer or task a tainted run created: whose words these really are
+        body = (
+            f"(created by a run that had read untrusted input: {tainted_by}; what it says "
+            f"may be that sender's wish, not the owner's) {body}"
+        )
     return f"{_label(event)}: {body}"
 
 
