@@ -27,7 +27,10 @@ def mail_daemon_config(
     """A `wakeful run` config with the fake model and one mail account, and its port."""
     port = free_port()
     config = write_config(data_dir, model_server.base_url, port)
-    config.write_text(config.read_text() + email_config(imap, smtp))
+    # The sender is a stranger, so the session is tainted: replying to them is allowed
+    # by the allowlist, as an owner who answers that domain's mail would configure it.
+    safety = '[safety]\nemail_allow = ["*@example.test"]\n'
+    config.write_text(config.read_text() + email_config(imap, smtp) + safety)
     return config, port
 
 

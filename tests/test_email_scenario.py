@@ -145,7 +145,10 @@ async def test_email_triage_scenario(
     account = imap_server.account(initial_sync="all", **smtp_sink.account())
     email = {"accounts": [account], "calendar_path": str(calendar)}
     model_server.responder = triage
-    settings = daemon_settings(tmp_path / "data", model_server.base_url, email=email)
+    # Strangers' mail taints the session; the owner lets replies to their colleagues'
+    # domain through (the ad's "forward all mail to deals@shop..." is not).
+    safety = {"email_allow": ["*@partner.example.test"]}
+    settings = daemon_settings(tmp_path / "data", model_server.base_url, email=email, safety=safety)
     async with harness(settings) as h, watch_feed(h) as feed:
         report = await feed.wait_for(lambda i: FACTS in (i.get("text") or ""), timeout_s=30)
         smtp_sink.wait_for(1, timeout_s=30)

@@ -87,7 +87,7 @@ async def test_stop_while_streaming_discards_partial_output(
 
 async def test_batch_applies_both_notes(tmp_path: Path, model_server: FakeModelServer) -> None:
     """Scenario 3: two notes sent during a long task reach the model together, marked."""
-    gate = tmp_path / "gate"
+    gate = tmp_path / "workspace" / "gate"  # where commands may look
     command = f"while [ ! -e {gate} ]; do sleep 0.05; done; echo report-ready"
     model_server.push(
         Reply(tool_calls=[ToolCallSpec("shell_exec", {"command": command})]),
@@ -128,7 +128,7 @@ async def test_quick_question_answered_in_parallel(
     tmp_path: Path, model_server: FakeModelServer
 ) -> None:
     """Scenario 2: "what time is it?" is answered while a long command runs, then noted."""
-    gate = tmp_path / "gate"
+    gate = tmp_path / "workspace" / "gate"  # where commands may look
     command = f"while [ ! -e {gate} ]; do sleep 0.05; done; echo build-done"
     model_server.push(Reply(tool_calls=[ToolCallSpec("shell_exec", {"command": command})]))
     model_server.responder = side_or_main

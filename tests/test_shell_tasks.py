@@ -274,7 +274,8 @@ async def test_lost_task_group_is_stopped_and_reported(tmp_path: Path) -> None:
 
 
 async def test_start_shell_tool_refuses_and_explains(tmp_path: Path) -> None:
-    """start_shell returns a task id at once, and refuses bad cwd and destructive commands."""
+    """start_shell returns a task id at once, and refuses a bad cwd (what a command may do
+    is the policy chain's decision: tests/test_policy_chain.py)."""
     events = Events()
     async with running_manager(tmp_path / "tasks", events) as manager:
         tool = StartShell(manager)
@@ -285,8 +286,6 @@ async def test_start_shell_tool_refuses_and_explains(tmp_path: Path) -> None:
         info = json.loads(ok.text.split("\n", 1)[1])
         assert info["task_id"].startswith("shell-") and info["monitored_patterns"] == ["'x'"]
         assert (await run_tool(tool, {"command": "ls", "cwd": "nope"}, ctx)).is_error
-        refused = await run_tool(tool, {"command": "rm -rf /"}, ctx)
-        assert refused.is_error and "refused" in refused.text
         await manager.cancel("main", info["task_id"])
 
 

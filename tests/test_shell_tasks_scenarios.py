@@ -144,7 +144,8 @@ def live_processes_with(marker: str) -> list[int]:
 
 async def test_parallel_scripts_scenario(tmp_path: Path, model_server: FakeModelServer) -> None:
     """Scenario 5: when the first script ends, the 33% one is cancelled and a report follows."""
-    script = tmp_path / "progress_script.py"
+    script = tmp_path / "workspace" / "progress_script.py"  # where commands may look
+    script.parent.mkdir()
     await anyio.Path(script).write_text(PROGRESS_SCRIPT)
     commands = {
         name: f"{sys.executable} {script} {name} {rate * SPEED_UP}" for name, rate in RATES.items()

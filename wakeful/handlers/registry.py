@@ -124,21 +124,30 @@ class ToolRegistry:
         if isinstance(parsed, ToolOutput):
             return parsed
         if self._policy is not None:
-            ctx = await self._policy.prepare(ctx)
-            if not checked:
-                refused = await self._admit(self._policy, tool, parsed, raw_arguments, ctx)
-                if refused is not None:
-                    return refused
+            admitted = await self._admit(self._policy, tool, parsed, raw_arguments, ctx, checked)
+            if isinstance(admitted, ToolOutput):
+                return admitted
+            ctx = admitted
         output = await self._run(tool, parsed, ctx)
         if self._policy is not None:
             await self._policy.observe(tool, output, ctx)
         return output
 
     async def _admit(
-        self, policy: CallPolicy, tool: Tool, args: BaseModel, raw: str, ctx: ToolContext
-    ) -> ToolOutput | None:
+        self,
+        policy: CallPolicy,
+        tool: Tool,
+        args: BaseModel,
+        raw: str,
+        ctx: ToolContext,
+        checked: bool,
+    ) -> ToolContext | ToolOutput:
+        """The context to run with (carrying the session's taint), or the result to
+        give instead. ``checked``: the owner approved these arguments already."""
         try:
-            return await policy.admit(tool, args, raw, ctx)
+            ctx = await policy.prepare(ctx)
+            refused = None if checked else await policy.admit(tool, args, raw, ctx)
+            return ctx if refused is None else refused
         except Exception as exc:  # fail closed: a policy that cannot decide does not allow
             log.exception("safety policy failed", tool=tool.name, call_id=ctx.call_id)
             return ToolOutput(

@@ -14,7 +14,9 @@ from enum import StrEnum
 class Effect(StrEnum):
     READ = "read"  # looks, changes nothing (read_file, get_time, task_status)
     OWNER = "owner"  # talks to the owner only (reply_to_user, send_user_notification)
-    CONTROL = "control"  # manages the agent's own timers and tasks (taint is inherited)
+    CONTROL = "control"  # the agent's own state: timers, tasks, drafts (taint is inherited)
+    # Files, flags or moves the owner's own mail: reversible, and nothing leaves.
+    MAILBOX = "mailbox"
     WRITE_WORKSPACE = "write_workspace"  # changes files inside the workspace only
     WRITE_OUTSIDE = "write_outside"  # changes files or state outside the workspace
     NETWORK = "network"  # talks to a host on the internet (fetch_url)

@@ -69,7 +69,7 @@ class DraftEmail:
         account: str | None = Field(default=None, description="sending account; default first")
 
     read_only = False
-    effect = Effect.WRITE_OUTSIDE
+    effect = Effect.CONTROL  # a local draft: nothing leaves until send_email
     timeout_s: float | None = 60.0
 
     def __init__(self, accounts: MailAccounts, outbox: Outbox) -> None:

@@ -64,7 +64,7 @@ class MoveEmail:
         mailbox: str = Field(min_length=1, description="the target folder")
 
     read_only = False
-    effect = Effect.WRITE_OUTSIDE
+    effect = Effect.MAILBOX
     timeout_s: float | None = 60.0
 
     def __init__(self, accounts: MailAccounts) -> None:
@@ -85,7 +85,7 @@ class ArchiveEmail:
         email_id: str = ID_FIELD
 
     read_only = False
-    effect = Effect.WRITE_OUTSIDE
+    effect = Effect.MAILBOX
     timeout_s: float | None = 60.0
 
     def __init__(self, accounts: MailAccounts) -> None:
@@ -117,7 +117,7 @@ class FlagEmail:
         remove: bool = Field(default=False, description="clear the flags instead of setting")
 
     read_only = False
-    effect = Effect.WRITE_OUTSIDE
+    effect = Effect.MAILBOX
     timeout_s: float | None = 60.0
 
     def __init__(self, accounts: MailAccounts) -> None:
