@@ -156,13 +156,14 @@ class FetchUrl:
         return await self._get(target, checked, url)
 
     async def _get(self, target: Target, checked: Destination, url: str) -> Fetched:
+        tls = await self._tls() if target.scheme == "https" else None
         try:
             return await get_pinned(
                 target,
                 checked,
                 max_bytes=self._max_body_bytes,
                 network_backend=self._network_backend,
-                ssl_context=self._ssl_context,
+                ssl_context=tls,
             )
         except ContentEncodingError as exc:
             raise _Failed(f"cannot read {url}: {exc}") from None
@@ -175,6 +176,13 @@ class FetchUrl:
             raise _Failed(f"the connection to {url} failed: {_why(exc)}") from None
         except httpcore.ProtocolError as exc:
             raise _Failed(f"{url} did not answer with valid HTTP: {_why(exc)}") from None
+
+    async def _tls(self) -> ssl.SSLContext:
+        """The certificate store, loaded once: it takes ~35 ms, too long to block the
+        loop for, and too long to repeat for every request."""
+        if self._ssl_context is None:
+            self._ssl_context = await anyio.to_thread.run_sync(httpcore.default_ssl_context)
+        return self._ssl_context
 
     def _result(self, final: _Final, a: Args, ctx: ToolContext) -> ToolOutput:
         fetched = final.fetched

@@ -60,13 +60,12 @@ async def get_pinned(
     ssl_context: ssl.SSLContext | None = None,
 ) -> Fetched:
     """GET ``target`` from the first of ``destination.addresses`` that accepts a
-    connection; raises the last httpcore error when none does."""
+    connection; raises the last httpcore error when none does. ``ssl_context`` (for
+    https; None: httpcore's default, built per connection) is best built once."""
     last_error: httpcore.ConnectError | httpcore.ConnectTimeout | None = None
     for address in destination.addresses:
         try:
-            return await _get_from(
-                target, address, max_bytes, network_backend, ssl_context or _default_ssl()
-            )
+            return await _get_from(target, address, max_bytes, network_backend, ssl_context)
         except (httpcore.ConnectError, httpcore.ConnectTimeout) as exc:
             last_error = exc  # the next address may answer (IPv6 down, one host gone)
     assert last_error is not None, "a Destination always has an address"
@@ -78,7 +77,7 @@ async def _get_from(
     address: str,
     max_bytes: int,
     network_backend: httpcore.AsyncNetworkBackend | None,
-    ssl_context: ssl.SSLContext,
+    ssl_context: ssl.SSLContext | None,
 ) -> Fetched:
     url = httpcore.URL(
         scheme=target.scheme, host=address.partition("%")[0], port=target.port, target=target.path
@@ -136,7 +135,3 @@ def _decoded(body: bytes, truncated: bool, encoding: str, max_bytes: int) -> tup
     except zlib.error as exc:
         raise ContentEncodingError(f"the {encoding} body is corrupt ({exc})") from exc
     return plain, truncated or bool(inflater.unconsumed_tail)
-
-
-def _default_ssl() -> ssl.SSLContext:
-    return httpcore.default_ssl_context()
