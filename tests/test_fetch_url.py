@@ -154,6 +154,16 @@ async def test_gzip_sent_anyway_is_decompressed(site: FakeWebSite, ctx: ToolCont
     assert out.text.endswith("\n\n" + "compressed text\n" * 10), out.text
 
 
+async def test_a_compressed_body_is_capped_after_inflating(
+    site: FakeWebSite, ctx: ToolContext
+) -> None:
+    """A small gzip body that inflates to 20 MB is cut at the cap, not held whole."""
+    tool, _ = allowing(site, max_body_bytes=10_000)
+    out = await fetch(tool, ctx, f"{site.base}/bomb", max_chars=50_000)
+    assert "note: only the first 10000 bytes were read" in out.text
+    assert out.text.split("\n\n", 1)[1] == "a" * 10_000
+
+
 async def test_an_error_status_is_an_error_with_its_page(
     site: FakeWebSite, ctx: ToolContext
 ) -> None:

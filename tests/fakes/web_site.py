@@ -37,6 +37,7 @@ class FakeWebSite(ServesWhileOpen):
             Route("/big", self._big),
             Route("/png", self._png),
             Route("/gzip", self._gzip),
+            Route("/bomb", self._bomb),
             Route("/missing", self._missing),
             Route("/host", self._host),
             Route("/slow", self._slow),
@@ -86,6 +87,12 @@ class FakeWebSite(ServesWhileOpen):
     async def _gzip(self, request: Request) -> Response:
         self._seen(request)  # compressed although the client asked for identity
         body = gzip.compress(b"compressed text\n" * 10)
+        return Response(body, media_type="text/plain", headers={"content-encoding": "gzip"})
+
+    async def _bomb(self, request: Request) -> Response:
+        """A few KB that inflate to 20 MB."""
+        self._seen(request)
+        body = gzip.compress(b"a" * 20_000_000, compresslevel=1)
         return Response(body, media_type="text/plain", headers={"content-encoding": "gzip"})
 
     async def _missing(self, request: Request) -> Response:
