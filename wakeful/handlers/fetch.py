@@ -139,10 +139,10 @@ class FetchUrl:
                     f"more than {MAX_REDIRECTS} redirects, stopped at {url} "
                     f"(chain: {' -> '.join(hops)}); fetch the last URL directly if it is right"
                 )
-            url = str(httpx.URL(url).join(location))
             try:
+                url = str(httpx.URL(url).join(location))
                 target = parse_target(url)
-            except ValueError as exc:
+            except (httpx.InvalidURL, ValueError) as exc:
                 raise _Failed(f"{hops[-1]} redirects to {location}, which fetch_url "
                               f"cannot follow: {exc}") from None  # fmt: skip
 
