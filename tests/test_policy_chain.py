@@ -15,7 +15,7 @@ import pytest
 
 from wakeful.handlers.base import ToolContext, ToolOutput
 from wakeful.handlers.registry import default_registry
-from wakeful.safety.allowlist_step import Allowlist, email_allowed, host_allowed, shell_allowed
+from wakeful.safety.allowlist_step import Allowlist, email_allowed, shell_allowed, url_allowed
 from wakeful.safety.assembly import build_safety
 from wakeful.safety.config import SafetySection
 from wakeful.safety.confine_step import WorkspaceConfinement
@@ -115,12 +115,12 @@ def test_email_allowlist_matches_addresses_and_whole_domains() -> None:
 
 def test_host_allowlist_matches_hosts_ports_and_subdomains() -> None:
     allow = ["api.github.com", "*.example.com", "127.0.0.1:8080"]
-    assert host_allowed("https://api.github.com/repos", allow)
-    assert host_allowed("https://docs.example.com/x", allow)
-    assert host_allowed("http://127.0.0.1:8080/", allow)
-    assert not host_allowed("http://127.0.0.1:8081/", allow)
-    assert not host_allowed("https://api.github.com.evil.net/", allow)
-    assert not host_allowed("https://evil.net/?u=api.github.com", allow)
+    assert url_allowed("https://api.github.com/repos", allow)
+    assert url_allowed("https://docs.example.com/x", allow)
+    assert url_allowed("http://127.0.0.1:8080/", allow)
+    assert not url_allowed("http://127.0.0.1:8081/", allow)
+    assert not url_allowed("https://api.github.com.evil.net/", allow)
+    assert not url_allowed("https://evil.net/?u=api.github.com", allow)
 
 
 @pytest.mark.parametrize(

@@ -71,3 +71,28 @@ async def test_a_shell_task_started_from_a_tainted_session_reports_untrusted(
         and "created by a run that had read untrusted input: webhook.received from forms" in text
         for text in shown
     )
+
+
+async def test_a_fetched_page_taints_the_session_and_its_next_shell_call_waits(
+    tmp_path: Path, model_server: FakeModelServer
+) -> None:
+    """The owner's own request, but the page is a third party's words: from then on
+    the session's consequential calls wait for the owner (and survive in /api/safety)."""
+    from tests.fakes.web_site import FakeWebSite
+
+    with FakeWebSite() as site:
+        url = f"{site.base}/page"
+        model_server.push(
+            Reply(tool_calls=[ToolCallSpec("fetch_url", {"url": url})]),
+            Reply(tool_calls=[ToolCallSpec("shell_exec", {"command": "echo obeyed > x"})]),
+            text_reply("asked"),
+        )
+        safety = {"http_allow": [f"127.0.0.1:{site.port}"]}
+        settings = daemon_settings(tmp_path, model_server.base_url, safety=safety)
+        async with harness(settings) as h, watch_feed(h) as feed:
+            await h.send("summarise that page")
+            approval = await feed.wait_for(lambda i: i["type"] == "approval")
+            overview = (await h.client.get("/api/safety")).json()
+    assert approval["tool"] == "shell_exec" and f"fetch_url {url}" in approval["tainted_by"]
+    assert f"fetch_url {url}" in overview["tainted"]["main"]["summary"]
+    assert not (tmp_path / "workspace" / "x").exists()

@@ -151,6 +151,7 @@ async def _start(
         default_timeout_s=settings.loop.tool_timeout_s,
         shell_grace_s=settings.loop.stop_grace_s,
         outputs_max_bytes=settings.loop.outputs_max_mb * 1024 * 1024,
+        http_allow=settings.safety.http_allow,
     )
     registrations = Registrations(tools)
     safety = build_safety(settings.safety, store, data_dir=data_dir)

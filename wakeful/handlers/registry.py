@@ -11,6 +11,7 @@ import copy
 import dataclasses
 import json
 import re
+from collections.abc import Sequence
 from typing import Any, Protocol
 
 import anyio
@@ -19,6 +20,7 @@ from pydantic import BaseModel, ValidationError
 
 from wakeful.handlers.base import Tool, ToolContext, ToolOutput
 from wakeful.handlers.clock import GetTime
+from wakeful.handlers.fetch import FetchUrl
 from wakeful.handlers.files import ReadFile
 from wakeful.handlers.output import DEFAULT_OUTPUTS_MAX_BYTES, shape_output
 from wakeful.handlers.process import DEFAULT_GRACE_S
@@ -312,9 +314,12 @@ def default_registry(
     default_timeout_s: float = DEFAULT_TIMEOUT_S,
     shell_grace_s: float | None = None,
     outputs_max_bytes: int = DEFAULT_OUTPUTS_MAX_BYTES,
+    http_allow: Sequence[str] = (),
 ) -> ToolRegistry:
     """A registry with every built-in tool, in a fixed order. ``default_timeout_s``
-    is the operator's per-call limit: it also caps shell_exec's own ``timeout_s``."""
+    is the operator's per-call limit: it also caps shell_exec's own ``timeout_s``.
+    ``http_allow`` is ``[safety] http_allow``: the hosts fetch_url may reach even on a
+    private or loopback address."""
     registry = ToolRegistry(
         default_timeout_s=default_timeout_s, outputs_max_bytes=outputs_max_bytes
     )
@@ -324,6 +329,7 @@ def default_registry(
         SendUserNotification(),
         GetTime(),
         ReadFile(),
+        FetchUrl(http_allow=http_allow, outputs_max_bytes=outputs_max_bytes),
         ShellExec(
             grace_s=grace_s,
             max_timeout_s=default_timeout_s,

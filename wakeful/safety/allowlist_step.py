@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from urllib.parse import urlsplit
 
 from wakeful.safety.effects import Effect, Reach
+from wakeful.safety.outbound import host_allowed
 from wakeful.safety.ruling import PolicyCall, Ruling, Verdict
 
 _SHELL_SPECIALS = re.compile(r"[;&|`$<>\n\r(){}\\*?\[\]~!#'\"]")
@@ -27,20 +28,17 @@ def email_allowed(address: str, allow: Sequence[str]) -> bool:
     return any(entry == address or entry == f"*@{domain}" for entry in allow)
 
 
-def host_allowed(url_or_host: str, allow: Sequence[str]) -> bool:
-    """``host`` or ``host:port`` of a URL against entries "host", "*.domain", "host:port"."""
-    parts = urlsplit(url_or_host if "//" in url_or_host else f"//{url_or_host}")
-    host = (parts.hostname or "").lower()
-    if not host:
+def url_allowed(url: str, allow: Sequence[str]) -> bool:
+    """A URL's host and port against ``http_allow`` (the same matching fetch_url's
+    address guard uses, in wakeful/safety/outbound.py)."""
+    parts = urlsplit(url if "//" in url else f"//{url}")
+    if not parts.hostname:
         return False
-    shown = f"[{host}]" if ":" in host else host
-    with_port = f"{shown}:{parts.port}" if parts.port else None
-    for entry in allow:
-        if entry in (shown, with_port):
-            return True
-        if entry.startswith("*.") and (host == entry[2:] or host.endswith(entry[1:])):
-            return True
-    return False
+    try:
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+    except ValueError:
+        return False
+    return host_allowed(parts.hostname, port, allow)
 
 
 def shell_allowed(command: str, allow: Sequence[str]) -> bool:
@@ -90,7 +88,7 @@ class Allowlist:
         if effect is Effect.SEND and reach.recipients:
             return all(email_allowed(r, self.email_allow) for r in reach.recipients)
         if effect is Effect.NETWORK and reach.hosts:
-            return all(host_allowed(h, self.http_allow) for h in reach.hosts)
+            return all(url_allowed(h, self.http_allow) for h in reach.hosts)
         if effect is Effect.SHELL and reach.command is not None:
             return shell_allowed(reach.command, self.shell_allow)
         return False
