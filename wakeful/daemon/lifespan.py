@@ -51,6 +51,7 @@ from wakeful.daemon.store.factory import open_store
 from wakeful.handlers.registry import default_registry
 from wakeful.llm.base import ModelProvider
 from wakeful.llm.null_provider import HOW_TO_CONFIGURE, NullProvider
+from wakeful.safety.sandbox import daemon_sandbox
 
 log = structlog.get_logger(__name__)
 
@@ -148,6 +149,7 @@ async def _start(
         default_timeout_s=settings.loop.tool_timeout_s,
         shell_grace_s=settings.loop.stop_grace_s,
         outputs_max_bytes=settings.loop.outputs_max_mb * 1024 * 1024,
+        sandbox=daemon_sandbox(settings, data_dir),
     )
     registrations = Registrations(tools)
     gate = EventGate()

@@ -20,6 +20,8 @@ from pathlib import Path
 import anyio
 from anyio.abc import ByteReceiveStream, Process
 
+from wakeful.safety.sandbox import NO_SANDBOX, Sandbox
+
 DEFAULT_GRACE_S = 2.0
 DEFAULT_MAX_OUTPUT_BYTES = 8 * 1024 * 1024
 _POLL_S = 0.02
@@ -74,15 +76,16 @@ async def run_process(
     max_output_bytes: int = DEFAULT_MAX_OUTPUT_BYTES,
     env: dict[str, str] | None = None,
     on_start: Callable[[int], None] | None = None,
+    sandbox: Sandbox = NO_SANDBOX,
 ) -> ProcessResult:
-    """Run ``command`` with ``/bin/sh -c`` and collect its combined output.
+    """Run ``command`` with ``/bin/sh -c`` (inside ``sandbox``) and collect its output.
 
     ``timeout_s`` is part of the result (partial output, ``killed=True``)
     rather than an exception; cancellation by the caller stops the group and
     propagates. ``on_start`` receives the pid, which is also the group id.
     """
     started = time.monotonic()
-    proc = await _spawn(command, cwd, env)
+    proc = await _spawn(sandbox.argv(command, cwd=cwd), cwd, env)
     capture = _Capture(max_output_bytes)
     try:
         if on_start is not None:
@@ -104,11 +107,11 @@ async def run_process(
     )
 
 
-async def _spawn(command: str, cwd: Path, env: dict[str, str] | None) -> Process:
+async def _spawn(argv: list[str], cwd: Path, env: dict[str, str] | None) -> Process:
     # A new session makes the pid the group id, and keeps our own group (and
     # terminal signals such as Ctrl-C) apart from the command's.
     return await anyio.open_process(
-        command,
+        argv,
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,

@@ -25,6 +25,7 @@ from wakeful.handlers.process import DEFAULT_GRACE_S
 from wakeful.handlers.shell import ShellExec
 from wakeful.handlers.tasks import CancelTask, TaskStatus
 from wakeful.handlers.user import ReplyToUser, SendUserNotification
+from wakeful.safety.sandbox import NO_SANDBOX, Sandbox
 
 log = structlog.get_logger(__name__)
 
@@ -249,9 +250,11 @@ def default_registry(
     default_timeout_s: float = DEFAULT_TIMEOUT_S,
     shell_grace_s: float | None = None,
     outputs_max_bytes: int = DEFAULT_OUTPUTS_MAX_BYTES,
+    sandbox: Sandbox = NO_SANDBOX,
 ) -> ToolRegistry:
     """A registry with every built-in tool, in a fixed order. ``default_timeout_s``
-    is the operator's per-call limit: it also caps shell_exec's own ``timeout_s``."""
+    is the operator's per-call limit: it also caps shell_exec's own ``timeout_s``.
+    ``sandbox``: how shell_exec's commands are confined (the daemon's, built once)."""
     registry = ToolRegistry(
         default_timeout_s=default_timeout_s, outputs_max_bytes=outputs_max_bytes
     )
@@ -265,6 +268,7 @@ def default_registry(
             grace_s=grace_s,
             max_timeout_s=default_timeout_s,
             outputs_max_bytes=outputs_max_bytes,
+            sandbox=sandbox,
         ),
         TaskStatus(),
         CancelTask(),

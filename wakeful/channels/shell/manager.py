@@ -30,6 +30,7 @@ from wakeful.channels.shell.task import ShellTask, Stop
 from wakeful.events import Event
 from wakeful.handlers.child_env import child_environment
 from wakeful.handlers.process import stop_group
+from wakeful.safety.sandbox import NO_SANDBOX, Sandbox
 
 log = structlog.get_logger(__name__)
 
@@ -55,8 +56,10 @@ class ShellTaskManager:
         submit: Submit,
         group: TaskGroup | None,
         options: ShellOptions,
+        sandbox: Sandbox = NO_SANDBOX,
     ) -> None:
         self.records = records
+        self.sandbox = sandbox
         self.options = options
         self._submit = submit
         self._group = group  # None until the component's run phase attaches its group
@@ -95,7 +98,7 @@ class ShellTaskManager:
         task = self._new_task(session, task_id, command, cwd)
         task.patterns.add(patterns)
         proc = await anyio.open_process(
-            command,
+            self.sandbox.argv(command, cwd=cwd),
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
