@@ -48,6 +48,7 @@ PROBE_TIMEOUT_S = 10.0
 # wakeful's own (the config may hold tokens), and everybody's home.
 HIDDEN_ALWAYS = ("/root", "/home", "/etc/wakeful", "/run/credentials")
 _MIB = 1024 * 1024
+CPU_GRACE_S = 5
 
 
 @dataclass(frozen=True)
@@ -59,8 +60,10 @@ class Limits:
 
     def prlimit_args(self) -> list[str]:
         # One value sets the soft and the hard limit: the command cannot raise them.
+        # CPU: SIGXCPU at the soft limit (a status we can name), SIGKILL a little later
+        # for a command that ignores it.
         return [
-            f"--cpu={self.cpu_s}",
+            f"--cpu={self.cpu_s}:{self.cpu_s + CPU_GRACE_S}",
             f"--as={self.memory_mb * _MIB}",
             f"--nproc={self.processes}",
             f"--fsize={self.file_mb * _MIB}",

@@ -176,7 +176,7 @@ class ShellTaskManager:
         record.duration_s = round(task.finished_mono - task.started_mono, 3)
         record.last_lines = task.tail.last(RECORD_LINES)
         record.progress = task.tail.progress
-        record.reason = _reason(task)
+        record.reason = _reason(task) or self._limit_hit(task, proc.returncode)
         if task.stop in (Stop.CANCEL, Stop.SHUTDOWN):
             record.state = "cancelled"
         else:
@@ -266,6 +266,10 @@ class ShellTaskManager:
         task = self._new_task(record.session, record.task_id, record.command, Path(record.cwd))
         task.record = record
         return task
+
+    def _limit_hit(self, task: ShellTask, exit_code: int | None) -> str:
+        """Which sandbox limit stopped the command, if its status and output tell."""
+        return self.sandbox.diagnose(exit_code, "\n".join(task.tail.last(RECORD_LINES))) or ""
 
     def _stop_budget(self) -> float:
         return self.options.grace_s + KILL_SLACK_S * 2
