@@ -8,6 +8,8 @@ command -v systemd-analyze >/dev/null || (apt-get update -qq && apt-get install 
 # Chromium and its driver: the web page's tests run it headless (no browser download).
 command -v chromium >/dev/null && command -v chromedriver >/dev/null \
   || (apt-get update -qq && apt-get install -y -qq chromium chromium-driver)
+# bubblewrap: the shell sandbox's tests run commands in it (tests/test_sandbox.py).
+command -v bwrap >/dev/null || (apt-get update -qq && apt-get install -y -qq bubblewrap)
 python3 -m venv .venv
 .venv/bin/python -m pip install --quiet --upgrade pip
 .venv/bin/python -m pip install --quiet -e '.[dev]'

@@ -30,6 +30,9 @@ def daemon_settings(
         "server": {"bind": "127.0.0.1:0", "admin_token": ADMIN_TOKEN},
         "llm": {"base_url": model_url, "model": "fake-model", "max_retries": 0},
         "loop": {"stop_grace_s": 0.5},
+        # Scenarios run scripts from the test's temporary directory, which the sandbox
+        # hides; tests/test_sandbox.py covers the sandbox itself.
+        "safety": {"sandbox": "none"},
     }
     for section, values in overrides.items():
         sections.setdefault(section, {}).update(values)

@@ -49,6 +49,10 @@ def write_config(data_dir: Path, model_url: str | None, port: int) -> Path:
         "max_retries = 0",
         "[loop]",
         "stop_grace_s = 0.5",
+        # Not the sandbox (tests/test_sandbox.py): its --die-with-parent would end the
+        # orphans the restart tests need, and it hides the test's directory.
+        "[safety]",
+        'sandbox = "none"',
     ]
     if model_url:
         lines[lines.index("[llm]") + 1 : lines.index("[llm]") + 1] = [

@@ -31,6 +31,11 @@ def set_config_dir(directory: Path | None) -> None:
     _config_dir = directory
 
 
+def config_dir() -> Path | None:
+    """The directory of the config file last loaded, if any."""
+    return _config_dir
+
+
 def credential_path(path: Path) -> Path:
     """Where a ``*_file`` is read from.
 

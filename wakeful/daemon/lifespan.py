@@ -54,6 +54,7 @@ from wakeful.llm.null_provider import HOW_TO_CONFIGURE, NullProvider
 from wakeful.safety.approvals import Approval, notice_key
 from wakeful.safety.assembly import Safety, approval_notice, build_safety
 from wakeful.safety.http_routes import safety_routes
+from wakeful.safety.sandbox import daemon_sandbox
 
 log = structlog.get_logger(__name__)
 
@@ -152,6 +153,7 @@ async def _start(
         shell_grace_s=settings.loop.stop_grace_s,
         outputs_max_bytes=settings.loop.outputs_max_mb * 1024 * 1024,
         http_allow=settings.safety.http_allow,
+        sandbox=daemon_sandbox(settings, data_dir),
     )
     registrations = Registrations(tools)
     safety = build_safety(settings.safety, store, data_dir=data_dir)

@@ -20,9 +20,12 @@ from pathlib import Path
 import anyio
 from anyio.abc import ByteReceiveStream, Process
 
+from wakeful.safety.sandbox import NO_SANDBOX, Sandbox
+
 DEFAULT_GRACE_S = 2.0
 DEFAULT_MAX_OUTPUT_BYTES = 8 * 1024 * 1024
 _POLL_S = 0.02
+_SETTLE_S = 0.05
 # Extra time, beyond the grace period, for SIGKILL to take effect and for
 # reading what is left in the pipe.
 _KILL_SLACK_S = 1.0
@@ -74,15 +77,16 @@ async def run_process(
     max_output_bytes: int = DEFAULT_MAX_OUTPUT_BYTES,
     env: dict[str, str] | None = None,
     on_start: Callable[[int], None] | None = None,
+    sandbox: Sandbox = NO_SANDBOX,
 ) -> ProcessResult:
-    """Run ``command`` with ``/bin/sh -c`` and collect its combined output.
+    """Run ``command`` with ``/bin/sh -c`` (inside ``sandbox``) and collect its output.
 
     ``timeout_s`` is part of the result (partial output, ``killed=True``)
     rather than an exception; cancellation by the caller stops the group and
     propagates. ``on_start`` receives the pid, which is also the group id.
     """
     started = time.monotonic()
-    proc = await _spawn(command, cwd, env)
+    proc = await _spawn(sandbox.argv(command, cwd=cwd), cwd, env)
     capture = _Capture(max_output_bytes)
     try:
         if on_start is not None:
@@ -104,11 +108,11 @@ async def run_process(
     )
 
 
-async def _spawn(command: str, cwd: Path, env: dict[str, str] | None) -> Process:
+async def _spawn(argv: list[str], cwd: Path, env: dict[str, str] | None) -> Process:
     # A new session makes the pid the group id, and keeps our own group (and
     # terminal signals such as Ctrl-C) apart from the command's.
     return await anyio.open_process(
-        command,
+        argv,
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
@@ -130,7 +134,7 @@ async def _supervise(
             await proc.wait()
         # After a normal exit, live group members are background children
         # still holding the pipe open; stopping them is what lets the read end.
-        leftovers = group_alive(proc.pid)
+        leftovers = not deadline.cancelled_caught and await _outlives_settle(proc.pid)
         await stop_group(proc.pid, grace_s)
         await proc.wait()
         # A process that escaped the group (setsid) could hold the pipe forever.
@@ -139,6 +143,22 @@ async def _supervise(
         tg.cancel_scope.cancel()
     killed = deadline.cancelled_caught
     return killed, leftovers and not killed
+
+
+async def _outlives_settle(pgid: int) -> bool:
+    """True when the group still runs ``_SETTLE_S`` after its leader exited.
+
+    A sandbox's own init (bubblewrap's pid 1) ends a moment after the leader
+    reports; it is not the command's background work, and need not be signalled.
+    """
+    delay = 0.0005
+    give_up = time.monotonic() + _SETTLE_S
+    while group_alive(pgid):
+        if time.monotonic() >= give_up:
+            return True
+        await anyio.sleep(delay)  # no event for a non-child's exit; short polls, bounded
+        delay = min(delay * 2, 0.01)
+    return False
 
 
 async def _pump(stream: ByteReceiveStream, capture: _Capture, drained: anyio.Event) -> None:

@@ -27,6 +27,7 @@ from wakeful.handlers.process import DEFAULT_GRACE_S
 from wakeful.handlers.shell import ShellExec
 from wakeful.handlers.tasks import CancelTask, TaskStatus
 from wakeful.handlers.user import ReplyToUser, SendUserNotification
+from wakeful.safety.sandbox import NO_SANDBOX, Sandbox
 
 log = structlog.get_logger(__name__)
 
@@ -315,11 +316,13 @@ def default_registry(
     shell_grace_s: float | None = None,
     outputs_max_bytes: int = DEFAULT_OUTPUTS_MAX_BYTES,
     http_allow: Sequence[str] = (),
+    sandbox: Sandbox = NO_SANDBOX,
 ) -> ToolRegistry:
     """A registry with every built-in tool, in a fixed order. ``default_timeout_s``
     is the operator's per-call limit: it also caps shell_exec's own ``timeout_s``.
     ``http_allow`` is ``[safety] http_allow``: the hosts fetch_url may reach even on a
-    private or loopback address."""
+    private or loopback address. ``sandbox``: how shell_exec's commands are confined
+    (the daemon's, built once)."""
     registry = ToolRegistry(
         default_timeout_s=default_timeout_s, outputs_max_bytes=outputs_max_bytes
     )
@@ -334,6 +337,7 @@ def default_registry(
             grace_s=grace_s,
             max_timeout_s=default_timeout_s,
             outputs_max_bytes=outputs_max_bytes,
+            sandbox=sandbox,
         ),
         TaskStatus(),
         CancelTask(),

@@ -13,7 +13,9 @@ from wakeful.handlers.base import ToolArgs, ToolContext, ToolOutput
 from wakeful.handlers.child_env import child_environment
 from wakeful.handlers.output import DEFAULT_OUTPUTS_MAX_BYTES, shape_output
 from wakeful.handlers.process import DEFAULT_GRACE_S, ProcessResult, run_process
+from wakeful.safety.confinement import Outside, resolve_inside
 from wakeful.safety.effects import Effect, Reach
+from wakeful.safety.sandbox import NO_SANDBOX, Sandbox
 
 MAX_TIMEOUT_S = 3600
 DEFAULT_TIMEOUT_S = 120
@@ -59,8 +61,13 @@ class ShellExec:
         grace_s: float = DEFAULT_GRACE_S,
         max_timeout_s: float = MAX_TIMEOUT_S,
         outputs_max_bytes: int = DEFAULT_OUTPUTS_MAX_BYTES,
+        sandbox: Sandbox = NO_SANDBOX,
     ) -> None:
         self._grace_s = grace_s
+        self._sandbox = sandbox
+        confined = sandbox.describe()
+        if confined:  # per instance: what the model may expect depends on the host
+            self.description = f"{ShellExec.description} {confined}"
         # The operator's [loop] tool_timeout_s: the model's timeout_s cannot exceed it.
         self._max_timeout_s = max(1, int(max_timeout_s))
         self._outputs_max_bytes = outputs_max_bytes
@@ -79,8 +86,12 @@ class ShellExec:
             timeout_s=timeout_s,
             grace_s=self._grace_s,
             env=child_environment(ctx.workspace),
+            sandbox=self._sandbox,
         )
         output = _format(result, timeout_s, ctx, self._outputs_max_bytes, self._max_timeout_s)
+        stopped = self._sandbox.diagnose(result.exit_code, result.output)
+        if stopped is not None:
+            output = dataclasses.replace(output, text=f"{stopped}\n{output.text}")
         if timeout_s < a.timeout_s and "timeout_s" in a.model_fields_set:
             note = (
                 f"(timeout_s {a.timeout_s} was capped to {timeout_s} s, the operator's limit "
@@ -135,9 +146,15 @@ async def preflight(
     tool: str, command: str, cwd_arg: str | None, workspace: Path
 ) -> Path | ToolOutput:
     """The check every shell tool makes before running: a working directory that
-    exists. Returns the directory or the error to give the model. (What a command
-    may do is the policy chain's decision, wakeful/safety/.)"""
-    cwd = workspace / cwd_arg if cwd_arg else workspace
+    exists inside the workspace. Returns the directory or the error to give the model.
+    (What a command may do is the policy chain's decision, wakeful/safety/.)"""
+    cwd = resolve_inside(cwd_arg, workspace) if cwd_arg else workspace
+    if isinstance(cwd, Outside):
+        return ToolOutput(
+            f"cwd {cwd_arg!r} resolves outside the workspace ({workspace}); commands run "
+            "only inside it: pass a directory relative to the workspace, or omit cwd.",
+            is_error=True,
+        )
     if not await anyio.Path(cwd).is_dir():
         return ToolOutput(
             f"cwd {cwd_arg!r} is not a directory (resolved to {cwd}); pass a directory "

@@ -32,6 +32,44 @@ class SafetySection(Section):
             "them with resource limits only."
         ),
     )
+    sandbox_network: bool = Field(
+        default=False,
+        examples=[False],
+        description=(
+            "true: sandboxed shell commands may use the network (pip install, git clone); "
+            "false: they get only a loopback interface of their own."
+        ),
+    )
+    limit_cpu_s: int = Field(
+        default=600,
+        ge=1,
+        examples=[600],
+        description="CPU seconds one shell command (with its children, each) may use.",
+    )
+    limit_memory_mb: int = Field(
+        default=2048,
+        ge=64,
+        examples=[2048],
+        description=(
+            "Address space (virtual memory) of each process a shell command starts, in MiB; "
+            "programs that reserve much more than they use (JVM, Go, Node) may need more."
+        ),
+    )
+    limit_processes: int = Field(
+        default=256,
+        ge=8,
+        examples=[256],
+        description=(
+            "Processes a shell command may have at once (stops fork bombs); under root the "
+            "sandbox runs commands as nobody (65534), and this counts all of nobody's."
+        ),
+    )
+    limit_file_mb: int = Field(
+        default=1024,
+        ge=1,
+        examples=[1024],
+        description="The largest file a shell command may write, in MiB.",
+    )
     approval_timeout_s: float = Field(
         default=900.0,
         gt=0,

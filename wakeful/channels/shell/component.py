@@ -22,6 +22,7 @@ from wakeful.channels.shell.view import SessionShellTasks
 from wakeful.daemon.components.context import ComponentHealth, ComponentSetup
 from wakeful.daemon.config import Settings
 from wakeful.handlers.base import TaskView
+from wakeful.safety.sandbox import daemon_sandbox
 
 log = structlog.get_logger(__name__)
 
@@ -46,7 +47,12 @@ class ShellComponent:
         directory = setup.data_dir / "tasks"
         directory.mkdir(mode=0o700, exist_ok=True)
         manager = ShellTaskManager(
-            RecordStore(directory), setup.submit, None, shell_options(setup.settings)
+            RecordStore(directory),
+            setup.submit,
+            None,
+            shell_options(setup.settings),
+            # The same sandbox as shell_exec's (built from the same settings; probed once).
+            daemon_sandbox(setup.settings, setup.data_dir),
         )
         self.manager = manager
         setup.add_tool(StartShell(manager))

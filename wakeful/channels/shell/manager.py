@@ -30,6 +30,7 @@ from wakeful.channels.shell.task import ShellTask, Stop
 from wakeful.events import Event
 from wakeful.handlers.child_env import child_environment
 from wakeful.handlers.process import stop_group
+from wakeful.safety.sandbox import NO_SANDBOX, Sandbox
 
 log = structlog.get_logger(__name__)
 
@@ -55,8 +56,10 @@ class ShellTaskManager:
         submit: Submit,
         group: TaskGroup | None,
         options: ShellOptions,
+        sandbox: Sandbox = NO_SANDBOX,
     ) -> None:
         self.records = records
+        self.sandbox = sandbox
         self.options = options
         self._submit = submit
         self._group = group  # None until the component's run phase attaches its group
@@ -98,7 +101,7 @@ class ShellTaskManager:
         task.record.tainted_by = tainted_by
         task.patterns.add(patterns)
         proc = await anyio.open_process(
-            command,
+            self.sandbox.argv(command, cwd=cwd),
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
@@ -176,7 +179,7 @@ class ShellTaskManager:
         record.duration_s = round(task.finished_mono - task.started_mono, 3)
         record.last_lines = task.tail.last(RECORD_LINES)
         record.progress = task.tail.progress
-        record.reason = _reason(task)
+        record.reason = _reason(task) or self._limit_hit(task, proc.returncode)
         if task.stop in (Stop.CANCEL, Stop.SHUTDOWN):
             record.state = "cancelled"
         else:
@@ -266,6 +269,10 @@ class ShellTaskManager:
         task = self._new_task(record.session, record.task_id, record.command, Path(record.cwd))
         task.record = record
         return task
+
+    def _limit_hit(self, task: ShellTask, exit_code: int | None) -> str:
+        """Which sandbox limit stopped the command, if its status and output tell."""
+        return self.sandbox.diagnose(exit_code, "\n".join(task.tail.last(RECORD_LINES))) or ""
 
     def _stop_budget(self) -> float:
         return self.options.grace_s + KILL_SLACK_S * 2

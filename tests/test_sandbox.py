@@ -1,0 +1,247 @@
+"""The shell sandbox with real bubblewrap and real processes, through the real tools.
+
+Each confinement test also runs the same command unconfined where that shows the
+test itself could fail (the secret is there to read, the server accepts).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from anyio.abc import SocketStream
+
+from tests.test_shell_tasks import Events, exit_of, running_manager
+from tests.test_shell_tasks_scenarios import live_processes_with
+from tests.tool_calls import run_tool
+from wakeful.channels.shell.tools import StartShell
+from wakeful.daemon.config_base import ConfigError
+from wakeful.handlers.base import ToolContext, ToolOutput
+from wakeful.handlers.shell import ShellExec
+from wakeful.safety.config import SafetySection
+from wakeful.safety.sandbox import NO_SANDBOX, Sandbox, sandbox_from_settings
+
+pytestmark = pytest.mark.anyio
+
+TOKEN = "admin-token-that-must-stay-inside"
+# Small limits so that hitting them is quick.
+LIMITS: dict[str, Any] = {
+    "limit_processes": 64,
+    "limit_memory_mb": 1024,
+    "limit_cpu_s": 1,
+    "limit_file_mb": 1,
+}
+
+
+@dataclass
+class Place:
+    data_dir: Path
+    workspace: Path
+    ctx: ToolContext
+
+    def sandbox(self, mode: str = "bubblewrap", **keys: Any) -> Sandbox:
+        safety = SafetySection(sandbox=mode, **{**LIMITS, **keys})  # type: ignore[arg-type]
+        return sandbox_from_settings(safety, data_dir=self.data_dir, workspace=self.workspace)
+
+
+@pytest.fixture
+def place(tmp_path: Path) -> Place:
+    """A data_dir holding the admin token, with the workspace at its default place inside."""
+    data_dir = tmp_path / "data"
+    workspace = data_dir / "workspace"
+    workspace.mkdir(parents=True)
+    (data_dir / "admin-token").write_text(TOKEN)
+    ctx = ToolContext(
+        session="main",
+        call_id="call_1",
+        workspace=workspace,
+        output_dir=tmp_path / "out",
+        tasks=None,  # type: ignore[arg-type]
+        outbox=None,  # type: ignore[arg-type]
+    )
+    return Place(data_dir, workspace, ctx)
+
+
+async def shell(sandbox: Sandbox, place: Place, command: str, **args: Any) -> ToolOutput:
+    return await run_tool(ShellExec(sandbox=sandbox), {"command": command, **args}, place.ctx)
+
+
+async def test_data_dir_shadow_and_root_are_unreadable(place: Place) -> None:
+    """The admin token in data_dir, /etc/shadow and /root cannot be read from inside."""
+    token = place.data_dir / "admin-token"
+    command = (
+        f"cat {token} || echo NO-TOKEN; head -c 20 /etc/shadow || echo NO-SHADOW; "
+        "ls -A /root; echo ROOT-LISTED"
+    )
+    inside = await shell(place.sandbox(), place, command)
+    assert TOKEN not in inside.text and "NO-TOKEN" in inside.text, inside.text
+    assert "NO-SHADOW" in inside.text and "root:" not in inside.text, inside.text
+    root_listing = inside.text.split("NO-SHADOW", 1)[1].split("ROOT-LISTED")[0]
+    assert root_listing.strip() == "", inside.text  # an empty tmpfs
+    outside = await shell(NO_SANDBOX, place, f"cat {token}")
+    assert TOKEN in outside.text  # the test runs where the secret is readable at all
+
+
+@asynccontextmanager
+async def loopback_server() -> AsyncIterator[tuple[int, list[str]]]:
+    """A TCP server on 127.0.0.1; yields its port and the list of accepted peers."""
+    accepted: list[str] = []
+
+    async def handle(stream: SocketStream) -> None:
+        accepted.append("peer")
+        await stream.aclose()
+
+    listener = await anyio.create_tcp_listener(local_host="127.0.0.1", local_port=0)
+    port = listener.extra(anyio.abc.SocketAttribute.local_port)
+    async with listener, anyio.create_task_group() as group:
+        group.start_soon(listener.serve, handle)
+        yield port, accepted
+        group.cancel_scope.cancel()
+
+
+CONNECT = (
+    "python3 -c 'import socket; socket.create_connection((\"127.0.0.1\", {port}), timeout=5)'"
+    " && echo CONNECTED || echo NO-CONNECTION"
+)
+
+
+async def test_no_network_inside(place: Place) -> None:
+    """A TCP connection to a loopback server fails from inside; from outside it works."""
+    async with loopback_server() as (port, accepted):
+        inside = await shell(place.sandbox(), place, CONNECT.format(port=port))
+        assert "NO-CONNECTION" in inside.text and accepted == [], inside.text
+        outside = await shell(NO_SANDBOX, place, CONNECT.format(port=port))
+        assert "CONNECTED" in outside.text, outside.text
+        with anyio.fail_after(5):
+            while not accepted:  # noqa: ASYNC110 - the handler runs after the client exits
+                await anyio.sleep(0.01)
+
+
+async def test_network_when_configured(place: Place) -> None:
+    """sandbox_network = true keeps the host's network."""
+    async with loopback_server() as (port, _):
+        inside = await shell(place.sandbox(sandbox_network=True), place, CONNECT.format(port=port))
+    assert "CONNECTED" in inside.text, inside.text
+
+
+async def test_workspace_is_writable_and_visible_outside(place: Place) -> None:
+    """Files written in the workspace (and in a cwd inside it) are there afterwards."""
+    (place.workspace / "sub").mkdir()
+    sandbox = place.sandbox()
+    out = await shell(sandbox, place, "echo made > made.txt && echo deep > ~/sub/deep.txt")
+    assert "exit status 0" in out.text, out.text
+    out = await shell(sandbox, place, "pwd; echo here > here.txt", cwd="sub")
+    assert str(place.workspace / "sub") in out.text, out.text
+    assert (place.workspace / "made.txt").read_text() == "made\n"
+    assert (place.workspace / "sub" / "deep.txt").read_text() == "deep\n"
+    assert (place.workspace / "sub" / "here.txt").read_text() == "here\n"
+
+
+async def test_tmp_is_private_to_each_command(place: Place) -> None:
+    sandbox = place.sandbox()
+    await shell(sandbox, place, "echo one > /tmp/wakeful-sandbox-test")
+    out = await shell(sandbox, place, "cat /tmp/wakeful-sandbox-test || echo GONE")
+    assert "GONE" in out.text and not await anyio.Path("/tmp/wakeful-sandbox-test").exists()
+
+
+FORK_BOMB = "python3 -c 'import os\nwhile True: os.fork()'"
+
+
+async def test_fork_bomb_is_stopped_by_the_process_limit(place: Place) -> None:
+    """An unbounded fork loop ends at the process limit, and the result says so."""
+    out = await shell(place.sandbox(), place, FORK_BOMB, timeout_s=30)
+    assert "stopped: it hit the sandbox's process limit (64 at once)" in out.text, out.text
+    assert "timed out" not in out.text  # the limit ended it, not the timeout
+
+
+async def test_memory_hog_is_stopped_by_the_memory_limit(place: Place) -> None:
+    out = await shell(place.sandbox(), place, "python3 -c 'x = bytearray(4 << 30)'")
+    assert "stopped: it hit the sandbox's memory limit (1024 MiB" in out.text, out.text
+    assert "exit status 1" in out.text and "MemoryError" in out.text
+
+
+async def test_cpu_and_file_size_limits(place: Place) -> None:
+    """A busy loop gets SIGXCPU after 1 CPU second; a 2 MiB file stops at 1 MiB."""
+    sandbox = place.sandbox()
+    out = await shell(sandbox, place, "python3 -c 'while True: pass'", timeout_s=20)
+    assert "stopped: it hit the sandbox's CPU time limit (1 s)" in out.text, out.text
+    out = await shell(sandbox, place, "head -c 2000000 /dev/zero > big")
+    assert "stopped: it hit the sandbox's file size limit (1 MiB)" in out.text, out.text
+    assert (place.workspace / "big").stat().st_size == 1024 * 1024
+
+
+async def test_group_kill_reaches_inside(place: Place) -> None:
+    """A timeout and a left-behind background child still stop everything in the sandbox."""
+    sandbox = place.sandbox()
+    out = await shell(sandbox, place, "sleep 30.5", timeout_s=1)
+    assert "timed out after 1 s" in out.text and live_processes_with("sleep 30.5") == []
+    with anyio.fail_after(10):
+        out = await shell(sandbox, place, "sleep 31.5 & echo started")
+    # The sandbox's own init ends with the shell and takes the child with it.
+    assert "exit status 0" in out.text and live_processes_with("sleep 31.5") == [], out.text
+
+
+async def test_none_mode_runs_commands_with_limits(place: Place) -> None:
+    """sandbox = "none": no confinement, but the limits still apply."""
+    sandbox = place.sandbox("none")
+    assert sandbox.kind == "none"
+    token = place.data_dir / "admin-token"
+    out = await shell(sandbox, place, f"cat {token}; echo; cat /proc/self/limits")
+    assert TOKEN in out.text  # not confined
+    limits = [line for line in out.text.splitlines() if line.startswith("Max processes")]
+    assert limits and " 64 " in limits[0], out.text
+    out = await shell(sandbox, place, "python3 -c 'x = bytearray(4 << 30)'")
+    assert "stopped: it hit the sandbox's memory limit" in out.text, out.text
+
+
+def test_bubblewrap_demanded_but_missing_is_a_config_error(place: Place) -> None:
+    safety = SafetySection(sandbox="bubblewrap")
+    with pytest.raises(ConfigError) as caught:
+        sandbox_from_settings(
+            safety, data_dir=place.data_dir, workspace=place.workspace, bwrap="no-such-bwrap"
+        )
+    message = str(caught.value)
+    assert message.startswith('safety.sandbox = "bubblewrap"'), message
+    assert "apt-get install bubblewrap" in message and 'sandbox = "none"' in message
+    assert "\n" not in message
+
+
+def test_auto_without_bubblewrap_runs_unconfined(place: Place) -> None:
+    safety = SafetySection(sandbox="auto")
+    sandbox = sandbox_from_settings(
+        safety, data_dir=place.data_dir, workspace=place.workspace, bwrap="no-such-bwrap"
+    )
+    assert sandbox.kind == "none" and sandbox.limits is not None
+
+
+async def test_cwd_outside_the_workspace_is_refused(place: Place) -> None:
+    """Both shell tools refuse a cwd that resolves outside the workspace."""
+    (place.workspace / "out-link").symlink_to("/etc")
+    for cwd in ("../../etc", "/etc", "out-link"):
+        out = await shell(NO_SANDBOX, place, "pwd", cwd=cwd)
+        assert out.is_error and "outside the workspace" in out.text, out.text
+        assert "pass a directory relative to the workspace" in out.text
+    async with running_manager(place.data_dir / "tasks", Events()) as manager:
+        out = await run_tool(StartShell(manager), {"command": "pwd", "cwd": "../.."}, place.ctx)
+    assert out.is_error and "outside the workspace" in out.text, out.text
+
+
+async def test_background_shell_is_sandboxed(place: Place) -> None:
+    """start_shell's command runs in the same sandbox, and its exit says which limit hit."""
+    events = Events()
+    async with running_manager(place.data_dir / "tasks", events) as manager:
+        manager.sandbox = place.sandbox()
+        token = place.data_dir / "admin-token"
+        command = f"cat {token} || echo NO-TOKEN; echo bg > bg.txt; {FORK_BOMB}"
+        out = await run_tool(StartShell(manager), {"command": command}, place.ctx)
+        task_id = out.data["task_id"]
+        event = await events.wait_for(exit_of(task_id), timeout_s=30)
+    text = event.content.text
+    assert TOKEN not in text and "NO-TOKEN" in text, text
+    assert "Note: stopped: it hit the sandbox's process limit (64 at once)" in text, text
+    assert (place.workspace / "bg.txt").read_text() == "bg\n"
