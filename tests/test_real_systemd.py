@@ -157,6 +157,10 @@ def test_the_system_unit_starts_reloads_and_stops_under_systemd(
     assert "ActiveState=active" in status.stdout
     assert f"StatusText=ready: http://127.0.0.1:{port}" in status.stdout
     assert httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=10).status_code == 200
+    headers = {"Authorization": "Bearer test-token"}
+    status_json = httpx.get(f"http://127.0.0.1:{port}/api/status", headers=headers, timeout=10)
+    # The unit's hardening leaves bubblewrap what it needs: the agent's commands are confined.
+    assert status_json.json()["sandbox"]["kind"] == "bubblewrap", status_json.json()["sandbox"]
     assert _systemctl(pid, "reload", "wakeful").returncode == 0
     assert httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=10).status_code == 200
     assert _systemctl(pid, "stop", "wakeful").returncode == 0

@@ -153,9 +153,10 @@ async def _start(
         shell_grace_s=settings.loop.stop_grace_s,
         outputs_max_bytes=settings.loop.outputs_max_mb * 1024 * 1024,
         http_allow=settings.safety.http_allow,
-        sandbox=daemon_sandbox(settings, data_dir),
+        sandbox=(sandbox := daemon_sandbox(settings, data_dir)),
     )
     registrations = Registrations(tools)
+    registrations.status_providers["sandbox"] = sandbox.status
     safety = build_safety(settings.safety, store, data_dir=data_dir)
     tools.guard_with(safety.chain)  # every call, whoever registered the tool
     gate = EventGate()

@@ -19,6 +19,7 @@ value afterwards: :meth:`Sandbox.argv` only assembles a list.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 import shutil
@@ -83,6 +84,19 @@ class Sandbox:
     # setpriv and prlimit, between bwrap and /bin/sh.
     inner: tuple[str, ...] = ()
     hidden: tuple[Path, ...] = field(default=(), compare=False)
+    # Why "auto" found no working bubblewrap (shown in /api/status), if it did not.
+    unconfined_because: str | None = field(default=None, compare=False)
+
+    def status(self) -> dict[str, object]:
+        """For ``/api/status``: what confines the agent's commands."""
+        info: dict[str, object] = {"kind": self.kind, "network": self.network}
+        if self.limits is not None:
+            info["limits"] = dataclasses.asdict(self.limits)
+        if self.run_as is not None:
+            info["run_as"] = self.run_as
+        if self.unconfined_because:
+            info["unconfined_because"] = self.unconfined_because
+        return info
 
     def argv(self, command: str, *, cwd: Path | None = None) -> list[str]:
         """The process's argv for ``command`` (a ``/bin/sh -c`` line) run in ``cwd``."""
@@ -223,7 +237,7 @@ def sandbox_from_settings(
         reason=reason,
         fix='apt-get install bubblewrap, or set [safety] sandbox = "none" to silence this',
     )
-    return _unconfined(limits)
+    return dataclasses.replace(_unconfined(limits), unconfined_because=reason)
 
 
 def _unconfined(limits: Limits | None) -> Sandbox:
@@ -272,7 +286,11 @@ def _bubblewrap(
     mounts.append((len(Path("/tmp").parts), 0, ["--tmpfs", "/tmp"]))
     mounts.append((len(workspace.parts), 1, ["--bind", str(workspace), str(workspace)]))
     mounts.sort(key=lambda m: (m[0], m[1]))
-    namespaces = ["--unshare-ipc", "--unshare-pid", "--unshare-uts", "--unshare-cgroup-try"]
+    # Only the namespaces that confine: processes, network, mounts (always, with
+    # bwrap) and, unprivileged, users. IPC, UTS and cgroup namespaces would add
+    # nothing an unprivileged command could abuse, and each one the systemd unit
+    # allows (RestrictNamespaces=) weakens the daemon's own hardening.
+    namespaces = ["--unshare-pid"]
     if run_as is None:
         # Unprivileged: the user namespace is what lets bwrap build the others.
         namespaces.append("--unshare-user")
