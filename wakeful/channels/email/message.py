@@ -35,6 +35,11 @@ class ParsedEmail:
     text: str
     attachments: list[dict[str, Any]] = field(default_factory=list)
     invitation: dict[str, Any] | None = None
+    # Who vouches for the sender (wakeful/channels/email/authentication.py): the domain
+    # of the one From address ("" when there is not exactly one), and each
+    # Authentication-Results header's value, top to bottom as the servers prepended them.
+    from_domain: str = ""
+    authentication_results: list[str] = field(default_factory=list)
 
     def headers(self) -> dict[str, Any]:
         return {
@@ -51,6 +56,16 @@ class ParsedEmail:
 def _addresses(msg: Message, name: str) -> list[str]:
     values = [str(v) for v in msg.get_all(name, [])]
     return [f"{n} <{a}>" if n else a for n, a in getaddresses(values) if a]
+
+
+def _from_domain(msg: Message) -> str:
+    """The From domain, or "" when there is not exactly one From address: a mail with
+    two is ambiguous about whose domain was checked, so it vouches for no one."""
+    values = [str(v) for v in msg.get_all("From", [])]
+    addresses = [a for _, a in getaddresses(values) if a]
+    if len(values) != 1 or len(addresses) != 1 or addresses[0].count("@") != 1:
+        return ""
+    return addresses[0].rpartition("@")[2].lower()
 
 
 def _date(msg: Message) -> str | None:
@@ -141,6 +156,8 @@ def parse_email(raw: bytes) -> ParsedEmail:
         text=_body(msg),
         attachments=attachments,
         invitation=invitation,
+        from_domain=_from_domain(msg),
+        authentication_results=[str(v) for v in msg.get_all("Authentication-Results", [])],
     )
 
 

@@ -103,6 +103,8 @@ def describe(stored: StoredEvent) -> str:
     body = _with_subject(event)
     if not event.trusted:
         body = wrap_untrusted(event, body)
+        if kind == "email.received":  # a From naming the owner is a claim until authenticated
+            return f"A sender who is not the owner sent an email: {body}"
     return f"{_label(event)}: {body}"
 
 
