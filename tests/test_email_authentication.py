@@ -90,6 +90,13 @@ def test_several_results_in_one_header() -> None:
     )
 
 
+def test_a_long_list_of_failures_is_summarised() -> None:
+    """One result per DKIM signature: a sender can add many; the verdict stays one line."""
+    header = f"{SERVER}; " + "; ".join(f"dkim=fail header.d=d{i}.test" for i in range(30))
+    description = check(header)
+    assert description.endswith("dkim=fail header.d=d3.test; and 26 more (mx.example.com)")
+
+
 def test_comments_quoting_versions_and_case() -> None:
     """Comments (nested, with ';' and '=' inside), quoted values, a version, any case."""
     header = (

@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 # A method or property value the verdict may show: the server wrote it, but parts of
 # it (smtp.mailfrom, header.from) are sender-chosen, so it is kept short and printable.
 _MAX_VALUE_CHARS = 120
+_MAX_RESULTS_SHOWN = 4
 _KEYWORD = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9_-]*[A-Za-z0-9])?")
 _PROPERTY = re.compile(r"([A-Za-z0-9_-]+)\s*\.\s*([A-Za-z0-9_-]+)\s*=\s*")
 # Properties that explain a verdict; others (header.b, a signature prefix) are noise.
@@ -105,7 +106,9 @@ def verdict(header_values: list[str], authserv_id: str, from_domain: str) -> Ver
     for result in ours.results:
         if domain and _proves_domain(result, domain):
             return Verdict(True, f"{result.describe()} ({wanted})")
-    seen = "; ".join(r.describe() for r in ours.results)
+    seen = "; ".join(r.describe() for r in ours.results[:_MAX_RESULTS_SHOWN])
+    if len(ours.results) > _MAX_RESULTS_SHOWN:  # one per DKIM signature: a sender adds many
+        seen += f"; and {len(ours.results) - _MAX_RESULTS_SHOWN} more"
     why = "no From domain" if not domain else f"nothing aligned with {_printable(domain)}"
     return Verdict(False, f"not authenticated ({why}): {seen} ({wanted})")
 
