@@ -6,6 +6,8 @@ import pytest
 
 from tests.mail_servers import make_message
 from wakeful.channels.email.authentication import parse_authentication_results, verdict
+from wakeful.channels.email.config import EmailAccountConfig
+from wakeful.channels.email.inbound import build_event
 from wakeful.channels.email.message import parse_email
 
 SERVER = "mx.example.com"
@@ -170,7 +172,66 @@ def test_the_parsed_mail_carries_its_headers_and_from_domain() -> None:
         f"{SERVER};\tdkim=pass header.d=example.com",  # unfolded
         "other.test; none",
     ]
+    # an encoded-word is not decoded: it could hide a forged authserv-id from a server
+    # that strips headers naming itself
+    encoded = parse_email(
+        b"Authentication-Results: =?utf-8?q?mx.example.com=3B_dkim=3Dpass_header.d=3D"
+        b"example.com?=\r\nFrom: a@example.com\r\n\r\nx"
+    )
+    assert encoded.authentication_results[0].startswith("=?utf-8?q?mx.example.com=3B")
+    assert not verdict(encoded.authentication_results, SERVER, "example.com").authenticated
     two = parse_email(b"From: a@example.com, b@attacker.test\r\n\r\nx")
     assert two.from_domain == "" and two.authentication_results == []
     repeated = parse_email(b"From: a@example.com\r\nFrom: b@attacker.test\r\n\r\nx")
     assert repeated.from_domain == ""
+
+
+def owner_account(**extra: object) -> EmailAccountConfig:
+    return EmailAccountConfig.model_validate(
+        {
+            "name": "work",
+            "imap_host": "h",
+            "username": "me@example.com",
+            "owner_senders": ["boss@example.com"],
+            "authserv_id": SERVER,
+            **extra,
+        }
+    )
+
+
+@pytest.mark.parametrize(
+    "from_header",
+    [
+        b'"boss@example.com" <x@evil.test>',  # a display name that reads like the owner
+        b"=?utf-8?b?Ym9zc0BleGFtcGxlLmNvbQ==?= <x@evil.test>",  # the same, encoded
+    ],
+)
+def test_a_display_name_that_reads_like_the_owner_is_not_the_owner(from_header: bytes) -> None:
+    """The attacker signs as its own domain (a real pass, aligned with its own address);
+    the owner's address in the display name makes it neither the sender nor trusted."""
+    raw = (
+        f"Authentication-Results: {SERVER}; dkim=pass header.d=evil.test\r\n".encode()
+        + b"From: "
+        + from_header
+        + b"\r\nSubject: wire\r\n\r\nx"
+    )
+    mail = parse_email(raw)
+    event = build_event(owner_account(), "INBOX", 1, 1, mail)
+    assert mail.sender == "x@evil.test" and mail.from_domain == "evil.test"
+    assert mail.sender_display == '"boss@example.com" <x@evil.test>'
+    assert event.content.data["authentication"].startswith("dkim=pass header.d=evil.test")
+    assert event.source.principal == "x@evil.test" and not event.source.trusted
+
+
+def test_the_owner_rule_needs_the_listed_address_and_the_servers_pass() -> None:
+    """Listed and authenticated: trusted. Authenticated but not listed, listed with only
+    an SPF pass, or with a pass from another server: not."""
+
+    def trusted(sender: str, header: str) -> bool:
+        raw = make_message(sender, "s", "b", authentication_results=(header,))
+        return build_event(owner_account(), "INBOX", 1, 1, parse_email(raw)).source.trusted
+
+    assert trusted("Boss <Boss@Example.com>", f"{SERVER}; dmarc=pass header.from=example.com")
+    assert not trusted("other@example.com", f"{SERVER}; dmarc=pass header.from=example.com")
+    assert not trusted("boss@example.com", f"{SERVER}; spf=pass smtp.mailfrom=example.com")
+    assert not trusted("boss@example.com", "other.test; dmarc=pass header.from=example.com")

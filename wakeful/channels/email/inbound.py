@@ -54,7 +54,9 @@ def authentication(account: EmailAccountConfig, mail: ParsedEmail) -> Verdict:
 def is_owner(account: EmailAccountConfig, mail: ParsedEmail, checked: Verdict) -> bool:
     """An owner address in From is a claim; it counts once the server vouched for it."""
     listed = mail.sender.lower() in {s.lower() for s in account.owner_senders}
-    return listed and checked.authenticated
+    # the listed address must be the very one whose domain the server checked
+    same_domain = mail.sender.rpartition("@")[2] == mail.from_domain
+    return listed and same_domain and checked.authenticated
 
 
 def _readable(event_id: str, mailbox: str, mail: ParsedEmail, body: str, checked: Verdict) -> str:
