@@ -1,4 +1,5 @@
-"""From a fetched message to an ``email.received`` event, and the filters before it."""
+"""From a fetched message to an ``email.received`` event (whether it is the owner's, and
+when it arrived), and the filters before it."""
 
 from __future__ import annotations
 
