@@ -189,13 +189,18 @@ def make_message(
     html: str | None = None,
     calendar: str | None = None,
     attachment: tuple[str, bytes] | None = None,
+    date: str | None = None,
+    authentication_results: tuple[str, ...] = (),
 ) -> bytes:
-    """A real RFC 5322 message as a mail client would send it."""
+    """A real RFC 5322 message as a mail client would send it; ``authentication_results``
+    are headers on top, as receiving servers prepend them (the first is the newest)."""
     msg = EmailMessage()
+    for value in authentication_results:
+        msg["Authentication-Results"] = value
     msg["From"] = sender
     msg["To"] = to
     msg["Subject"] = subject
-    msg["Date"] = format_datetime(datetime.now(UTC))
+    msg["Date"] = date or format_datetime(datetime.now(UTC))
     msg["Message-ID"] = message_id or make_msgid(domain="example.test")
     msg.set_content(body)
     if html is not None:

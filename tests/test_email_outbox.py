@@ -29,8 +29,10 @@ def mail_daemon_config(
     config = write_config(data_dir, model_server.base_url, port)
     # The sender is a stranger, so the session is tainted: replying to them is allowed
     # by the allowlist, as an owner who answers that domain's mail would configure it.
-    safety = '[safety]\nemail_allow = ["*@example.test"]\n'
-    config.write_text(config.read_text() + email_config(imap, smtp) + safety)
+    base = config.read_text().replace(
+        'sandbox = "none"\n', 'sandbox = "none"\nemail_allow = ["*@example.test"]\n'
+    )
+    config.write_text(base + email_config(imap, smtp))
     return config, port
 
 

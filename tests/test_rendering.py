@@ -140,6 +140,9 @@ def test_untrusted_email_is_wrapped_with_provenance() -> None:
     [message] = render_batch([email], None)
     text = message["content"]
     opening = '<untrusted_content source="email: stranger@example.com" channel="imap" boundary="'
+    assert text.startswith(
+        "[2026-01-01 10:00:00 UTC] A sender who is not the owner sent an email: "
+    )
     assert opening in text
     start = text.index(opening)
     end = text.index("</untrusted_content boundary=")
@@ -160,6 +163,7 @@ def test_trusted_email_is_not_wrapped() -> None:
     )
     [message] = render_batch([email], None)
     assert "untrusted_content" not in message["content"]
+    assert message["content"].startswith("[2026-01-01 10:00:00 UTC] Email received: ")
     assert "See you at 3." in message["content"]
 
 

@@ -75,6 +75,10 @@ class EmailComponent:
     async def configure(self, setup: ComponentSetup) -> None:
         section = setup.settings.email
         accounts = MailAccounts([MailAccount(a, a.resolve_password()) for a in section.accounts])
+        for account in section.accounts:
+            warning = account.owner_trust_warning()
+            if warning is not None:
+                log.warning(warning)
         db = MailDb(setup.data_dir / "wakeful.db")
         setup.resources.push_async_callback(_close, db)
         self.accounts = accounts

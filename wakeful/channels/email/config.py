@@ -31,7 +31,20 @@ class EmailAccountConfig(BaseModel):
     mailboxes: list[str] = Field(default_factory=lambda: ["INBOX"], examples=[["INBOX"]])
     archive_mailbox: str = Field(default="Archive", examples=["Archive"])
     session: str = Field(default="main", examples=["main"])
-    owner_senders: list[str] = Field(default_factory=list, examples=[["me@example.com"]])
+    owner_senders: list[str] = Field(
+        default_factory=list,
+        description="Addresses whose mail is trusted as the owner's, and only when the "
+        "receiving server authenticated it (see authserv_id); all other mail is untrusted.",
+        examples=[["me@example.com"]],
+    )
+    authserv_id: str = Field(
+        default="",
+        description="The receiving mail server's name as it writes it first in the "
+        "Authentication-Results headers it adds (find it in a received mail's headers). "
+        "Mail from owner_senders is trusted only with a DMARC or aligned DKIM pass in that "
+        "server's header; empty: no mail is trusted as the owner's.",
+        examples=["mx.example.com"],
+    )
     # Everything below has a default; see wakeful/channels/email/ for how each is used.
     sent_mailbox: str = Field(default="Sent", examples=["Sent"])
     initial_sync: Literal["new", "all"] = Field(default="new", examples=["new"])
@@ -69,6 +82,17 @@ class EmailAccountConfig(BaseModel):
         if not value:
             raise ValueError("list at least one mailbox to watch")
         return value
+
+    def owner_trust_warning(self) -> str | None:
+        """One line when owner_senders can never match: no server is named to vouch."""
+        if not self.owner_senders or self.authserv_id.strip():
+            return None
+        return (
+            f"email.accounts[{self.name}]: owner_senders is set but authserv_id is empty, so "
+            "no mail is trusted as the owner's; set authserv_id to the name your receiving "
+            "server writes first in Authentication-Results (e.g. 'mx.example.com'; see "
+            "docs/email.md)"
+        )
 
     def resolve_password(self) -> str:
         """password, else password_file's first line."""

@@ -1,12 +1,13 @@
-"""From a fetched message to an ``email.received`` event, and the filters before it."""
+"""From a fetched message to an ``email.received`` event (whether it is the owner's, and
+when it arrived), and the filters before it."""
 
 from __future__ import annotations
 
 import re
-from datetime import datetime
 from fnmatch import fnmatch
 from typing import Any
 
+from wakeful.channels.email.authentication import Verdict, verdict
 from wakeful.channels.email.config import EmailAccountConfig
 from wakeful.channels.email.message import ParsedEmail, cap_text
 from wakeful.events import Event, utcnow
@@ -46,29 +47,29 @@ def skip_reason(account: EmailAccountConfig, mail: ParsedEmail) -> str | None:
     return None
 
 
-def is_owner(account: EmailAccountConfig, sender: str) -> bool:
-    return sender.lower() in {s.lower() for s in account.owner_senders}
+def authentication(account: EmailAccountConfig, mail: ParsedEmail) -> Verdict:
+    """What the account's receiving server said about the mail's From domain."""
+    return verdict(mail.authentication_results, account.authserv_id, mail.from_domain)
 
 
-def _occurred_at(mail: ParsedEmail) -> datetime:
-    if mail.date:
-        try:
-            parsed = datetime.fromisoformat(mail.date)
-        except ValueError:
-            return utcnow()
-        if parsed.tzinfo is not None:
-            return parsed
-    return utcnow()
+def is_owner(account: EmailAccountConfig, mail: ParsedEmail, checked: Verdict) -> bool:
+    """An owner address in From is a claim; it counts once the server vouched for it."""
+    listed = mail.sender.lower() in {s.lower() for s in account.owner_senders}
+    # the listed address must be the very one whose domain the server checked
+    same_domain = mail.sender.rpartition("@")[2] == mail.from_domain
+    return listed and same_domain and checked.authenticated
 
 
-def _readable(event_id: str, mailbox: str, mail: ParsedEmail, body: str) -> str:
+def _readable(event_id: str, mailbox: str, mail: ParsedEmail, body: str, checked: Verdict) -> str:
     lines = [f"Email id: {event_id} (mailbox {mailbox})", f"From: {mail.sender_display}"]
+    lines.append(f"Sender authentication: {checked.description}")
     if mail.to:
         lines.append("To: " + ", ".join(mail.to))
     if mail.cc:
         lines.append("Cc: " + ", ".join(mail.cc))
     if mail.date:
-        lines.append(f"Date: {mail.date}")
+        # Any sender can write any Date; the event's own time is when the daemon got it.
+        lines.append(f"Date (as the sender's mail claims): {mail.date}")
     if mail.in_reply_to:
         lines.append(f"In-Reply-To: {mail.in_reply_to}")
     for item in mail.attachments:
@@ -89,12 +90,16 @@ def build_event(
 ) -> Event:
     event_id = email_id(account.name, mailbox, uidvalidity, uid)
     body, truncated = cap_text(mail.text, account.body_max_chars, email_id=event_id)
+    checked = authentication(account, mail)
+    headers = mail.headers()
     data: dict[str, Any] = {
         "account": account.name,
         "mailbox": mailbox,
         "uid": uid,
         "uidvalidity": uidvalidity,
-        **mail.headers(),
+        **{k: v for k, v in headers.items() if k != "date"},
+        "date_claimed": headers["date"],
+        "authentication": checked.description,
         "attachments": mail.attachments,
         "body_chars": len(mail.text),
         "body_truncated": truncated,
@@ -108,16 +113,17 @@ def build_event(
             "source": {
                 "type": "email",
                 "principal": mail.sender or None,
-                "trusted": is_owner(account, mail.sender),
+                "trusted": is_owner(account, mail, checked),
             },
             "channel": "imap",
             "content": {
-                "text": _readable(event_id, mailbox, mail, body),
+                "text": _readable(event_id, mailbox, mail, body, checked),
                 "subject": mail.subject[:4096],
                 "data": data,
             },
             "context": {"reply_to": mail.message_id or None},
             "session": account.session,
-            "occurred_at": _occurred_at(mail),
+            # The daemon's receipt time: the sender's Date is only a claim (date_claimed).
+            "occurred_at": utcnow(),
         }
     )

@@ -35,6 +35,11 @@ class ParsedEmail:
     text: str
     attachments: list[dict[str, Any]] = field(default_factory=list)
     invitation: dict[str, Any] | None = None
+    # Who vouches for the sender (wakeful/channels/email/authentication.py): the domain
+    # of the one From address ("" when there is not exactly one), and each
+    # Authentication-Results header's value, top to bottom as the servers prepended them.
+    from_domain: str = ""
+    authentication_results: list[str] = field(default_factory=list)
 
     def headers(self) -> dict[str, Any]:
         return {
@@ -48,9 +53,43 @@ class ParsedEmail:
         }
 
 
-def _addresses(msg: Message, name: str) -> list[str]:
+def _pairs(msg: Message, name: str) -> list[tuple[str, str]]:
     values = [str(v) for v in msg.get_all(name, [])]
-    return [f"{n} <{a}>" if n else a for n, a in getaddresses(values) if a]
+    return [(n, a) for n, a in getaddresses(values) if a]
+
+
+def _shown(name: str, address: str) -> str:
+    """``Name <address>``; a name that could pass for an address is quoted, so
+    ``"boss@example.com" <x@evil.test>`` is never shown (or re-read) as the boss."""
+    if not name:
+        return address
+    if any(c in name for c in '@<>,;:"'):
+        escaped = name.replace("\\", "\\\\").replace('"', '\\"')
+        return f'"{escaped}" <{address}>'
+    return f"{name} <{address}>"
+
+
+def _addresses(msg: Message, name: str) -> list[str]:
+    return [_shown(n, a) for n, a in _pairs(msg, name)]
+
+
+def _from_domain(msg: Message) -> str:
+    """The From domain, or "" when there is not exactly one From address: a mail with
+    two is ambiguous about whose domain was checked, so it vouches for no one."""
+    addresses = [a for _, a in _pairs(msg, "From")]
+    if len(msg.get_all("From", [])) != 1 or len(addresses) != 1 or addresses[0].count("@") != 1:
+        return ""
+    return addresses[0].rpartition("@")[2].lower()
+
+
+def _raw_values(msg: Message, name: str) -> list[str]:
+    """Each value of a header as sent, unfolded, top to bottom. Not RFC 2047-decoded:
+    an encoded-word is no part of a structured header, and decoding one would let a
+    sender hide a forged authserv-id from a server that strips headers naming it."""
+    wanted = name.lower()
+    return [
+        "".join(str(value).splitlines()) for key, value in msg.raw_items() if key.lower() == wanted
+    ]
 
 
 def _date(msg: Message) -> str | None:
@@ -125,14 +164,16 @@ def _subject(msg: EmailMessage) -> str:
 
 def parse_email(raw: bytes) -> ParsedEmail:
     msg = parse_repaired(raw)
-    senders = _addresses(msg, "From")
-    sender_addr = getaddresses([senders[0]])[0][1].lower() if senders else ""
+    senders = _pairs(msg, "From")
+    # The address itself, never a re-reading of its display form: a display name
+    # such as "boss@example.com" must not become the sender.
+    sender_addr = senders[0][1].lower() if senders else ""
     attachments, invitation = _parts(msg)
     return ParsedEmail(
         message_id=str(msg.get("Message-ID", "")).strip(),
         subject=_subject(msg),
         sender=sender_addr,
-        sender_display=senders[0] if senders else "",
+        sender_display=_shown(*senders[0]) if senders else "",
         to=_addresses(msg, "To"),
         cc=_addresses(msg, "Cc"),
         date=_date(msg),
@@ -141,6 +182,8 @@ def parse_email(raw: bytes) -> ParsedEmail:
         text=_body(msg),
         attachments=attachments,
         invitation=invitation,
+        from_domain=_from_domain(msg),
+        authentication_results=_raw_values(msg, "Authentication-Results"),
     )
 
 

@@ -103,6 +103,8 @@ def describe(stored: StoredEvent) -> str:
     body = _with_subject(event)
     if not event.trusted:
         body = wrap_untrusted(event, body)
+        if kind == "email.received":  # a From naming the owner is a claim until authenticated
+            return f"A sender who is not the owner sent an email: {body}"
     tainted_by = event.content.data.get("tainted_by")
     if tainted_by:  # a timer or task a tainted run created: whose words these really are
         body = (
