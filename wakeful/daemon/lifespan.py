@@ -148,6 +148,7 @@ async def _start(
         default_timeout_s=settings.loop.tool_timeout_s,
         shell_grace_s=settings.loop.stop_grace_s,
         outputs_max_bytes=settings.loop.outputs_max_mb * 1024 * 1024,
+        state=store,  # the ledger of files the agent wrote survives restarts
     )
     registrations = Registrations(tools)
     gate = EventGate()
