@@ -173,10 +173,15 @@ def write_atomically(path: Path, data: bytes) -> int | None:
     sees the old content or the new, never half. Parents are created; an existing
     file keeps its permissions. The previous size, or None for a new file (blocking).
     Raises :class:`Unreadable` (the message names the path) when it cannot."""
+    not_a_directory = Unreadable(
+        f"cannot create the directory for {path}: a part of it is a file, not a directory"
+    )
     try:
         previous = os.stat(path, follow_symlinks=False)
     except FileNotFoundError:
         previous = None
+    except NotADirectoryError:
+        raise not_a_directory from None
     except OSError as exc:
         raise Unreadable(f"cannot write {path}: {exc.strerror}") from None
     if previous is not None and not stat.S_ISREG(previous.st_mode):
@@ -184,9 +189,7 @@ def write_atomically(path: Path, data: bytes) -> int | None:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
     except (FileExistsError, NotADirectoryError):
-        raise Unreadable(
-            f"cannot create the directory for {path}: a part of it is a file, not a directory"
-        ) from None
+        raise not_a_directory from None
     except OSError as exc:
         raise Unreadable(f"cannot create the directory {path.parent}: {exc.strerror}") from None
     temporary = path.parent / f".{path.name}.{secrets.token_hex(4)}.tmp"
