@@ -5,6 +5,7 @@ that taints reads of files the agent did not write, kept in the store."""
 from __future__ import annotations
 
 import json
+import re
 import stat
 from pathlib import Path
 from typing import Any
@@ -521,3 +522,38 @@ async def test_the_daemon_keeps_the_ledger_in_its_store(
     finally:
         await store.aclose()
     assert path.read_text() == "hi\n"
+
+
+async def test_a_background_tasks_full_output_is_readable_with_read_file(
+    tmp_path: Path, model_server: FakeModelServer
+) -> None:
+    """start_shell saves a task's output among the saved outputs, so the path its exit
+    event names is one read_file may read (the task records beside it stay out of reach)."""
+    from tests.daemon_harness import daemon_settings, harness, last_user_text, watch_feed
+    from tests.test_shell_tasks_scenarios import non_status
+
+    def model(body: dict[str, Any]) -> Reply:
+        last = non_status(body)[-1]
+        if last["role"] == "tool" and "lines 4991-4993" in str(last["content"]):
+            return Reply(text="read: " + str(last["content"]).splitlines()[0].split()[-1])
+        if last["role"] == "tool":
+            return Reply(text="Started.")
+        found = re.search(r"full output in (\S+\.log)\)", last_user_text(body))
+        if found is None:
+            return Reply(tool_calls=[ToolCallSpec("start_shell", {"command": "seq 1 5000"})])
+        spec = {"path": found.group(1), "offset": 4990, "limit": 3}
+        return Reply(tool_calls=[ToolCallSpec("read_file", spec)])
+
+    model_server.responder = model
+    data_dir = tmp_path / "data"
+    settings = daemon_settings(data_dir, model_server.base_url)
+    async with harness(settings) as h, watch_feed(h) as feed:
+        await h.send("count to 5000 in the background")
+        await feed.wait_for(lambda i: str(i.get("text", "")).startswith("read: "))
+        texts = [str(i.get("text", "")) for i in feed.items]
+    assert "read: 4991" in texts
+    [log] = list((data_dir / "outputs" / "tasks").glob("*.log"))
+    [record] = list((data_dir / "tasks").glob("*.json"))
+    out = await call(default_registry(), context(data_dir), "read_file", path=str(record))
+    assert_refused(out, str(record), record)
+    assert log.read_text().startswith("1\n2\n")

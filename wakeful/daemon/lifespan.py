@@ -48,6 +48,7 @@ from wakeful.daemon.router import Router
 from wakeful.daemon.router.classifier import ModelClassifier
 from wakeful.daemon.store.base import Store
 from wakeful.daemon.store.factory import open_store
+from wakeful.handlers.output import saved_outputs_dir
 from wakeful.handlers.registry import default_registry
 from wakeful.llm.base import ModelProvider
 from wakeful.llm.null_provider import HOW_TO_CONFIGURE, NullProvider
@@ -141,7 +142,7 @@ async def _start(
 ) -> tuple[RunningDaemon, QuietServer]:
     feed = Feed()
     workspace = settings.safety.workspace_path(data_dir)
-    output_dir = data_dir / "outputs"
+    output_dir = saved_outputs_dir(data_dir)
     workspace.mkdir(parents=True, exist_ok=True)
     output_dir.mkdir(exist_ok=True)
     tools = default_registry(
