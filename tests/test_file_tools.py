@@ -557,3 +557,16 @@ async def test_a_background_tasks_full_output_is_readable_with_read_file(
     out = await call(default_registry(), context(data_dir), "read_file", path=str(record))
     assert_refused(out, str(record), record)
     assert log.read_text().startswith("1\n2\n")
+
+
+async def test_grep_matches_each_line_on_its_own(tools: ToolRegistry, ctx: ToolContext) -> None:
+    """Anchors and look-arounds mean one line, whatever the lines around it (a file with
+    no match anywhere is skipped by one search of its whole text, never a line that
+    would match), and Windows line endings are not part of a line."""
+    (ctx.workspace / "a.txt").write_text("start\nfoo\nbar\n")
+    (ctx.workspace / "win.txt").write_bytes(b"one\r\ntwo\r\n")
+    for pattern in ("^foo$", r"\Afoo", r"foo(?!\nbar)", r"(?<!\n)foo\Z"):
+        out = await call(tools, ctx, "grep", pattern=pattern, glob="a.txt")
+        assert out.text.splitlines()[0] == "a.txt:2: foo", (pattern, out.text)
+    out = await call(tools, ctx, "grep", pattern="one$")
+    assert out.text.splitlines()[0] == "win.txt:1: one"

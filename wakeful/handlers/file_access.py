@@ -15,11 +15,13 @@ from __future__ import annotations
 import errno
 import io
 import os
+import re
 import secrets
 import stat
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
+from functools import cached_property
 from pathlib import Path
 from typing import Generic, TypeVar
 
@@ -44,10 +46,15 @@ class BinaryFile(Unreadable):
     """The file has NUL bytes: not text (the search tools skip it quietly)."""
 
 
-@dataclass(frozen=True)
+@dataclass
 class Scanned(Generic[T]):
     result: T
-    sha256: str | None  # None: too large to be a file the agent wrote
+    content: bytes | None  # the bytes the result came from; None: too large to be the agent's
+
+    @cached_property
+    def sha256(self) -> str | None:
+        # Hashed on demand: grep needs it only for files it shows.
+        return None if self.content is None else digest(self.content)
 
 
 def locate_readable(tool: str, given: str, ctx: ToolContext) -> Path | ToolOutput:
@@ -99,15 +106,29 @@ async def record_authorship(
         await ledger.forget(path)
 
 
-def scan_text(path: Path, given: str, consume: Callable[[Iterable[str]], T]) -> Scanned[T]:
+def scan_text(
+    path: Path,
+    given: str,
+    consume: Callable[[Iterable[str]], T],
+    *,
+    prefilter: re.Pattern[str] | None = None,
+) -> Scanned[T]:
     """Run ``consume`` over the lines of the text file at ``path`` (blocking; run it in a
-    worker thread). Raises :class:`Unreadable` with a message naming ``given``."""
+    worker thread). A file read whole in which ``prefilter`` finds nothing gets no lines
+    (one search of the whole text is far cheaper than one per line). Raises
+    :class:`Unreadable` with a message naming ``given``."""
     with _open_regular(path, given) as f:
         size = os.fstat(f.fileno()).st_size
         if size <= MAX_WRITE_BYTES:
             content = f.read()
             _refuse_binary(content[:SNIFF_BYTES], given)
-            return Scanned(consume(_lines(io.BytesIO(content))), digest(content))
+            # Universal newlines, as for a streamed file: "\r\n" and "\r" end a line.
+            text = content.decode("utf-8", errors="replace")
+            if "\r" in text:
+                text = text.replace("\r\n", "\n").replace("\r", "\n")
+            if prefilter is not None and prefilter.search(text) is None:
+                return Scanned(consume(()), content)
+            return Scanned(consume(io.StringIO(text)), content)
         _refuse_binary(f.read(SNIFF_BYTES), given)
         f.seek(0)
         return Scanned(consume(_lines(f)), None)
@@ -127,7 +148,7 @@ def read_whole(path: Path, given: str) -> bytes:
     return content
 
 
-def _lines(raw: io.BufferedReader | io.BytesIO) -> Iterator[str]:
+def _lines(raw: io.BufferedReader) -> Iterator[str]:
     # Universal newlines: "\r\n" and "\r" end a line like "\n" does.
     yield from io.TextIOWrapper(raw, encoding="utf-8", errors="replace")
 
@@ -241,13 +262,15 @@ class Entry:
 def walk(root: Path) -> Iterator[Entry]:
     """Every entry under ``root`` in sorted order, never entering version-control
     directories or following a symlinked directory (blocking)."""
-    for directory, dirnames, filenames in os.walk(root, followlinks=False):
+    top = str(root)
+    for directory, dirnames, filenames in os.walk(top, followlinks=False):
         dirnames[:] = sorted(d for d in dirnames if d not in SKIPPED_DIRS)
-        base = Path(directory)
+        # Plain strings here: pathlib's parsing per entry costs more than the walk.
+        prefix = "" if directory == top else os.path.relpath(directory, top) + "/"
         for name in dirnames:
-            yield Entry(base / name, (base / name).relative_to(root).as_posix(), True)
+            yield Entry(Path(directory, name), prefix + name, True)
         for name in sorted(filenames):
-            yield Entry(base / name, (base / name).relative_to(root).as_posix(), False)
+            yield Entry(Path(directory, name), prefix + name, False)
 
 
 def glob_matches(pattern: str, entry: Entry) -> bool:

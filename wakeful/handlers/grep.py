@@ -143,6 +143,7 @@ def _search(
 ) -> _Search:
     search = _Search()
     deadline = time.monotonic() + SEARCH_BUDGET_S
+    prefilter = whole_text_filter(regex)
     entries: Iterable[Entry] = [Entry(root, root.name, False)] if root.is_file() else walk(root)
     for entry in entries:
         if entry.is_dir or (glob is not None and not glob_matches(glob, entry)):
@@ -161,9 +162,10 @@ def _search(
 
         def matching(lines: Iterable[str], budget: int = remaining) -> list[tuple[int, str]]:
             found: list[tuple[int, str]] = []
-            for number, line in enumerate(lines, start=1):
+            for number, raw in enumerate(lines, start=1):
+                line = raw.rstrip("\r\n")  # a line is matched without its end, as grep(1) does
                 if regex.search(line):
-                    found.append((number, cut(line.rstrip("\r\n"), _MAX_LINE_CHARS)))
+                    found.append((number, cut(line, _MAX_LINE_CHARS)))
                     if len(found) > budget:  # one past the cap: there is more
                         break
                 if number % 4096 == 0 and time.monotonic() > deadline:
@@ -171,7 +173,7 @@ def _search(
             return found
 
         try:
-            scanned = scan_text(target, entry.relative, matching)
+            scanned = scan_text(target, entry.relative, matching, prefilter=prefilter)
         except BinaryFile:
             search.binary += 1
             continue
@@ -187,6 +189,20 @@ def _search(
         if search.more:
             break
     return search
+
+
+# Constructs whose meaning changes between one line and the whole text (text start
+# and end, looking back or ahead for an absence): with them, every line is searched.
+_LINE_ONLY = ("\\A", "\\Z", "(?<", "(?!")
+
+
+def whole_text_filter(regex: re.Pattern[str]) -> re.Pattern[str] | None:
+    """A pattern that finds something in a file's whole text whenever ``regex`` finds
+    something in one of its lines (with MULTILINE, ^ and $ still mean a line's start and
+    end), or None when that cannot be promised."""
+    if any(construct in regex.pattern for construct in _LINE_ONLY):
+        return None
+    return re.compile(regex.pattern, regex.flags | re.MULTILINE)
 
 
 def _format(search: _Search, pattern: str, where: str) -> str:
