@@ -83,7 +83,8 @@ def test_definitions_use_the_openai_tools_format_without_titles() -> None:
 
 
 def test_read_only_definitions_leave_out_tools_with_effects() -> None:
-    """read_only=True keeps read_file, get_time, the two messages to the user and task_status."""
+    """read_only=True keeps the reading tools, get_time, the two messages to the user and
+    task_status."""
     registry = default_registry()
     names = [d["function"]["name"] for d in registry.definitions(read_only=True)]
     assert names == [
@@ -91,6 +92,8 @@ def test_read_only_definitions_leave_out_tools_with_effects() -> None:
         "send_user_notification",
         "get_time",
         "read_file",
+        "grep",
+        "find_file",
         "task_status",
     ]
     assert "shell_exec" in registry.names()

@@ -48,6 +48,7 @@ from wakeful.daemon.router import Router
 from wakeful.daemon.router.classifier import ModelClassifier
 from wakeful.daemon.store.base import Store
 from wakeful.daemon.store.factory import open_store
+from wakeful.handlers.output import saved_outputs_dir
 from wakeful.handlers.registry import ToolRegistry, default_registry
 from wakeful.llm.base import ModelProvider
 from wakeful.llm.null_provider import HOW_TO_CONFIGURE, NullProvider
@@ -145,7 +146,7 @@ async def _start(
 ) -> tuple[RunningDaemon, QuietServer]:
     feed = Feed()
     workspace = settings.safety.workspace_path(data_dir)
-    output_dir = data_dir / "outputs"
+    output_dir = saved_outputs_dir(data_dir)
     workspace.mkdir(parents=True, exist_ok=True)
     output_dir.mkdir(exist_ok=True)
     tools = default_registry(
@@ -154,6 +155,7 @@ async def _start(
         outputs_max_bytes=settings.loop.outputs_max_mb * 1024 * 1024,
         http_allow=settings.safety.http_allow,
         sandbox=(sandbox := daemon_sandbox(settings, data_dir)),
+        state=store,  # the ledger of files the agent wrote survives restarts
     )
     registrations = Registrations(tools)
     registrations.status_providers["sandbox"] = sandbox.status

@@ -1,7 +1,14 @@
-"""read_file: page through a text file by lines."""
+"""read_file: page through a text file by lines, inside the workspace or the saved outputs.
+
+The path is resolved (symlinks, ``..``) and must land in the workspace or, read-
+only, in the directory where tools save full outputs; anything else (``/etc``,
+the data directory with the admin token) is refused with where it resolved.
+A file whose bytes are not what the agent itself wrote taints the session.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -9,13 +16,20 @@ import anyio
 from pydantic import Field
 
 from wakeful.handlers.base import ToolArgs, ToolContext, ToolOutput
+from wakeful.handlers.file_access import (
+    Unreadable,
+    is_own,
+    locate_readable,
+    scan_text,
+    shown,
+)
+from wakeful.handlers.written_files import WrittenFiles
 from wakeful.safety.effects import Effect, Reach
 
 MAX_LIMIT = 2000
 MAX_LINE_CHARS = 2000
 # Stop a page early rather than return more than this; the note says where to resume.
 MAX_PAGE_CHARS = 40_000
-_SNIFF_BYTES = 8192
 
 
 @dataclass(frozen=True)
@@ -30,10 +44,11 @@ class ReadFile:
         "Read a text file by lines: returns numbered lines plus 'lines X-Y of Z' and the "
         "offset to pass to read the next page. offset is the number of lines to skip "
         "(0 = from the start), limit how many lines to return (default 200, max 2000). "
-        "Relative paths are inside the workspace; absolute paths are allowed, which is how "
-        "you read the full output files other tools mention. It cannot list directories "
-        "or read binary files (use shell_exec with ls, file or xxd for those); lines "
-        "longer than 2000 characters are cut. "
+        "Paths are relative to the workspace; an absolute path must lie inside the "
+        "workspace or the directory of saved full outputs (that is how you read the "
+        "output files other tools mention); symlinks are followed before that check. "
+        "It cannot list directories (use find_file) or read binary files; lines longer "
+        "than 2000 characters are cut. "
         'Example: {"path": "src/app.py", "offset": 200, "limit": 100}'
     )
 
@@ -46,72 +61,62 @@ class ReadFile:
     effect = Effect.READ
     timeout_s: float | None = 30.0
 
+    def __init__(self, written: WrittenFiles | None = None) -> None:
+        self._written = written if written is not None else WrittenFiles()
+
     async def reach(self, a: Args) -> Reach:
         return Reach(paths=(a.path,))
 
     async def run(self, a: Args, ctx: ToolContext) -> ToolOutput:
-        candidate = Path(a.path)
-        path = candidate if candidate.is_absolute() else ctx.workspace / candidate
-        problem = await anyio.to_thread.run_sync(_check, path, a.path)
-        if problem is not None:
-            return ToolOutput(problem, is_error=True)
+        path = locate_readable(self.name, a.path, ctx)
+        if isinstance(path, ToolOutput):
+            return path
+
+        def page(lines: Iterable[str]) -> _Page:
+            return _read_page(lines, a.offset, a.limit)
+
         try:
-            page = await anyio.to_thread.run_sync(_read_page, path, a.offset, a.limit)
-        except OSError as exc:
-            return ToolOutput(f"cannot read {path}: {exc}", is_error=True)
-        return _format(path, page, a.offset)
-
-
-def _check(path: Path, given: str) -> str | None:
-    """What stops ``path`` from being read as text, or None."""
-    if not path.exists():
-        return (
-            f"no such file: {given} (resolved to {path}). Check the name, or list the "
-            "directory with shell_exec (ls) or search with shell_exec (find . -name ...)."
+            scanned = await anyio.to_thread.run_sync(scan_text, path, a.path, page)
+        except Unreadable as exc:
+            return ToolOutput(str(exc), is_error=True)
+        output = _format(shown(path, ctx), path, scanned.result, a.offset)
+        if await is_own(path, scanned.sha256, ctx, self._written):
+            return output
+        return ToolOutput(
+            output.text,
+            is_error=output.is_error,
+            data=output.data,
+            untrusted_source=f"read_file {path} (not written by the agent)",
         )
-    if path.is_dir():
-        return f"{path} is a directory; list it with shell_exec: ls -la {path}"
-    try:
-        with path.open("rb") as f:
-            sample = f.read(_SNIFF_BYTES)
-    except OSError as exc:
-        return f"cannot read {path}: {exc}"
-    if b"\0" in sample:
-        return (
-            f"{path} looks binary (it contains NUL bytes), so read_file cannot show it; use "
-            f"shell_exec with 'file {path}', 'strings {path} | head' or 'xxd {path} | head'."
-        )
-    return None
 
 
-def _read_page(path: Path, offset: int, limit: int) -> _Page:
-    shown: list[str] = []
+def _read_page(lines: Iterable[str], offset: int, limit: int) -> _Page:
+    shown_lines: list[str] = []
     chars = 0
     total = 0
-    with path.open(encoding="utf-8", errors="replace") as f:
-        for total, line in enumerate(f, start=1):
-            if total <= offset or len(shown) >= limit or chars >= MAX_PAGE_CHARS:
-                continue
-            text = _cut(line.rstrip("\r\n"))
-            numbered = f"{total:>6}\t{text}"
-            shown.append(numbered)
-            chars += len(numbered) + 1
-    return _Page(lines=shown, total=total)
+    for total, line in enumerate(lines, start=1):
+        if total <= offset or len(shown_lines) >= limit or chars >= MAX_PAGE_CHARS:
+            continue
+        text = cut(line.rstrip("\r\n"), MAX_LINE_CHARS)
+        numbered = f"{total:>6}\t{text}"
+        shown_lines.append(numbered)
+        chars += len(numbered) + 1
+    return _Page(lines=shown_lines, total=total)
 
 
-def _cut(line: str) -> str:
-    if len(line) <= MAX_LINE_CHARS:
+def cut(line: str, limit: int) -> str:
+    if len(line) <= limit:
         return line
-    return f"{line[:MAX_LINE_CHARS]}... [{len(line) - MAX_LINE_CHARS} more characters cut]"
+    return f"{line[:limit]}... [{len(line) - limit} more characters cut]"
 
 
-def _format(path: Path, page: _Page, offset: int) -> ToolOutput:
+def _format(name: str, path: Path, page: _Page, offset: int) -> ToolOutput:
     data = {"path": str(path), "total_lines": page.total}
     if page.total == 0:
-        return ToolOutput(f"{path} is empty (0 lines)", data=data)
+        return ToolOutput(f"{name} is empty (0 lines)", data=data)
     if not page.lines:
         return ToolOutput(
-            f"offset {offset} is past the end of {path}, which has {page.total} lines; "
+            f"offset {offset} is past the end of {name}, which has {page.total} lines; "
             f"use an offset from 0 to {page.total - 1}.",
             is_error=True,
             data=data,

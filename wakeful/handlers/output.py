@@ -20,6 +20,12 @@ DEFAULT_OUTPUTS_MAX_BYTES = 256 * 1024 * 1024
 _UNSAFE_NAME = re.compile(r"[^A-Za-z0-9_.-]+")
 
 
+def saved_outputs_dir(data_dir: Path) -> Path:
+    """Where full outputs are saved: the one directory outside the workspace that
+    read_file may read (read-only). Pruning looks only at its top-level files."""
+    return data_dir / "outputs"
+
+
 def shape_output(
     text: str,
     *,

@@ -18,15 +18,21 @@ import anyio
 import structlog
 from pydantic import BaseModel, ValidationError
 
+from wakeful.daemon.store.base import ChannelState
 from wakeful.handlers.base import Tool, ToolContext, ToolOutput
 from wakeful.handlers.clock import GetTime
+from wakeful.handlers.edit_file import EditFile
 from wakeful.handlers.fetch import FetchUrl
 from wakeful.handlers.files import ReadFile
+from wakeful.handlers.find_file import FindFile
+from wakeful.handlers.grep import Grep
 from wakeful.handlers.output import DEFAULT_OUTPUTS_MAX_BYTES, shape_output
 from wakeful.handlers.process import DEFAULT_GRACE_S
 from wakeful.handlers.shell import ShellExec
 from wakeful.handlers.tasks import CancelTask, TaskStatus
 from wakeful.handlers.user import ReplyToUser, SendUserNotification
+from wakeful.handlers.write_file import WriteFile
+from wakeful.handlers.written_files import WrittenFiles
 from wakeful.safety.sandbox import NO_SANDBOX, Sandbox
 
 log = structlog.get_logger(__name__)
@@ -317,21 +323,28 @@ def default_registry(
     outputs_max_bytes: int = DEFAULT_OUTPUTS_MAX_BYTES,
     http_allow: Sequence[str] = (),
     sandbox: Sandbox = NO_SANDBOX,
+    state: ChannelState | None = None,
 ) -> ToolRegistry:
     """A registry with every built-in tool, in a fixed order. ``default_timeout_s``
     is the operator's per-call limit: it also caps shell_exec's own ``timeout_s``.
     ``http_allow`` is ``[safety] http_allow``: the hosts fetch_url may reach even on a
     private or loopback address. ``sandbox``: how shell_exec's commands are confined
-    (the daemon's, built once)."""
+    (the daemon's, built once). ``state`` keeps the ledger of files the agent wrote
+    across restarts (the store; None: in memory, for tests)."""
     registry = ToolRegistry(
         default_timeout_s=default_timeout_s, outputs_max_bytes=outputs_max_bytes
     )
     grace_s = DEFAULT_GRACE_S if shell_grace_s is None else shell_grace_s
+    written = WrittenFiles(state)
     tools: list[Tool] = [
         ReplyToUser(),
         SendUserNotification(),
         GetTime(),
-        ReadFile(),
+        ReadFile(written),
+        WriteFile(written),
+        EditFile(written),
+        Grep(written),
+        FindFile(),
         FetchUrl(http_allow=http_allow, outputs_max_bytes=outputs_max_bytes),
         ShellExec(
             grace_s=grace_s,

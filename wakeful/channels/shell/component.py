@@ -22,6 +22,7 @@ from wakeful.channels.shell.view import SessionShellTasks
 from wakeful.daemon.components.context import ComponentHealth, ComponentSetup
 from wakeful.daemon.config import Settings
 from wakeful.handlers.base import TaskView
+from wakeful.handlers.output import saved_outputs_dir
 from wakeful.safety.sandbox import daemon_sandbox
 
 log = structlog.get_logger(__name__)
@@ -46,8 +47,12 @@ class ShellComponent:
     async def configure(self, setup: ComponentSetup) -> None:
         directory = setup.data_dir / "tasks"
         directory.mkdir(mode=0o700, exist_ok=True)
+        # Full outputs go among the saved outputs, where read_file may read them
+        # (it may not read the task records, or anything else in the data directory).
+        logs = saved_outputs_dir(setup.data_dir) / "tasks"
+        logs.mkdir(mode=0o700, parents=True, exist_ok=True)
         manager = ShellTaskManager(
-            RecordStore(directory),
+            RecordStore(directory, logs=logs),
             setup.submit,
             None,
             shell_options(setup.settings),

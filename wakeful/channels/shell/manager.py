@@ -136,7 +136,7 @@ class ShellTaskManager:
             command=command,
             cwd=str(cwd),
             started_at=time.time(),
-            output_file=str(self.records.path_for(task_id, ".log")),
+            output_file=str(self.records.log_path(task_id)),
         )
         return ShellTask(
             record=record,

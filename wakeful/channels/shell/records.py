@@ -58,11 +58,17 @@ class TaskRecord:
 
 
 class RecordStore:
-    def __init__(self, directory: Path) -> None:
+    def __init__(self, directory: Path, *, logs: Path | None = None) -> None:
         self.directory = directory
+        # Where each task's full output goes: the daemon puts it among the saved
+        # outputs, the one place outside the workspace read_file may read.
+        self.logs = logs if logs is not None else directory
 
     def path_for(self, task_id: str, suffix: str) -> Path:
         return self.directory / f"{task_id}{suffix}"
+
+    def log_path(self, task_id: str) -> Path:
+        return self.logs / f"{task_id}.log"
 
     async def save(self, record: TaskRecord) -> None:
         await anyio.to_thread.run_sync(self._write, record)

@@ -1,0 +1,67 @@
+"""Which files hold exactly what the agent wrote: the ledger behind file taint.
+
+A file the agent did not write may carry a third party's words (a cloned
+repository, a downloaded page, a mail attachment saved by a script), so
+reading it taints the session. write_file and edit_file record the sha256 of
+what they wrote; a later read whose bytes hash the same is the agent's own
+text and leaves the session clean. Anything else — a file changed since by
+another process, or never written by the agent — counts as third-party.
+
+The ledger lives in the store's channel state (``written:<resolved path>``),
+so a restart does not turn the agent's own notes into untrusted text.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+from wakeful.daemon.store.base import ChannelState
+
+KEY_PREFIX = "written:"
+
+
+def digest(content: bytes) -> str:
+    return hashlib.sha256(content).hexdigest()
+
+
+class MemoryState:
+    """A ChannelState kept in a dict: the ledger for tests and tools built alone."""
+
+    def __init__(self) -> None:
+        self._values: dict[str, str] = {}
+
+    async def get_state(self, key: str) -> str | None:
+        return self._values.get(key)
+
+    async def put_state(self, key: str, value: str | None) -> None:
+        if value is None:
+            self._values.pop(key, None)
+        else:
+            self._values[key] = value
+
+    async def states_under(self, prefix: str) -> dict[str, str]:
+        return {k: v for k, v in self._values.items() if k.startswith(prefix)}
+
+
+class WrittenFiles:
+    """The sha256 of what the agent last wrote to each file, by resolved path."""
+
+    def __init__(self, state: ChannelState | None = None) -> None:
+        self._state: ChannelState = state if state is not None else MemoryState()
+
+    async def record(self, path: Path, sha256: str) -> None:
+        """``path`` (resolved) now holds text the agent wrote, hashing to ``sha256``."""
+        await self._state.put_state(_key(path), sha256)
+
+    async def forget(self, path: Path) -> None:
+        """``path`` no longer holds only the agent's text (e.g. written while tainted)."""
+        await self._state.put_state(_key(path), None)
+
+    async def wrote(self, path: Path, sha256: str) -> bool:
+        """Whether content hashing to ``sha256`` at ``path`` is what the agent wrote there."""
+        return await self._state.get_state(_key(path)) == sha256
+
+
+def _key(path: Path) -> str:
+    return f"{KEY_PREFIX}{path}"
