@@ -55,6 +55,7 @@ from wakeful.llm.null_provider import HOW_TO_CONFIGURE, NullProvider
 from wakeful.safety.approvals import Approval, notice_key
 from wakeful.safety.assembly import Safety, approval_notice, build_safety
 from wakeful.safety.http_routes import safety_routes
+from wakeful.safety.review_model import ProviderReviewModel
 from wakeful.safety.sandbox import daemon_sandbox
 
 log = structlog.get_logger(__name__)
@@ -159,7 +160,9 @@ async def _start(
     )
     registrations = Registrations(tools)
     registrations.status_providers["sandbox"] = sandbox.status
-    safety = build_safety(settings.safety, store, data_dir=data_dir)
+    safety = build_safety(
+        settings.safety, store, data_dir=data_dir, review_model=_review_model(settings, provider)
+    )
     tools.guard_with(safety.chain)  # every call, whoever registered the tool
     gate = EventGate()
     # Phase 1: every component declares its tools, routes and views; then they freeze.
@@ -274,6 +277,13 @@ def _connect_approvals(
         announce=announce,
         count_denial=safety.breaker.count_denial,
     )
+
+
+def _review_model(settings: Settings, provider: ModelProvider) -> ProviderReviewModel | None:
+    model = settings.safety.reviewer_model
+    if not (model and provider.configured):
+        return None
+    return ProviderReviewModel(provider, model, settings.daemon.system_prompt)
 
 
 def _classifier(settings: Settings, provider: ModelProvider) -> ModelClassifier | None:

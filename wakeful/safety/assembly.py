@@ -16,7 +16,7 @@ from wakeful.safety.breaker import DenialBreaker
 from wakeful.safety.chain import PolicyChain
 from wakeful.safety.config import SafetySection
 from wakeful.safety.confine_step import WorkspaceConfinement
-from wakeful.safety.reviewer_step import RuleReviewer
+from wakeful.safety.reviewer_step import ModelReviewer, ReviewModel, RuleReviewer
 from wakeful.safety.ruling import PolicyStep
 from wakeful.safety.session_taint import SessionTaints
 from wakeful.safety.taint_gate_step import TaintGate
@@ -36,7 +36,10 @@ def build_safety(
     *,
     data_dir: Path,
     extra_steps: list[PolicyStep] | None = None,
+    review_model: ReviewModel | None = None,
 ) -> Safety:
+    """``review_model``: the model reviewer's model (``[safety] reviewer_model``); it
+    judges what the rules let through, after them."""
     taints = SessionTaints(state)
     breaker = DenialBreaker(state, trip_after=settings.breaker_denials)
     approvals = Approvals(state, timeout_s=settings.approval_timeout_s)
@@ -49,6 +52,11 @@ def build_safety(
         ),
         TaintGate(),
         RuleReviewer(daemon_dirs=[data_dir, Path("/etc/wakeful")]),
+        *(
+            [ModelReviewer(review_model, budget_s=settings.reviewer_budget_ms / 1000)]
+            if review_model is not None
+            else []
+        ),
         *(extra_steps or []),
     ]
     chain = PolicyChain(steps, taints=taints, breaker=breaker, approvals=approvals)
