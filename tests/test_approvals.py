@@ -247,3 +247,61 @@ async def test_taint_survives_a_restart_and_is_cleared_only_by_the_owner(
         out = await run_cli(["-c", str(config), "taint", "clear", "main"])
         assert "session main is trusted again" in out
         assert (await h.client.get("/api/safety")).json()["tainted"] == {}
+
+
+async def test_the_safety_guides_commands_run_as_written(
+    tmp_path: Path, model_server: FakeModelServer
+) -> None:
+    """docs/safety.md's ```sh lines, exactly as written, against a daemon holding the two
+    approvals they name, a tainted main session and a breaker count."""
+    import os
+    import subprocess
+    import sys
+
+    from tests.test_documented_commands import ROOT, shell_lines
+    from wakeful.safety.approvals import Approval
+    from wakeful.safety.taint import TaintSource
+
+    lines = shell_lines(ROOT / "docs" / "safety.md")
+    assert lines == [
+        "wakeful approvals",
+        "wakeful approve k3f9z2qp",
+        'wakeful deny m4x7p2rd --reason "not from a stranger"',
+        "wakeful taint",
+        "wakeful taint clear main",
+        "wakeful breaker reset main",
+    ]
+    settings = settings_for(tmp_path, model_server)
+    async with harness(settings) as h:
+        approvals = h.running.safety.approvals
+        for identifier, call_id in (("k3f9z2qp", "call_doc1"), ("m4x7p2rd", "call_doc2")):
+            await approvals._save(
+                Approval(
+                    id=identifier, session="main", call_id=call_id, tool="shell_exec",
+                    arguments=f'{{"command": "{COMMAND}"}}', reason="the session read a webhook",
+                    tainted_by="webhook.received from forms",
+                    requested_at="2026-12-01T10:00:00+00:00",
+                    expires_at="2099-12-01T10:15:00+00:00", announced=True,
+                )
+            )  # fmt: skip
+        await h.running.safety.taints.mark("main", TaintSource("webhook forms", "hook:1", "now"))
+        await h.running.safety.breaker.count_denial("main")
+        env = {
+            **os.environ,
+            "WAKEFUL_CONFIG": str(write_cli_config(tmp_path, h.running.url)),
+            "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}",
+        }
+
+        def run(line: str) -> str:
+            done = subprocess.run(line, shell=True, env=env, capture_output=True, text=True)
+            assert done.returncode == 0, (line, done.stdout, done.stderr)
+            return done.stdout
+
+        outputs = [await anyio.to_thread.run_sync(run, line) for line in lines]
+        await wait_for_request_with(model_server, "approved by the owner and run once")
+    assert "k3f9z2qp" in outputs[0] and "m4x7p2rd" in outputs[0] and COMMAND in outputs[0]
+    assert outputs[1].startswith("approved k3f9z2qp") and outputs[2].startswith("denied m4x7p2rd")
+    assert "main: tainted since now by webhook forms" in outputs[3]
+    assert "session main is trusted again" in outputs[4]
+    assert "it had 2 denials" in outputs[5]  # the count above, and the owner's deny
+    assert runs(tmp_path) == 1

@@ -70,6 +70,7 @@ class RunningDaemon:
     streams: StreamRegistry
     registrations: Registrations  # what the components declared
     reloadables: list[Reloadable]  # the components that take SIGHUP
+    safety: Safety  # taint, approvals, the breaker
 
 
 def make_provider(llm: LlmSection, api_key: str | None) -> ModelProvider:
@@ -246,7 +247,7 @@ async def _start(
         log.warning("events will be stored until a model is configured", how=HOW_TO_CONFIGURE)
     reloadables: list[Reloadable] = [c for c in components if isinstance(c, Reloadable)]
     running = RunningDaemon(
-        daemon, url, admin_token, data_dir, app.state.streams, registrations, reloadables
+        daemon, url, admin_token, data_dir, app.state.streams, registrations, reloadables, safety
     )
     return running, servers[0]
 

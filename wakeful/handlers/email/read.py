@@ -68,7 +68,13 @@ class ReadEmail:
         note = f"[body characters {a.offset}-{end} of {len(mail.text)}"
         note += "]" if end >= len(mail.text) else f"; continue with offset {end}]"
         text = "\n".join([*_header_lines(a.email_id, mail), "", note, page])
-        return ToolOutput(text, data={"headers": mail.headers(), "body_chars": len(mail.text)})
+        return ToolOutput(
+            text,
+            data={"headers": mail.headers(), "body_chars": len(mail.text)},
+            # Whoever wrote it, a mail is a third party's words (even a From naming
+            # the owner is only a claim here): the session is tainted by reading it.
+            untrusted_source=f"read_email {a.email_id} from {mail.sender or 'an unknown sender'}",
+        )
 
 
 class SearchEmail:
@@ -113,7 +119,12 @@ class SearchEmail:
             lines.append(f"- {item_id} | {mail.date} | {mail.sender_display} | {mail.subject}")
             results.append({"email_id": item_id, **mail.headers(), "subject": mail.subject})
         header = f"{len(rows)} email(s) in {a.mailbox} matching {criteria}, newest first:"
-        return ToolOutput("\n".join([header, *lines]), data={"results": results})
+        return ToolOutput(
+            "\n".join([header, *lines]),
+            data={"results": results},
+            # Senders and subjects are written by the senders.
+            untrusted_source=f"search_email in {a.mailbox} ({len(rows)} senders' subjects)",
+        )
 
 
 def _criteria(a: SearchEmail.Args) -> list[Any]:
