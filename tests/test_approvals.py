@@ -265,7 +265,7 @@ async def test_the_safety_guides_commands_run_as_written(
     lines = shell_lines(ROOT / "docs" / "safety.md")
     assert lines == [
         "wakeful approvals",
-        "wakeful approve k3f9z2qp",
+        "wakeful approve k3fwz2qp",
         'wakeful deny m4x7p2rd --reason "not from a stranger"',
         "wakeful taint",
         "wakeful taint clear main",
@@ -274,7 +274,7 @@ async def test_the_safety_guides_commands_run_as_written(
     settings = settings_for(tmp_path, model_server)
     async with harness(settings) as h:
         approvals = h.running.safety.approvals
-        for identifier, call_id in (("k3f9z2qp", "call_doc1"), ("m4x7p2rd", "call_doc2")):
+        for identifier, call_id in (("k3fwz2qp", "call_doc1"), ("m4x7p2rd", "call_doc2")):
             await approvals._save(
                 Approval(
                     id=identifier, session="main", call_id=call_id, tool="shell_exec",
@@ -299,8 +299,8 @@ async def test_the_safety_guides_commands_run_as_written(
 
         outputs = [await anyio.to_thread.run_sync(run, line) for line in lines]
         await wait_for_request_with(model_server, "approved by the owner and run once")
-    assert "k3f9z2qp" in outputs[0] and "m4x7p2rd" in outputs[0] and COMMAND in outputs[0]
-    assert outputs[1].startswith("approved k3f9z2qp") and outputs[2].startswith("denied m4x7p2rd")
+    assert "k3fwz2qp" in outputs[0] and "m4x7p2rd" in outputs[0] and COMMAND in outputs[0]
+    assert outputs[1].startswith("approved k3fwz2qp") and outputs[2].startswith("denied m4x7p2rd")
     assert "main: tainted since now by webhook forms" in outputs[3]
     assert "session main is trusted again" in outputs[4]
     assert "it had 2 denials" in outputs[5]  # the count above, and the owner's deny

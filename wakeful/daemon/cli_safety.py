@@ -94,7 +94,7 @@ def add_arguments(sub: Any, add: Any) -> None:
         ("deny", "refuse a waiting tool call; the agent is told why"),
     ):
         action = add(sub, name, help_text)
-        action.add_argument("approval_id", metavar="ID", help="the approval's id, e.g. k3f9z2qp")
+        action.add_argument("approval_id", metavar="ID", help="the approval's id, e.g. k3fwz2qp")
         action.add_argument("--reason", default="", help="why (the agent sees it)")
     taint = add(sub, "taint", "which sessions read untrusted input; clear one")
     taint_actions = taint.add_subparsers(dest="action", metavar="ACTION")

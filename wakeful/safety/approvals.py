@@ -54,7 +54,7 @@ DECIDED = frozenset({ApprovalState.DONE, ApprovalState.DENIED, ApprovalState.TIM
 
 @dataclass(frozen=True)
 class Approval:
-    id: str  # short, typeable in chat: "approve k3f9z2qp"
+    id: str  # short, typeable in chat: "approve k3fwz2qp"
     session: str
     call_id: str
     tool: str
