@@ -1,4 +1,4 @@
-"""The owner's approval decisions made in chat: typed ("approve k3f9z2qp") or a button press.
+"""The owner's approval decisions made in chat: typed ("approve k3fwz2qp") or a button press.
 
 Both end in :meth:`Approvals.decide` and one line for the owner, worded like
 the HTTP API's answers, so the web page, the CLI and every chat platform say

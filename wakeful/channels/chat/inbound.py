@@ -2,7 +2,7 @@
 
 An allowed owner's message becomes a ``user.input`` event, submitted with the
 platform's cursor so both are committed together — unless the whole message
-is an approval decision ("approve k3f9z2qp", "deny k3f9z2qp too risky"): that
+is an approval decision ("approve k3fwz2qp", "deny k3fwz2qp too risky"): that
 is carried out and answered on the platform, and never reaches the model.
 Button presses under an approval notice (Telegram, Slack) pass the same
 check in :meth:`ChatInbound.press`. Anyone else never reaches the model nor

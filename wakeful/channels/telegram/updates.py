@@ -21,7 +21,7 @@ ALLOWED_UPDATES = ["message", "callback_query"]
 
 
 def button_data(decision: str, approval_id: str) -> str:
-    """A button's ``callback_data`` (1-64 bytes): ``approve:k3f9z2qp``."""
+    """A button's ``callback_data`` (1-64 bytes): ``approve:k3fwz2qp``."""
     return f"{decision}:{approval_id}"
 
 
