@@ -101,6 +101,9 @@ class FakeSlackApi(ServesWhileOpen):
         self.messages: dict[tuple[str, str], dict[str, Any]] = {}
         self.updates: list[dict[str, Any]] = []  # every accepted chat.update body
         self.ephemerals: list[dict[str, Any]] = []  # every accepted chat.postEphemeral body
+        # Cleared: chat.update calls wait (a slow Slack) until it is set again.
+        self.update_gate = threading.Event()
+        self.update_gate.set()
         self._failures = _Failures()
         self._ts = itertools.count(1)
         self._cond = threading.Condition()
@@ -227,6 +230,7 @@ class FakeSlackApi(ServesWhileOpen):
 
     async def _update(self, request: Request) -> Response:
         body = await _arguments(request)
+        await anyio.to_thread.run_sync(self.update_gate.wait, 10.0, abandon_on_cancel=True)
         error = self._auth_error(request)
         key = (str(body.get("channel", "")), str(body.get("ts", "")))
         if not error:
