@@ -5,7 +5,14 @@ like the fake model server) answering ``auth.test`` and ``chat.postMessage``
 with the shapes Slack documents: HTTP 200 and ``{"ok": true, ...}`` or
 ``{"ok": false, "error": "..."}``; HTTP 429 with ``Retry-After`` when rate
 limited. It records every post, and can fail for a while (down: HTTP 503;
-rate limited) to test retries.
+rate limited) to test retries. For approval notices it also checks Block Kit
+``blocks`` (section, actions with buttons, context; Slack's length limits →
+``invalid_blocks``) and answers ``chat.update`` (of a message the bot posted;
+``message_not_found`` otherwise) and ``chat.postEphemeral``.
+
+:func:`block_actions_payload` and :class:`SlackInteractionSender` are a
+person pressing a button: the ``block_actions`` payload Slack posts to the
+app's Interactivity Request URL, form-encoded and signed.
 
 :class:`SlackEventSender` builds Events API envelopes, signs them with the
 app's signing secret (``v0=HMAC-SHA256("v0:{timestamp}:{body}")``) and posts
@@ -24,7 +31,7 @@ import time
 import uuid
 from dataclasses import dataclass, field
 from typing import Any, Literal
-from urllib.parse import parse_qsl
+from urllib.parse import parse_qsl, urlencode
 
 import anyio.to_thread
 import httpx
@@ -90,6 +97,13 @@ class FakeSlackApi(ServesWhileOpen):
         self.posts: list[Post] = []
         self.attempts: list[dict[str, Any]] = []  # every chat.postMessage body, failed or not
         self.workspace = _Workspace()
+        # (channel, ts) → the message as it stands now: {"text", "blocks"} (chat.update edits it)
+        self.messages: dict[tuple[str, str], dict[str, Any]] = {}
+        self.updates: list[dict[str, Any]] = []  # every accepted chat.update body
+        self.ephemerals: list[dict[str, Any]] = []  # every accepted chat.postEphemeral body
+        # Cleared: chat.update calls wait (a slow Slack) until it is set again.
+        self.update_gate = threading.Event()
+        self.update_gate.set()
         self._failures = _Failures()
         self._ts = itertools.count(1)
         self._cond = threading.Condition()
@@ -97,6 +111,8 @@ class FakeSlackApi(ServesWhileOpen):
             routes=[
                 Route("/api/auth.test", self._auth_test, methods=["POST", "GET"]),
                 Route("/api/chat.postMessage", self._post_message, methods=["POST"]),
+                Route("/api/chat.update", self._update, methods=["POST"]),
+                Route("/api/chat.postEphemeral", self._post_ephemeral, methods=["POST"]),
             ]
         )
         self._http = LoopbackHttpServer(self.app, "fake Slack API")
@@ -138,6 +154,21 @@ class FakeSlackApi(ServesWhileOpen):
     def posts_snapshot(self) -> list[Post]:
         with self._cond:
             return list(self.posts)
+
+    def message(self, post: Post) -> dict[str, Any]:
+        """``post`` as it stands now (after any chat.update)."""
+        with self._cond:
+            return dict(self.messages[(post.channel, post.ts)])
+
+    async def until(self, condition: Any, timeout_s: float = 10.0, what: str = "condition") -> None:
+        """Until ``condition()`` holds, from async code, without blocking its event loop."""
+
+        def wait() -> None:
+            with self._cond:
+                if not self._cond.wait_for(condition, timeout_s):
+                    raise TimeoutError(f"{what} not reached within {timeout_s} s")
+
+        await anyio.to_thread.run_sync(wait, abandon_on_cancel=True)
 
     # --- the Web API --------------------------------------------------------
 
@@ -193,7 +224,43 @@ class FakeSlackApi(ServesWhileOpen):
             return "not_in_channel"
         if not body.get("text") and not body.get("blocks"):
             return "no_text"
+        if "blocks" in body and not _valid_blocks(body["blocks"]):
+            return "invalid_blocks"
         return None
+
+    async def _update(self, request: Request) -> Response:
+        body = await _arguments(request)
+        await anyio.to_thread.run_sync(self.update_gate.wait, 10.0, abandon_on_cancel=True)
+        error = self._auth_error(request)
+        key = (str(body.get("channel", "")), str(body.get("ts", "")))
+        if not error:
+            if "blocks" in body and not _valid_blocks(body["blocks"]):
+                error = "invalid_blocks"
+            elif not body.get("text") and not body.get("blocks"):
+                error = "no_text"
+        with self._cond:
+            if not error and key not in self.messages:
+                error = "message_not_found"
+            if error:
+                return _answer({"ok": False, "error": error})
+            self.messages[key] = {"text": body.get("text", ""), "blocks": body.get("blocks")}
+            self.updates.append(body)
+            self._cond.notify_all()
+        return _answer({"ok": True, "channel": key[0], "ts": key[1], "text": body.get("text")})
+
+    async def _post_ephemeral(self, request: Request) -> Response:
+        body = await _arguments(request)
+        error = self._auth_error(request)
+        if not error and not (body.get("user") and body.get("channel")):
+            error = "user_not_in_channel" if body.get("channel") else "channel_not_found"
+        if not error and not body.get("text"):
+            error = "no_text"
+        if error:
+            return _answer({"ok": False, "error": error})
+        with self._cond:
+            self.ephemerals.append(body)
+            self._cond.notify_all()
+        return _answer({"ok": True, "message_ts": f"{time.time():.6f}"})
 
     def _accept(self, body: dict[str, Any], authorization: str) -> dict[str, Any]:
         ts = f"{int(time.time())}.{next(self._ts):06d}"
@@ -201,6 +268,7 @@ class FakeSlackApi(ServesWhileOpen):
         post = Post(body["channel"], str(body.get("text", "")), thread_ts, ts, body, authorization)
         with self._cond:
             self.posts.append(post)
+            self.messages[(post.channel, ts)] = {"text": post.text, "blocks": body.get("blocks")}
             self._cond.notify_all()
         message: dict[str, Any] = {
             "type": "message",
@@ -222,6 +290,55 @@ class FakeSlackApi(ServesWhileOpen):
 
     def close(self) -> None:
         self._http.close()
+
+
+def _valid_blocks(blocks: Any) -> bool:
+    """The Block Kit wakeful sends, held to Slack's documented limits."""
+    if not isinstance(blocks, list) or not 1 <= len(blocks) <= 50:
+        return False
+    for block in blocks:
+        kind = block.get("type") if isinstance(block, dict) else None
+        if kind == "section":
+            text = block.get("text") or {}
+            if text.get("type") not in ("mrkdwn", "plain_text"):
+                return False
+            if not 1 <= len(str(text.get("text", ""))) <= 3000:
+                return False
+        elif kind == "actions":
+            elements = block.get("elements")
+            if not isinstance(elements, list) or not 1 <= len(elements) <= 25:
+                return False
+            if not all(_valid_button(element) for element in elements):
+                return False
+        elif kind == "context":
+            if not isinstance(block.get("elements"), list) or not block["elements"]:
+                return False
+        else:
+            return False
+    return True
+
+
+def _valid_button(element: Any) -> bool:
+    if not isinstance(element, dict) or element.get("type") != "button":
+        return False
+    text = element.get("text") or {}
+    return (
+        text.get("type") == "plain_text"
+        and 1 <= len(str(text.get("text", ""))) <= 75
+        and 1 <= len(str(element.get("action_id", ""))) <= 255
+        and len(str(element.get("value", ""))) <= 2000
+        and element.get("style") in (None, "primary", "danger")
+    )
+
+
+def buttons(post: Post) -> list[tuple[str, str, str]]:
+    """(action_id, value, label) of every button in ``post``'s blocks."""
+    return [
+        (element["action_id"], element.get("value", ""), element["text"]["text"])
+        for block in post.body.get("blocks") or []
+        if block.get("type") == "actions"
+        for element in block["elements"]
+    ]
 
 
 async def _arguments(request: Request) -> dict[str, Any]:
@@ -362,3 +479,76 @@ class SlackEventSender:
                 raise TimeoutError(f"no 200 for {envelope['event_id']} after {attempt + 1} sends")
             time.sleep(pause_s)  # Slack's own backoff, scaled down; nothing to wait on here
         raise AssertionError("unreachable")
+
+
+# --- Interactivity: what Slack posts when a button is pressed ---------------
+
+
+def block_actions_payload(post: Post, action_id: str, *, user: str = "U0OWNER01") -> dict[str, Any]:
+    """The ``block_actions`` payload of ``user`` pressing button ``action_id`` of ``post``."""
+    [(_, value, _label)] = [b for b in buttons(post) if b[0] == action_id]
+    now = f"{time.time():.6f}"
+    message: dict[str, Any] = {
+        "type": "message",
+        "subtype": "bot_message",
+        "text": post.text,
+        "ts": post.ts,
+        "bot_id": BOT_ID,
+        "blocks": post.body.get("blocks"),
+    }
+    if post.thread_ts:
+        message["thread_ts"] = post.thread_ts
+    return {
+        "type": "block_actions",
+        "user": {"id": user, "username": "owner", "name": "owner", "team_id": TEAM_ID},
+        "api_app_id": "A0APP00001",
+        "token": "legacy-verification-token",
+        "container": {
+            "type": "message",
+            "message_ts": post.ts,
+            "channel_id": post.channel,
+            "is_ephemeral": False,
+        },
+        "trigger_id": f"{int(time.time())}.0000000001.abcdef",
+        "team": {"id": TEAM_ID, "domain": "wakeful-test"},
+        "channel": {"id": post.channel, "name": "directmessage"},
+        "message": message,
+        "response_url": "https://hooks.slack.com/actions/T00000001/1/abcdef",
+        "actions": [
+            {
+                "action_id": action_id,
+                "block_id": f"approval:{value}",
+                "text": {"type": "plain_text", "text": action_id.title()},
+                "value": value,
+                "type": "button",
+                "action_ts": now,
+            }
+        ],
+    }
+
+
+class SlackInteractionSender:
+    """Posts signed interactivity requests (``payload=<json>``, form-encoded) to an app."""
+
+    def __init__(self, url: str, secret: str = SIGNING_SECRET) -> None:
+        self.url = url
+        self.secret = secret
+
+    def request(
+        self, payload: dict[str, Any], *, secret: str | None = None
+    ) -> tuple[bytes, dict[str, str]]:
+        body = urlencode({"payload": json.dumps(payload, separators=(",", ":"))}).encode()
+        stamp = str(int(time.time()))
+        headers = {
+            "Content-Type": "application/x-www-form-urlencoded",
+            "User-Agent": "Slackbot 1.0 (+https://api.slack.com/robots)",
+            "X-Slack-Request-Timestamp": stamp,
+            "X-Slack-Signature": slack_signature(secret or self.secret, stamp, body),
+        }
+        return body, headers
+
+    async def adeliver(
+        self, client: httpx.AsyncClient, payload: dict[str, Any], **options: Any
+    ) -> httpx.Response:
+        body, headers = self.request(payload, **options)
+        return await client.post(self.url, content=body, headers=headers, timeout=10.0)

@@ -7,9 +7,16 @@ getMe, getUpdates (offset, limit, timeout long poll, allowed_updates; an
 update is forgotten once a call passes an offset beyond it), sendMessage
 (parse_mode HTML checked like Telegram does: unknown tags, unbalanced tags
 or a bare ``<``/``&`` → 400 "can't parse entities"; more than 4096
-characters after parsing → 400), sendChatAction, setWebhook, deleteWebhook.
+characters after parsing → 400; ``reply_markup`` with an inline keyboard
+checked and kept), sendChatAction, setWebhook, deleteWebhook,
+answerCallbackQuery (once per query, as Telegram allows), editMessageText and
+editMessageReplyMarkup (of a message the bot sent; 400 "message is not
+modified" when nothing changes). ``allowed_updates`` (getUpdates,
+setWebhook) is honoured: an update of a kind not asked for is never made.
 
-People are simulated with :meth:`FakeTelegramApi.user_says`: the update is
+People are simulated with :meth:`FakeTelegramApi.user_says` and, for a
+button under a bot's message, :meth:`FakeTelegramApi.user_presses` (a
+``callback_query`` update): the update is
 queued for getUpdates or, with a webhook set, POSTed to it with the secret
 token (retried until answered 2xx, as Telegram does). Everything sent is
 recorded; :meth:`fail` makes methods fail (502 "down", 429 with
@@ -53,6 +60,14 @@ class SentMessage:
     parse_mode: str | None
     message_id: int
     received_at: float  # time.monotonic()
+    reply_markup: dict[str, Any] | None = None  # as last sent or edited
+    edits: int = 0
+
+    @property
+    def buttons(self) -> list[tuple[str, str]]:
+        """(text, callback_data) of its inline keyboard, row by row."""
+        rows = (self.reply_markup or {}).get("inline_keyboard") or []
+        return [(b["text"], b.get("callback_data", "")) for row in rows for b in row]
 
     @property
     def visible(self) -> str:
@@ -100,6 +115,10 @@ class FakeTelegramApi(ServesWhileOpen):
         self.blocked_chats: set[int] = set()
         self.known_chats: set[int] = set()
         self.webhook: _Webhook | None = None
+        self.allowed_updates: list[str] | None = None  # None: Telegram's default (all we use)
+        self.callback_answers: dict[str, str] = {}  # callback query id → the text shown
+        self.dropped_updates = 0  # of kinds the bot did not ask for
+        self._queries: set[str] = set()  # callback query ids handed out
         self._failure: _FailureMode | None = None
         self._ids = itertools.count(1)
         self._message_ids = itertools.count(1000)
@@ -147,6 +166,42 @@ class FakeTelegramApi(ServesWhileOpen):
             }
             self.known_chats.add(chat)
             self.updates.append(update)
+            self._cond.notify_all()
+        return update
+
+    def user_presses(
+        self, user_id: int, message: SentMessage, data: str, *, username: str = "owner"
+    ) -> dict[str, Any]:
+        """``user_id`` presses the inline button with ``data`` under ``message``: a
+        ``callback_query`` update (made only if the bot asked for such updates)."""
+        with self._cond:
+            update = {
+                "update_id": 500_000 + next(self._ids),
+                "callback_query": {
+                    "id": f"cq{next(self._ids)}",
+                    "from": {
+                        "id": user_id,
+                        "is_bot": False,
+                        "first_name": username.title(),
+                        "username": username,
+                    },
+                    "message": {
+                        "message_id": message.message_id,
+                        "from": BOT_USER,
+                        "chat": {"id": message.chat_id, "type": "private"},
+                        "date": int(time.time()),
+                        "text": message.visible,
+                        **({"reply_markup": message.reply_markup} if message.reply_markup else {}),
+                    },
+                    "chat_instance": f"ci{message.chat_id}",
+                    "data": data,
+                },
+            }
+            if self.allowed_updates is not None and "callback_query" not in self.allowed_updates:
+                self.dropped_updates += 1
+            else:
+                self._queries.add(update["callback_query"]["id"])
+                self.updates.append(update)
             self._cond.notify_all()
         return update
 
@@ -243,6 +298,9 @@ class FakeTelegramApi(ServesWhileOpen):
             "sendChatAction": self._send_chat_action,
             "setWebhook": self._set_webhook,
             "deleteWebhook": self._delete_webhook,
+            "answerCallbackQuery": self._answer_callback_query,
+            "editMessageText": self._edit_message_text,
+            "editMessageReplyMarkup": self._edit_message_reply_markup,
         }
         handler = handlers.get(method)
         if handler is None:
@@ -261,6 +319,8 @@ class FakeTelegramApi(ServesWhileOpen):
                                "active; use deleteWebhook to delete the webhook first")  # fmt: skip
             offset = params.get("offset")
             self.get_updates_offsets.append(offset)
+            if isinstance(params.get("allowed_updates"), list):
+                self.allowed_updates = list(params["allowed_updates"])
             if isinstance(offset, int):
                 self.updates = [u for u in self.updates if u["update_id"] >= offset]
             self._cond.notify_all()
@@ -299,12 +359,63 @@ class FakeTelegramApi(ServesWhileOpen):
         if len(shown) > MAX_TEXT:
             raise ApiError(400, "Bad Request: message is too long")
         assert isinstance(chat_id, int | str)
+        markup = _inline_keyboard(params.get("reply_markup"))
         with self._cond:
-            sent = SentMessage(chat_id, text, mode, next(self._message_ids), time.monotonic())
+            sent = SentMessage(
+                chat_id, text, mode, next(self._message_ids), time.monotonic(), markup
+            )
             self.sent.append(sent)
         self._record("sendMessage", params, 200)
         return {"message_id": sent.message_id, "from": BOT_USER, "date": int(time.time()),
                 "chat": {"id": chat_id, "type": "private"}, "text": shown}  # fmt: skip
+
+    def _answer_callback_query(self, params: dict[str, Any]) -> bool:
+        query_id, text = params.get("callback_query_id"), params.get("text", "")
+        with self._cond:
+            if query_id not in self._queries or query_id in self.callback_answers:
+                raise ApiError(400, "Bad Request: query is too old and response timeout "
+                               "expired or query ID is invalid")  # fmt: skip
+            if not isinstance(text, str) or len(text) > 200:
+                raise ApiError(400, "Bad Request: text must be at most 200 characters")
+            self.callback_answers[str(query_id)] = text
+        self._record("answerCallbackQuery", params, 200)
+        return True
+
+    def _edit_message_text(self, params: dict[str, Any]) -> dict[str, Any]:
+        text, mode = params.get("text"), params.get("parse_mode")
+        if not isinstance(text, str) or not text.strip():
+            raise ApiError(400, "Bad Request: message text is empty")
+        if mode not in (None, "HTML"):
+            raise ApiError(400, f"Bad Request: unsupported parse_mode {mode!r} in this fake")
+        markup = _inline_keyboard(params.get("reply_markup"))
+        with self._cond:
+            message = self._sent_message(params)
+            if (message.text, message.parse_mode, message.reply_markup) == (text, mode, markup):
+                raise ApiError(400, "Bad Request: message is not modified")
+            message.text, message.parse_mode, message.reply_markup = text, mode, markup
+            message.edits += 1
+        self._record("editMessageText", params, 200)
+        return {"message_id": message.message_id, "chat": {"id": message.chat_id}, "text": text}
+
+    def _edit_message_reply_markup(self, params: dict[str, Any]) -> dict[str, Any]:
+        markup = _inline_keyboard(params.get("reply_markup"))
+        with self._cond:
+            message = self._sent_message(params)
+            if message.reply_markup == markup:
+                raise ApiError(400, "Bad Request: message is not modified")
+            message.reply_markup = markup
+            message.edits += 1
+        self._record("editMessageReplyMarkup", params, 200)
+        return {"message_id": message.message_id, "chat": {"id": message.chat_id}}
+
+    def _sent_message(self, params: dict[str, Any]) -> SentMessage:
+        for message in self.sent:
+            if (message.chat_id, message.message_id) == (
+                params.get("chat_id"),
+                params.get("message_id"),
+            ):
+                return message
+        raise ApiError(400, "Bad Request: message to edit not found")
 
     def _check_chat(self, chat_id: Any) -> None:
         if chat_id in self.blocked_chats:
@@ -334,6 +445,8 @@ class FakeTelegramApi(ServesWhileOpen):
             )
         with self._cond:
             self.webhook = _Webhook(url, secret)
+            if isinstance(params.get("allowed_updates"), list):
+                self.allowed_updates = list(params["allowed_updates"])
             self._cond.notify_all()
         if self._pusher is None or not self._pusher.is_alive():
             self._pusher = self._start_thread(self._push_webhook, "fake-telegram-webhook")
@@ -408,6 +521,27 @@ def bot_config(fake: FakeTelegramApi, directory: Path, **overrides: Any) -> dict
         secret_file.write_text("webhook-secret_0123456789abcdef\n")
         entry["secret_token_file"] = str(secret_file)
     return entry | overrides
+
+
+def _inline_keyboard(markup: Any) -> dict[str, Any] | None:
+    """A ``reply_markup`` as Telegram checks it: rows of buttons, each with ``text`` and
+    1-64 bytes of ``callback_data`` (the only button kind wakeful sends); None if absent."""
+    if markup is None:
+        return None
+    rows = markup.get("inline_keyboard") if isinstance(markup, dict) else None
+    if not isinstance(rows, list) or not all(isinstance(row, list) for row in rows):
+        raise ApiError(400, "Bad Request: can't parse inline keyboard button: field "
+                       "\"inline_keyboard\" of the InlineKeyboardMarkup must be an Array of "
+                       "Arrays")  # fmt: skip
+    for row in rows:
+        for button in row:
+            data = button.get("callback_data") if isinstance(button, dict) else None
+            if not isinstance(button, dict) or not isinstance(button.get("text"), str):
+                raise ApiError(400, "Bad Request: can't parse inline keyboard button: Text "
+                               "buttons are unallowed in the inline keyboard")  # fmt: skip
+            if not isinstance(data, str) or not 1 <= len(data.encode()) <= 64:
+                raise ApiError(400, "Bad Request: BUTTON_DATA_INVALID")
+    return {"inline_keyboard": rows}
 
 
 class _Down(Exception):

@@ -1,9 +1,13 @@
 """From a platform's message to an event: the one sender check of every chat platform.
 
 An allowed owner's message becomes a ``user.input`` event, submitted with the
-platform's cursor so both are committed together. Anyone else never reaches
-the model: they are answered with a pairing code (once, through the outbox)
-and the cursor still moves on.
+platform's cursor so both are committed together — unless the whole message
+is an approval decision ("approve k3fwz2qp", "deny k3fwz2qp too risky"): that
+is carried out and answered on the platform, and never reaches the model.
+Button presses under an approval notice (Telegram, Slack) pass the same
+check in :meth:`ChatInbound.press`. Anyone else never reaches the model nor
+decides anything: they are answered with a pairing code (once, through the
+outbox) and the cursor still moves on.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from enum import StrEnum
 import structlog
 
 from wakeful.channels.chat.config import PER_USER
+from wakeful.channels.chat.decisions import DecisionRequest, DecisionResult, decide, parse_decision
 from wakeful.channels.chat.pairing import Pairing, PairingRequest, display_code
 from wakeful.daemon.components.context import ComponentSetup
 from wakeful.daemon.outbox.record import NewMessage
@@ -45,6 +50,7 @@ class Received(StrEnum):
     PAIRING = "pairing"  # an unknown sender: asked to pair, nothing for the agent
     IGNORED = "ignored"  # a sender the owner denied, or an empty message
     REFUSED = "refused"  # it can never be an event (say, past the size limit): logged, passed
+    DECIDED = "decided"  # the owner's "approve <id>" / "deny <id>": carried out and answered
 
 
 def pairing_text(code: str) -> str:
@@ -108,6 +114,10 @@ class ChatInbound:
             return Received.IGNORED
         if not await self.is_allowed(message.user_id):
             return await self._stranger(message, cursor)
+        typed = parse_decision(message.text)
+        if typed is not None:
+            await self._decide_typed(message, typed, cursor)
+            return Received.DECIDED
         try:
             event = self._event(message)
         except EventError as exc:  # never taken, so passed: a retry would not help, nor wedge us
@@ -117,6 +127,46 @@ class ChatInbound:
         result = await self._setup.submit(event, cursor=cursor)
         self._note_conversation(event.session, message.address)
         return Received.DUPLICATE if result.duplicate else Received.SUBMITTED
+
+    async def press(
+        self, user_id: str, request: DecisionRequest, *, cursor: Cursor | None = None
+    ) -> DecisionResult | None:
+        """An Approve/Deny button pressed under a notice; None when ``user_id`` may not
+        decide (nothing is decided). The cursor moves past the press either way: the
+        decision is in the store, and a redelivered press finds it already decided."""
+        if not await self.is_allowed(user_id):
+            log.warning(
+                "approval button pressed by someone who may not decide; ignored",
+                channel=self.channel,
+                user=user_id,
+                approval_id=request.approval_id,
+            )
+            await self.advance(cursor)
+            return None
+        result = await decide(self._setup.approvals, request, by=self.decider(user_id))
+        await self.advance(cursor)
+        return result
+
+    def decider(self, user_id: str) -> str:
+        """Who decided, as the approval record and the audit name them."""
+        return f"{self.platform}:{self.name}:{user_id}"
+
+    async def _decide_typed(
+        self, message: PlatformMessage, request: DecisionRequest, cursor: Cursor | None
+    ) -> None:
+        result = await decide(self._setup.approvals, request, by=self.decider(message.user_id))
+        # Keyed by the message: read again after a restart, it decides nothing new (the
+        # first decision stands) and the outbox sends no second answer.
+        await self._setup.send_message(
+            NewMessage(
+                session=self.session_for(message.user_id),
+                channel=self.channel,
+                text=result.line,
+                key=f"decision:{self.event_id(message.message_id)}",
+                address=message.address,
+            )
+        )
+        await self.advance(cursor)
 
     async def advance(self, cursor: Cursor | None) -> None:
         """Move the cursor past an update that carries nothing for the agent."""

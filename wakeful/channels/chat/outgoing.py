@@ -4,16 +4,21 @@ The outbox gives exactly-once per record (a send interrupted by a crash is
 "unknown", never repeated). A long reply is several platform messages; which
 of them went out is remembered in channel state, so a retry after a failed
 piece sends the rest, never an earlier piece again.
+
+An approval's notice (its outbox key says which approval, see
+:func:`approval_of_notice`) goes out with Approve/Deny buttons on platforms
+that have them: its last piece is sent by ``send_approval_notice``.
 """
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from wakeful.channels.chat.chunking import split_message
 from wakeful.daemon.outbox.channels import NeverDeliverable, Receipt
 from wakeful.daemon.outbox.record import OutgoingMessage
 from wakeful.daemon.store.base import ChannelState
+from wakeful.safety.approvals import approval_of_notice
 
 
 class PlatformClient(Protocol):
@@ -31,6 +36,17 @@ class PlatformClient(Protocol):
 
     async def send_typing(self, address: str) -> None:
         """Show "typing…" for a few seconds; best effort."""
+        ...
+
+
+@runtime_checkable
+class SendsApprovalButtons(Protocol):
+    """A platform client that can put Approve/Deny buttons under a message."""
+
+    async def send_approval_notice(
+        self, address: str, text: str, approval_id: str, *, ref: str
+    ) -> None:
+        """Like ``send_text``, with buttons that decide approval ``approval_id``."""
         ...
 
 
@@ -54,10 +70,16 @@ class ChatChannel:
         pieces = split_message(message.text, self._client.max_chars)
         progress_key = f"chunks:{self.name}:{message.id}"
         done = int(await self._state.get_state(progress_key) or 0) if len(pieces) > 1 else 0
+        approval = approval_of_notice(message.key)
+        buttons = self._client if isinstance(self._client, SendsApprovalButtons) else None
         for number in range(done, len(pieces)):
-            await self._client.send_text(
-                message.address, pieces[number], ref=f"{message.id}.{number}"
-            )
+            ref = f"{message.id}.{number}"
+            if approval is not None and buttons is not None and number == len(pieces) - 1:
+                await buttons.send_approval_notice(
+                    message.address, pieces[number], approval, ref=ref
+                )
+            else:
+                await self._client.send_text(message.address, pieces[number], ref=ref)
             if len(pieces) > 1 and number + 1 < len(pieces):
                 await self._state.put_state(progress_key, str(number + 1))
         if len(pieces) > 1:

@@ -1,4 +1,5 @@
-"""Slack's Web API, the two methods wakeful needs: ``auth.test`` and ``chat.postMessage``.
+"""Slack's Web API, the methods wakeful needs: ``auth.test``, ``chat.postMessage``, and
+for approval notices ``chat.update`` and ``chat.postEphemeral``.
 
 Slack answers most failures with HTTP 200 and ``{"ok": false, "error": "..."}``;
 :func:`raise_for_answer` sorts them into the outbox's two kinds: try later
@@ -15,7 +16,8 @@ from typing import Any
 
 import httpx
 
-from wakeful.channels.slack.mrkdwn import to_mrkdwn
+from wakeful.channels.slack.blocks import approval_blocks
+from wakeful.channels.slack.mrkdwn import escape, to_mrkdwn
 from wakeful.daemon.outbox.channels import NeverDeliverable, TryLater
 
 # Slack truncates a message's text past 40,000 characters, and asks for at most
@@ -107,6 +109,38 @@ class SlackClient:
         if thread_ts is not None:
             payload["thread_ts"] = thread_ts
         await self.call("chat.postMessage", payload)
+
+    async def send_approval_notice(
+        self, address: str, text: str, approval_id: str, *, ref: str = ""
+    ) -> None:
+        """The notice as Block Kit with Approve/Deny buttons; ``text`` stays the fallback
+        (notifications, clients without blocks)."""
+        channel, thread_ts = parse_address(address)
+        mrkdwn = to_mrkdwn(text)
+        payload: dict[str, Any] = {
+            "channel": channel,
+            "text": mrkdwn,
+            "blocks": approval_blocks(mrkdwn, approval_id),
+        }
+        if thread_ts is not None:
+            payload["thread_ts"] = thread_ts
+        await self.call("chat.postMessage", payload)
+
+    async def update_message(
+        self, channel: str, ts: str, text: str, blocks: list[dict[str, Any]]
+    ) -> None:
+        """Rewrite the bot's message ``ts`` in ``channel`` (``chat.update``)."""
+        payload = {"channel": channel, "ts": ts, "text": text, "blocks": blocks}
+        await self.call("chat.update", payload)
+
+    async def post_ephemeral(
+        self, channel: str, user: str, text: str, thread_ts: str | None = None
+    ) -> None:
+        """A message only ``user`` sees, in ``channel`` (``chat.postEphemeral``)."""
+        payload: dict[str, Any] = {"channel": channel, "user": user, "text": escape(text)}
+        if thread_ts is not None:
+            payload["thread_ts"] = thread_ts
+        await self.call("chat.postEphemeral", payload)
 
     async def send_typing(self, address: str) -> None:
         """Nothing: the Events API gives classic bot apps no typing indicator.

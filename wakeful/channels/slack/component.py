@@ -1,4 +1,9 @@
-"""One ``[[chat.slack]]`` entry as a component: the request URL in, the outbox channel out."""
+"""One ``[[chat.slack]]`` entry as a component: the request URLs in, the outbox channel out.
+
+Two request URLs: ``/chat/slack/<name>/events`` (the Events API: messages)
+and ``/chat/slack/<name>/interactive`` (Interactivity: Approve/Deny presses
+under an approval notice).
+"""
 
 from __future__ import annotations
 
@@ -13,6 +18,7 @@ from wakeful.channels.chat.outgoing import ChatChannel
 from wakeful.channels.slack.client import SlackClient
 from wakeful.channels.slack.config import SlackConfig
 from wakeful.channels.slack.ingress import SlackEvents
+from wakeful.channels.slack.interactive import SlackInteractions
 from wakeful.channels.slack.signing import SlackSignature
 from wakeful.daemon.components.context import ComponentHealth, ComponentSetup
 from wakeful.daemon.config_base import read_secret_file
@@ -46,17 +52,25 @@ class SlackComponent:
             setup=setup,
         )
         setup.add_channel(ChatChannel(inbound.channel, self._client, setup.state))
-        self._events = SlackEvents(self.config.name, SlackSignature(secret), inbound)
-        path = f"/chat/slack/{self.config.name}/events"
-        setup.add_route(Route(path, self._events.handle, methods=["POST"]))
-        setup.add_status(self.name, self._events.stats)
+        signature = SlackSignature(secret)
+        self._events = SlackEvents(self.config.name, signature, inbound)
+        self._interactions = SlackInteractions(self.config.name, signature, inbound, self._client)
+        base = f"/chat/slack/{self.config.name}"
+        setup.add_route(Route(f"{base}/events", self._events.handle, methods=["POST"]))
+        setup.add_route(Route(f"{base}/interactive", self._interactions.handle, methods=["POST"]))
+        setup.add_status(self.name, self._stats)
         self._setup = setup
         self._health("waiting for auth.test")
 
     async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
-        # Events are taken from the first request on: bot messages carry bot_id even
-        # before auth.test names the bot's own user.
-        task_status.started()
+        async with anyio.create_task_group() as group:
+            group.start_soon(self._interactions.send_feedback, name=f"{self.name} feedback")
+            # Events are taken from the first request on: bot messages carry bot_id even
+            # before auth.test names the bot's own user.
+            task_status.started()
+            await self._authenticate()
+
+    async def _authenticate(self) -> None:
         wait_s = AUTH_RETRY_MIN_S
         while True:
             try:
@@ -72,7 +86,10 @@ class SlackComponent:
                 continue
             self._events.bot_user_id = identity.user_id
             self._health(f"connected as {identity.user_id} ({identity.team})", ok=True)
-            return  # requests arrive through the route; nothing else runs here
+            return  # requests arrive through the routes; the feedback task goes on
+
+    def _stats(self) -> dict[str, object]:
+        return {**self._events.stats(), **self._interactions.stats()}
 
     def _health(self, detail: str, *, ok: bool = False) -> None:
         self._setup.set_health(self.name, ComponentHealth(ok=ok, detail=detail))

@@ -16,6 +16,7 @@ import structlog
 
 from wakeful.channels.telegram.bot_api import BotApi, BotApiError, BotApiUnreachable
 from wakeful.channels.telegram.markdown import to_telegram_html
+from wakeful.channels.telegram.updates import approval_keyboard
 from wakeful.daemon.outbox.channels import NeverDeliverable, TryLater
 
 log = structlog.get_logger(__name__)
@@ -39,16 +40,27 @@ class TelegramClient:
     async def send_text(self, address: str, text: str, *, ref: str = "") -> None:
         """``text`` is Markdown of at most ``max_chars``; sent as HTML, as plain text if refused.
         (``ref`` is unused: the Bot API has no idempotency key for sendMessage.)"""
+        await self._send_markdown(address, text, markup=None)
+
+    async def send_approval_notice(
+        self, address: str, text: str, approval_id: str, *, ref: str = ""
+    ) -> None:
+        """An approval's notice with an inline keyboard: Approve and Deny."""
+        await self._send_markdown(address, text, markup=approval_keyboard(approval_id))
+
+    async def _send_markdown(
+        self, address: str, text: str, *, markup: dict[str, object] | None
+    ) -> None:
         self._wait_for_rate_limit()
         chat_id = _chat_id(address)
         try:
             try:
-                await self._send(chat_id, to_telegram_html(text), parse_mode="HTML")
+                await self._send(chat_id, to_telegram_html(text), parse_mode="HTML", markup=markup)
             except BotApiError as exc:
                 if not exc.cannot_parse_entities:
                     raise
                 log.info("telegram refused the HTML; sending plain text", error=exc.description)
-                await self._send(chat_id, text, parse_mode=None)
+                await self._send(chat_id, text, parse_mode=None, markup=markup)
         except BotApiUnreachable as exc:
             raise TryLater(f"Telegram did not answer: {exc}") from None
         except BotApiError as exc:
@@ -60,10 +72,19 @@ class TelegramClient:
             return
         await self._api.call("sendChatAction", {"chat_id": _chat_id(address), "action": "typing"})
 
-    async def _send(self, chat_id: int | str, text: str, *, parse_mode: str | None) -> None:
+    async def _send(
+        self,
+        chat_id: int | str,
+        text: str,
+        *,
+        parse_mode: str | None,
+        markup: dict[str, object] | None = None,
+    ) -> None:
         params: dict[str, object] = {"chat_id": chat_id, "text": text}
         if parse_mode is not None:
             params["parse_mode"] = parse_mode
+        if markup is not None:
+            params["reply_markup"] = markup
         await self._api.call("sendMessage", params)
 
     def _wait_for_rate_limit(self) -> None:

@@ -22,11 +22,12 @@ from wakeful.channels.chat.inbound import ChatInbound
 from wakeful.channels.chat.outgoing import ChatChannel
 from wakeful.channels.chat.typing_indicator import TypingIndicator
 from wakeful.channels.telegram.bot_api import BotApi, BotApiError, BotApiUnreachable
+from wakeful.channels.telegram.buttons import ApprovalButtons
 from wakeful.channels.telegram.client import TelegramClient
 from wakeful.channels.telegram.config import SECRET_TOKEN, TelegramConfig
 from wakeful.channels.telegram.health import BotHealth
 from wakeful.channels.telegram.polling import UpdatePoller
-from wakeful.channels.telegram.updates import ALLOWED_UPDATES, platform_message
+from wakeful.channels.telegram.updates import ALLOWED_UPDATES, button_press, platform_message
 from wakeful.channels.telegram.webhook import WebhookReceiver
 from wakeful.daemon.components.context import ComponentHealth, ComponentSetup
 from wakeful.daemon.config_base import ConfigError, read_secret_file
@@ -76,6 +77,7 @@ class TelegramComponent:
             setup=setup,
         )
         setup.add_channel(ChatChannel(self.inbound.channel, self.client, setup.state))
+        self.buttons = ApprovalButtons(self.api, self.inbound)
         self.setup = setup
         self.health = BotHealth(self._publish, config.retry_min_s, config.retry_max_s)
         self.health.publish(True, "starting")
@@ -111,6 +113,10 @@ class TelegramComponent:
                 await self.poller.run()
 
     async def handle_update(self, update: dict[str, Any], cursor: Cursor | None) -> None:
+        press = button_press(update)
+        if press is not None:
+            await self.buttons.pressed(press, cursor)
+            return
         message = platform_message(update)
         if message is None:
             await self.inbound.advance(cursor)
