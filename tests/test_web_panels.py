@@ -66,6 +66,12 @@ class Daemon:
         assert response.status_code == 200, response.text
         return response.json()
 
+    def post(self, path: str, body: dict[str, Any]) -> Any:
+        headers = {"Authorization": f"Bearer {self.running.admin_token}"}
+        response = httpx.post(f"{self.running.url}{path}", headers=headers, json=body)
+        assert response.status_code == 200, response.text
+        return response.json()
+
     def model_was_told(self, text: str) -> dict[str, Any]:
         def told() -> dict[str, Any] | None:
             for request in list(self.model.requests):
@@ -196,6 +202,21 @@ def test_denying_with_a_reason_on_the_page_tells_the_model(daemon: Daemon) -> No
         (decided,) = daemon.get("/api/approvals?all=1")
         assert decided["decision"] == "deny" and decided["decided_reason"] == "not from a stranger"
     assert runs(daemon.data_dir) == 0
+
+
+def test_an_approval_decided_elsewhere_leaves_the_open_page(daemon: Daemon) -> None:
+    with chromium(SHOTS) as driver:
+        open_page(driver, daemon)
+        find(driver, "#new-session-name").send_keys("elsewhere", Keys.ENTER)  # not its session
+        wait_for(lambda: find(driver, "#session").get_attribute("value") == "elsewhere")
+        daemon.tainted_shell_call()
+        wait_for(lambda: cards(driver), what="main's approval shown in another session")
+        (approval,) = daemon.get("/api/approvals")
+        daemon.model.push(text_reply("understood"))
+        daemon.post(f"/api/approvals/{approval['id']}", {"decision": "deny", "reason": "no"})
+        wait_for(lambda: not cards(driver), what="the card gone on approval.decided")
+        assert not visible(driver, "#approvals-badge")
+        daemon.model_was_told("denied by the owner: no")
 
 
 def test_a_tainted_session_shows_a_banner_and_the_owner_trusts_it_again(daemon: Daemon) -> None:
