@@ -55,6 +55,13 @@ def chromium(work_dir: Path, *, width: int = 1280, height: int = 860) -> Iterato
         shutil.rmtree(profile, ignore_errors=True)
 
 
+def as_phone(driver: WebDriver, width: int = 390, height: int = 844) -> None:
+    """Lay the page out as a phone would: headless Chromium keeps its window at least
+    500 px wide, so the viewport is set through the DevTools protocol instead."""
+    metrics = {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": True}
+    driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", metrics)  # type: ignore[attr-defined]
+
+
 def wait_for(condition: Callable[[], T | None], timeout_s: float = 10.0, what: str = "") -> T:
     """Poll ``condition`` (a page state, read with the driver) until it is truthy."""
     deadline = time.monotonic() + timeout_s

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from typing import Any
 
@@ -15,6 +15,10 @@ from wakeful.daemon.store.base import Store, StoredEvent, StoreUnavailable
 from wakeful.events import Event
 from wakeful.llm.base import ModelProvider, WireBody
 from wakeful.llm.null_provider import HOW_TO_CONFIGURE
+
+# The daemon's safety picture (taint, breakers, pending approvals) for the status;
+# the lifespan passes it in, so the backend needs no knowledge of the safety package.
+SafetyOverview = Callable[[], Awaitable[dict[str, Any]]]
 
 
 def event_log_entry(stored: StoredEvent) -> dict[str, Any]:
@@ -56,6 +60,7 @@ class ApiBackend:
         feed: Feed,
         provider: ModelProvider,
         registrations: Registrations,
+        safety_overview: SafetyOverview | None = None,
     ) -> None:
         self.store = store
         self.dispatcher = dispatcher
@@ -63,6 +68,7 @@ class ApiBackend:
         self.feed = feed
         self.provider = provider
         self.registrations = registrations
+        self.safety_overview = safety_overview
 
     async def start(self) -> None:
         """Recover after a restart: requeue held events, resume every session."""
@@ -107,6 +113,9 @@ class ApiBackend:
             for name, h in self.registrations.health.items()
         }
         extra = {name: provide() for name, provide in self.registrations.status_providers.items()}
+        if self.safety_overview is not None:
+            with _store_unavailable_is_503():
+                extra["safety"] = await self.safety_overview()
         return {
             **extra,
             "components": components,

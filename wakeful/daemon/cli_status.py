@@ -1,5 +1,7 @@
 """`wakeful status` made short: each session's running tasks and its few latest finished
-ones, one line each; the rest is a count (``--json`` shows everything)."""
+ones, one line each; the rest is a count; the safety block as what needs the owner
+(pending approvals, tainted sessions, tripped breakers) with the command for each
+(``--json`` shows everything)."""
 
 from __future__ import annotations
 
@@ -11,6 +13,9 @@ PREVIEW_CHARS = 60
 
 def compact_status(status: dict[str, Any]) -> dict[str, Any]:
     """The status with each session's task list cut down to lines."""
+    safety = status.get("safety")
+    if isinstance(safety, dict):
+        status = {**status, "safety": compact_safety(safety)}
     sessions = status.get("sessions")
     if not isinstance(sessions, dict):
         return status
@@ -19,6 +24,34 @@ def compact_status(status: dict[str, Any]) -> dict[str, Any]:
         for name, info in sessions.items()
     }
     return {**status, "sessions": compact}
+
+
+def compact_safety(safety: dict[str, Any]) -> dict[str, Any]:
+    """What waits for the owner, one line each, with the command that acts on it."""
+    pending = safety.get("pending_approvals") or 0
+    tainted = safety.get("tainted") or {}
+    breaker = safety.get("breaker") or {}
+    trip_after = breaker.get("trip_after")
+    denials = breaker.get("denials") or {}
+    tripped = {
+        session: count
+        for session, count in denials.items()
+        if isinstance(count, int) and isinstance(trip_after, int) and count >= trip_after
+    }
+    approvals = f"{pending}" + (" (`wakeful approvals` lists them)" if pending else "")
+    return {
+        "pending approvals": approvals,
+        "tainted sessions": [
+            f"{session}: since {taint.get('since')}, by {taint.get('summary')}"
+            f" (`wakeful taint clear {session}` trusts it again)"
+            for session, taint in tainted.items()
+            if isinstance(taint, dict)
+        ],
+        "tripped breakers": [
+            f"{session}: {count} denied calls (`wakeful breaker reset {session}`)"
+            for session, count in tripped.items()
+        ],
+    }
 
 
 def _compact_session(info: dict[str, Any]) -> dict[str, Any]:

@@ -55,6 +55,7 @@ from wakeful.llm.null_provider import HOW_TO_CONFIGURE, NullProvider
 from wakeful.safety.approvals import Approval, notice_key
 from wakeful.safety.assembly import Safety, approval_notice, build_safety
 from wakeful.safety.http_routes import safety_routes
+from wakeful.safety.overview import safety_overview
 from wakeful.safety.review_model import ProviderReviewModel
 from wakeful.safety.sandbox import daemon_sandbox
 
@@ -209,7 +210,15 @@ async def _start(
     gate.open(dispatcher.submit, outbox.deliverer.enqueue)
     _connect_approvals(safety, dispatcher, tools, outbox, feed)
     await group.start(safety.approvals.run)
-    daemon = ApiBackend(store, dispatcher, dispatcher.sessions, feed, provider, registrations)
+    daemon = ApiBackend(
+        store,
+        dispatcher,
+        dispatcher.sessions,
+        feed,
+        provider,
+        registrations,
+        safety_overview=partial(safety_overview, safety),
+    )
     # Phase 2: components run (each supervised); sessions resume once all have started.
     await run_all(components, group, registrations)
     await daemon.start()

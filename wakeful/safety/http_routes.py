@@ -20,6 +20,7 @@ from wakeful.daemon.http.body import read_json_object
 from wakeful.daemon.http.errors import ApiError
 from wakeful.safety.approvals import DecideOutcome
 from wakeful.safety.assembly import Safety
+from wakeful.safety.overview import safety_overview
 
 MAX_BODY_BYTES = 8192
 MAX_REASON_CHARS = 2000
@@ -74,19 +75,7 @@ class _SafetyApi:
         return JSONResponse(approval.public())
 
     async def overview(self, request: Request) -> Response:
-        safety = self.safety
-        taints = await safety.taints.all()
-        breakers = await safety.breaker.all()
-        return JSONResponse(
-            {
-                "tainted": {session: t.as_dict() for session, t in sorted(taints.items())},
-                "breaker": {
-                    "trip_after": safety.breaker.trip_after,
-                    "denials": dict(sorted(breakers.items())),
-                },
-                "pending_approvals": len(await safety.approvals.pending()),
-            }
-        )
+        return JSONResponse(await safety_overview(self.safety))
 
     async def clear_taint(self, request: Request) -> Response:
         safety = self.safety

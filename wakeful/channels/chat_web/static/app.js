@@ -1,4 +1,5 @@
-// wakeful's web page: chat, live timeline, tasks and trajectory over one SSE connection.
+// wakeful's web page: chat, live timeline, tasks, approvals, session trust and
+// trajectory over one SSE connection.
 // Durable records (event log, outbox, trajectory, model calls) are the truth; the feed
 // says when to read more of them, and carries what is only live (reply deltas, tool
 // activity). Every entry has a key, so reading a record twice never shows it twice.
@@ -9,7 +10,7 @@ const seg = encodeURIComponent;
 const LONG = 300; // characters: longer tool arguments and results are collapsed
 const PLACEHOLDER = "[placeholder]";
 const MAX_ENTRIES = 1000;
-const FEED_TYPES = ["event", "delta", "reply", "run", "tool", "task", "alert", "discarded", "resync", "pairing"];
+const FEED_TYPES = ["event", "delta", "reply", "run", "tool", "task", "alert", "discarded", "resync", "pairing", "approval"];
 
 const state = {
   session: localStorage.getItem("wakeful.session") || "main",
@@ -25,6 +26,8 @@ const state = {
   taskPoll: null,
   otherUnread: new Set(),
   sessions: new Set(), // every session name the page has seen
+  approvalsSeen: null, // approval ids already shown (null until the first read: nothing is "new" then)
+  countdown: null, // ticks the approvals' "denied at" countdowns while any is shown
 };
 
 // --- HTTP ------------------------------------------------------------------------
@@ -345,26 +348,150 @@ async function refreshStatus() {
   const timers = mine.tasks.filter((t) => t.kind === "timer" && t.state === "scheduled");
   $("tasks").replaceChildren(...tasks.map(taskCard));
   $("timers").replaceChildren(...timers.map(timerCard));
+  showTrust(status.safety); // the same overview GET /api/safety answers
   // Progress comes from the task's output; poll only while something runs.
   clearTimeout(state.taskPoll);
   if (tasks.length) state.taskPoll = setTimeout(() => refreshStatus().catch(() => {}), 2000);
 }
 
-async function refreshApprovals() {
-  let pending = [];
+// Approvals: every session's pending calls, as cards kept by id (a refresh never
+// throws away a reason being typed).
+
+function when(iso) {
+  const date = new Date(iso);
+  const sameDay = date.toDateString() === new Date().toDateString();
+  return sameDay ? date.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit", second: "2-digit" }) : date.toLocaleString();
+}
+
+function duration(seconds) {
+  const minutes = Math.floor(seconds / 60);
+  if (minutes >= 60) return `${Math.floor(minutes / 60)} h ${minutes % 60} min`;
+  return minutes ? `${minutes} min ${String(seconds % 60).padStart(2, "0")} s` : `${seconds} s`;
+}
+
+function expiryText(expiresAt) {
+  const left = Math.round((new Date(expiresAt) - Date.now()) / 1000);
+  const at = `denied at ${when(expiresAt)}`;
+  return left > 0 ? `${at} unless you decide (in ${duration(left)})` : `${at}: timing out now`;
+}
+
+function argumentText(args) {
+  if (typeof args === "string") return args;
+  const compact = JSON.stringify(args);
+  return compact.length <= LONG ? compact : JSON.stringify(args, null, 2);
+}
+
+function approvalCard(a) {
+  const label = `${a.tool} (${a.id})`;
+  const input = el("input", { id: `deny-reason-${a.id}`, maxlength: "2000", autocomplete: "off", placeholder: "e.g. not from a stranger" });
+  const buttons = el("div", { class: "buttons" });
+  const form = el("form", {
+    class: "deny-form", hidden: true, "aria-label": `Deny ${label}`,
+    onsubmit: (e) => { e.preventDefault(); decideApproval(card, a, "deny", input.value.trim()); },
+  },
+  el("label", { for: input.id, text: "Why not? (optional: the model is told)" }), input,
+  el("div", { class: "buttons" },
+    el("button", { type: "submit", class: "small danger", text: "Deny", "aria-label": `Confirm: deny ${label}` }),
+    el("button", { type: "button", class: "small quiet", text: "Cancel", onclick: () => { form.hidden = true; buttons.hidden = false; deny.focus(); } })));
+  const approve = el("button", { type: "button", class: "small approve", text: "Approve", "aria-label": `Approve ${label}`, onclick: () => decideApproval(card, a, "approve", "") });
+  const deny = el("button", { type: "button", class: "small danger deny", text: "Deny…", "aria-label": `Deny ${label}`, onclick: () => { buttons.hidden = true; form.hidden = false; input.focus(); } });
+  buttons.append(approve, deny);
+  const card = el("li", { class: "card approval", "data-approval": a.id, "aria-label": `Approval ${label} in session ${a.session}` },
+    el("div", { class: "row" }, el("code", { text: a.tool, title: a.tool }), tag(`session ${a.session}`), tag(a.id)),
+    longText("arguments", argumentText(a.arguments)),
+    el("div", { class: "why" }, el("span", { class: "reason", text: "why: " }), el("span", { text: a.reason })),
+    a.tainted_by ? el("div", { class: "detail", text: `tainted by: ${a.tainted_by}` }) : null,
+    el("div", { class: "detail" }, `asked ${when(a.requested_at)} · `, el("span", { class: "countdown", "data-expires": a.expires_at, text: expiryText(a.expires_at) })),
+    buttons, form);
+  return card;
+}
+
+async function decideApproval(card, a, decision, reason) {
+  card.classList.add("deciding");
+  card.querySelectorAll("button").forEach((b) => { b.disabled = true; });
   try {
-    pending = (await api("GET", "/api/approvals")).pending || [];
+    await api("POST", `/api/approvals/${seg(a.id)}`, { decision, reason });
   } catch (error) {
-    if (error.status !== 404) throw error; // not in this daemon yet: the panel stays empty
+    note(`${decision} ${a.tool} (${a.id}): ${error.message}`);
+    card.classList.remove("deciding"); // still pending if the daemon did not take it
+    card.querySelectorAll("button").forEach((b) => { b.disabled = false; });
   }
-  const button = (a, label, decision, cls) => el("button", {
-    class: `small ${cls}`, type: "button", text: label, "aria-label": `${label} ${a.summary || a.tool || a.id}`,
-    onclick: () => decide(`/api/approvals/${seg(a.id)}`, { decision }, refreshApprovals),
-  });
-  $("approvals").replaceChildren(...pending.map((a) => el("li", { class: "card" },
-    el("div", { class: "row" }, el("span", { text: a.summary || a.tool || a.id })),
-    a.arguments ? longText("arguments", typeof a.arguments === "string" ? a.arguments : JSON.stringify(a.arguments)) : null,
-    el("div", { class: "buttons" }, button(a, "Approve", "approve", ""), button(a, "Deny", "deny", "danger")))));
+  soon("approvals", refreshApprovals); // a 409 (decided elsewhere) also takes the card away
+  soon("status", refreshStatus); // a denial counts towards the breaker
+}
+
+async function refreshApprovals() {
+  const pending = await api("GET", "/api/approvals");
+  const list = $("approvals");
+  const wanted = new Set(pending.map((a) => a.id));
+  for (const card of [...list.children]) if (!wanted.has(card.dataset.approval)) card.remove();
+  const shown = new Set([...list.children].map((card) => card.dataset.approval));
+  const fresh = pending.filter((a) => !shown.has(a.id));
+  list.append(...fresh.map(approvalCard));
+  const announce = state.approvalsSeen ? fresh.filter((a) => !state.approvalsSeen.has(a.id)) : [];
+  state.approvalsSeen = new Set([...(state.approvalsSeen || []), ...wanted]);
+  if (announce.length) {
+    $("announce").textContent = announce.length === 1
+      ? `New approval request: ${announce[0].tool} in session ${announce[0].session}`
+      : `${announce.length} new approval requests`;
+  }
+  const count = pending.length;
+  $("approvals-count").textContent = String(count);
+  $("approvals-count").hidden = count === 0;
+  $("approvals-count").setAttribute("aria-label", `${count} waiting`);
+  $("approvals-badge").textContent = `${count} waiting for approval`;
+  $("approvals-badge").hidden = count === 0;
+  document.title = count ? `(${count}) wakeful` : "wakeful";
+  clearInterval(state.countdown);
+  state.countdown = count ? setInterval(tickCountdowns, 1000) : null;
+}
+
+function tickCountdowns() {
+  for (const node of document.querySelectorAll("#approvals .countdown")) node.textContent = expiryText(node.dataset.expires);
+}
+
+// --- this session's trust: taint and the circuit breaker ----------------------------
+
+function showTrust(safety) {
+  const taint = safety?.tainted?.[state.session];
+  $("taint-banner").hidden = !taint;
+  if (taint) $("taint-summary").textContent = `${taint.summary} (since ${when(taint.since)})`;
+  else showTaintConfirm(false);
+  const breaker = safety?.breaker || {};
+  const denials = breaker.denials?.[state.session] || 0;
+  const tripped = typeof breaker.trip_after === "number" && denials >= breaker.trip_after;
+  $("breaker-banner").hidden = !tripped;
+  if (tripped) {
+    $("breaker-detail").textContent = `${denials} of this session's calls were denied (it trips at ${breaker.trip_after}), `
+      + "so its consequential calls are refused until you reset it.";
+  }
+}
+
+function showTaintConfirm(open) {
+  $("taint-confirm").hidden = !open;
+  $("taint-clear").hidden = open;
+  if (open) $("taint-confirm-yes").focus();
+}
+
+async function trustAgain() {
+  const session = state.session;
+  showTaintConfirm(false);
+  try {
+    await api("POST", `/api/sessions/${seg(session)}/taint/clear`, {});
+  } catch (error) {
+    note(`could not trust ${session} again: ${error.message}`);
+  }
+  await refreshStatus();
+}
+
+async function resetBreaker() {
+  const session = state.session;
+  try {
+    await api("POST", `/api/sessions/${seg(session)}/breaker/reset`, {});
+  } catch (error) {
+    note(`could not reset the breaker of ${session}: ${error.message}`);
+  }
+  await refreshStatus();
 }
 
 async function refreshPairing() {
@@ -456,6 +583,7 @@ async function openSession(name) {
   for (const map of [state.keys, state.tools, state.lateResults, state.unread]) map.clear();
   $("messages").replaceChildren(el("li", { class: "empty-chat", text: `No messages in “${name}” yet.` }));
   $("timeline").replaceChildren();
+  showTrust(null); // until this session's status is read
   fillSessions([]);
   let done;
   state.ready = new Promise((resolve) => { done = resolve; });
@@ -525,6 +653,12 @@ async function onFeed(type, item) {
     return note(`reconnected (${item.reason}): this session was read again from the records`, "notice");
   }
   if (type === "pairing") return refreshPairing(); // someone new asks to be let in
+  if (type === "approval" || (type === "event" && item.kind === "approval.decided")) {
+    // The panel shows every session's approvals; the banners follow the taint it came with.
+    soon("approvals", refreshApprovals);
+    soon("status", refreshStatus);
+    if (type === "approval") return;
+  }
   if (item.session !== state.session) {
     if (type === "reply") { state.otherUnread.add(item.session); fillSessions([]); }
     if (type === "event") soon("status", refreshStatus);
@@ -616,13 +750,20 @@ async function start() {
   });
   $("tab-timeline").addEventListener("click", () => selectTab("timeline"));
   $("tab-trajectory").addEventListener("click", () => selectTab("trajectory"));
+  $("taint-clear").addEventListener("click", () => showTaintConfirm(true));
+  $("taint-confirm-no").addEventListener("click", () => { showTaintConfirm(false); $("taint-clear").focus(); });
+  $("taint-confirm-yes").addEventListener("click", () => trustAgain());
+  $("breaker-reset").addEventListener("click", () => resetBreaker());
   $("logout").addEventListener("click", async () => {
     await api("POST", "/logout").catch(() => {});
     location.replace("/");
   });
   document.addEventListener("visibilitychange", () => {
     acknowledgeSeen();
-    if (document.visibilityState === "visible") refreshPairing().catch(() => {});
+    if (document.visibilityState === "visible") {
+      refreshPairing().catch(() => {});
+      soon("approvals", refreshApprovals);
+    }
   });
   $("tasks").dataset.empty = "No tasks running.";
   $("timers").dataset.empty = "No timers.";
