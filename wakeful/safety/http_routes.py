@@ -69,7 +69,7 @@ class _SafetyApi:
         if outcome is DecideOutcome.ALREADY:
             raise ApiError(
                 409,
-                f"approval {approval.id} was already decided ({approval.decision} by "
+                f"approval {approval.id} was already decided ({_past(approval.decision)} by "
                 f"{approval.decided_by}); the first decision stands",
             )
         return JSONResponse(approval.public())
@@ -88,3 +88,9 @@ class _SafetyApi:
         session = request.path_params["session"]
         count = await safety.breaker.reset(session)
         return JSONResponse({"session": session, "denials_before": count})
+
+
+def _past(decision: str | None) -> str:
+    return {"approve": "approved", "deny": "denied", "timeout": "timed out"}.get(
+        decision or "", decision or "decided"
+    )

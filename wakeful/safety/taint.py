@@ -28,7 +28,10 @@ class TaintSource:
     at: str  # ISO time it entered the trajectory (the daemon's clock)
 
     def describe(self) -> str:
-        return f"{self.what} ({self.ref})"
+        # Long event ids (a webhook body's hash) say nothing to a person; the start
+        # is enough to find it in `wakeful events`.
+        ref = self.ref if len(self.ref) <= 40 else f"{self.ref[:32]}…"
+        return f"{self.what} ({ref})"
 
 
 @dataclass(frozen=True)

@@ -30,6 +30,7 @@ _CATEGORIES: dict[str, tuple[str, str]] = {
     "shell": ("shell notification", "shell notifications"),
     "supervisor": ("supervisor instruction", "supervisor instructions"),
     "agent": ("agent message", "agent messages"),
+    "approval": ("approval decision", "approval decisions"),
 }
 _SYSTEM = ("system reminder", "system reminders")
 
@@ -185,6 +186,11 @@ def _late_tool_result(event: Event) -> str:
     where = f" (call {ctx.related_call_id}" if ctx.related_call_id else " ("
     task = f", task {ctx.related_task_id})" if ctx.related_task_id else ")"
     header = f"Late result from {tool}{where}{task}".replace(" ()", "")
+    if event.content.data.get("approval_id"):
+        return (
+            f"{header}, which waited for the owner's approval "
+            f"{event.content.data['approval_id']}. This is its outcome:\n{event.content.text}"
+        )
     return (
         f"{header}, which was interrupted earlier and answered with a placeholder. "
         f"This is its real outcome:\n{event.content.text}"
@@ -207,5 +213,6 @@ def _label(event: Event) -> str:
         "supervisor.instruction": "Supervisor instruction",
         "agent.input": "Message from another agent",
         "agent.interrupt": "Urgent message from another agent",
+        "approval.decided": "Approval decided",
     }
     return labels.get(event.kind, f"System notice ({event.kind})")
