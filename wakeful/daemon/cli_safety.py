@@ -29,8 +29,7 @@ def _line(approval: dict[str, Any]) -> str:
         tail = (
             f"\n    why: {approval['reason']}"
             + (f"\n    tainted by: {approval['tainted_by']}" if approval.get("tainted_by") else "")
-            + f"\n    denied at {approval['expires_at']} unless you decide:"
-            f" wakeful approve {approval['id']}  |  wakeful deny {approval['id']}"
+            + f"\n    {_unless(approval)}"
         )
     else:
         why = f" ({approval['decided_reason']})" if approval.get("decided_reason") else ""
@@ -39,10 +38,26 @@ def _line(approval: dict[str, Any]) -> str:
     return head + tail
 
 
+def _unless(approval: dict[str, Any]) -> str:
+    at, identifier = approval["expires_at"], approval["id"]
+    if approval.get("kind") == "input":
+        return (
+            f"if unanswered by {at}, the default applies ({approval.get('default')}):"
+            f" wakeful answer {identifier} TEXT  |  wakeful deny {identifier}"
+        )
+    commands = f"wakeful approve {identifier}  |  wakeful deny {identifier}"
+    return f"denied at {at} unless you decide: {commands}"
+
+
 def decide(client: DaemonClient, approval_id: str, decision: str, reason: str) -> int:
     path = f"/api/approvals/{quote(approval_id, safe='')}"
-    answer = client.post_json(path, {"decision": decision, "reason": reason})
-    if decision == "approve":
+    field = "answer" if decision == "answer" else "reason"
+    answer = client.post_json(path, {"decision": decision, field: reason})
+    if decision == "answer":
+        print(f"answered {answer['id']}: session {answer['session']} gets your answer")
+    elif decision == "approve" and answer.get("kind") == "question":
+        print(f"approved {answer['id']}: session {answer['session']} is told yes")
+    elif decision == "approve":
         print(
             f"approved {answer['id']}: {answer['tool']} runs once now; its result goes to "
             f"session {answer['session']}"
@@ -96,6 +111,9 @@ def add_arguments(sub: Any, add: Any) -> None:
         action = add(sub, name, help_text)
         action.add_argument("approval_id", metavar="ID", help="the approval's id, e.g. k3fwz2qp")
         action.add_argument("--reason", default="", help="why (the agent sees it)")
+    answer = add(sub, "answer", "answer the agent's question (request_human_input)")
+    answer.add_argument("approval_id", metavar="ID", help="the request's id, e.g. k3fwz2qp")
+    answer.add_argument("text", help="your answer")
     taint = add(sub, "taint", "which sessions read untrusted input; clear one")
     taint_actions = taint.add_subparsers(dest="action", metavar="ACTION")
     clear = add(taint_actions, "clear", "trust the session again (your explicit decision)")
@@ -112,6 +130,8 @@ def run(args: argparse.Namespace, client: DaemonClient) -> int:
             return show_approvals(client, everything=args.all)
         case "approve" | "deny":
             return decide(client, args.approval_id, args.command, args.reason)
+        case "answer":
+            return decide(client, args.approval_id, "answer", args.text)
         case "taint":
             if getattr(args, "action", None) == "clear":
                 return clear_taint(client, args.session)

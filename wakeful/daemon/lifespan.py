@@ -152,6 +152,9 @@ async def _start(
     output_dir = saved_outputs_dir(data_dir)
     workspace.mkdir(parents=True, exist_ok=True)
     output_dir.mkdir(exist_ok=True)
+    safety = build_safety(
+        settings.safety, store, data_dir=data_dir, review_model=_review_model(settings, provider)
+    )
     tools = default_registry(
         default_timeout_s=settings.loop.tool_timeout_s,
         shell_grace_s=settings.loop.stop_grace_s,
@@ -159,12 +162,10 @@ async def _start(
         http_allow=settings.safety.http_allow,
         sandbox=(sandbox := daemon_sandbox(settings, data_dir)),
         state=store,  # the ledger of files the agent wrote survives restarts
+        owner_requests=safety.approvals,
     )
     registrations = Registrations(tools)
     registrations.status_providers["sandbox"] = sandbox.status
-    safety = build_safety(
-        settings.safety, store, data_dir=data_dir, review_model=_review_model(settings, provider)
-    )
     tools.guard_with(safety.chain)  # every call, whoever registered the tool
     gate = EventGate()
     # Phase 1: every component declares its tools, routes and views; then they freeze.

@@ -26,6 +26,7 @@ from wakeful.handlers.fetch import FetchUrl
 from wakeful.handlers.files import ReadFile
 from wakeful.handlers.find_file import FindFile
 from wakeful.handlers.grep import Grep
+from wakeful.handlers.human import OwnerRequests, RequestHumanApproval, RequestHumanInput
 from wakeful.handlers.output import DEFAULT_OUTPUTS_MAX_BYTES, shape_output
 from wakeful.handlers.process import DEFAULT_GRACE_S
 from wakeful.handlers.shell import ShellExec
@@ -324,13 +325,16 @@ def default_registry(
     http_allow: Sequence[str] = (),
     sandbox: Sandbox = NO_SANDBOX,
     state: ChannelState | None = None,
+    owner_requests: OwnerRequests | None = None,
 ) -> ToolRegistry:
     """A registry with every built-in tool, in a fixed order. ``default_timeout_s``
     is the operator's per-call limit: it also caps shell_exec's own ``timeout_s``.
     ``http_allow`` is ``[safety] http_allow``: the hosts fetch_url may reach even on a
     private or loopback address. ``sandbox``: how shell_exec's commands are confined
     (the daemon's, built once). ``state`` keeps the ledger of files the agent wrote
-    across restarts (the store; None: in memory, for tests)."""
+    across restarts (the store; None: in memory, for tests). ``owner_requests``: where
+    request_human_approval / request_human_input file their questions (the daemon's
+    approvals; None: the two tools are left out)."""
     registry = ToolRegistry(
         default_timeout_s=default_timeout_s, outputs_max_bytes=outputs_max_bytes
     )
@@ -355,6 +359,8 @@ def default_registry(
         TaskStatus(),
         CancelTask(),
     ]
+    if owner_requests is not None:
+        tools += [RequestHumanApproval(owner_requests), RequestHumanInput(owner_requests)]
     for tool in tools:
         registry.register(tool)
     return registry

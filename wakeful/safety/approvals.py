@@ -70,6 +70,11 @@ class Approval:
     decided_at: str | None = None
     outcome: str | None = None  # the text the tool.result carried
     reported: bool = False  # the decision's events are in the store
+    # "call": a tool call held by the policy; "question": request_human_approval;
+    # "input": request_human_input, answered with text (``default`` if nobody does).
+    kind: str = "call"
+    default: str | None = None
+    timeout_s: float = 0.0  # how long it waits before the conservative default
     announced: bool = False  # the owner was told it waits (chat, web page)
 
     def public(self) -> dict[str, Any]:
@@ -89,7 +94,10 @@ class Approval:
             "requested_at": self.requested_at,
             "expires_at": self.expires_at,
             "state": "pending" if self.state is ApprovalState.PENDING else "decided",
+            "kind": self.kind,
         }
+        if self.default is not None:
+            data["default"] = self.default
         if self.decision is not None:
             data.update(
                 decision=self.decision,
@@ -137,6 +145,7 @@ class DecideOutcome(StrEnum):
     DECIDED = "decided"
     UNKNOWN = "unknown"  # no such approval
     ALREADY = "already"  # decided before; the first decision stands
+    WRONG_KIND = "wrong_kind"  # "answer" for a call, or approve for a request for input
 
 
 # Runs an approved call (the registry, without the chain) and returns its result text.
@@ -191,12 +200,19 @@ class Approvals:
         arguments: str,
         reason: str,
         tainted_by: str | None,
+        kind: str = "call",
+        default: str | None = None,
+        timeout_s: float | None = None,
     ) -> Approval:
+        """File one (idempotent per call). ``kind``: "call", "question" or "input";
+        ``timeout_s``: sooner than the configured timeout, for a question that cannot
+        wait (never later)."""
         identifier = approval_id(session, call_id)
         existing = await self.get(identifier)
         if existing is not None:
             return existing
         now = datetime.now(UTC)
+        wait_s = min(timeout_s or self.timeout_s, self.timeout_s)
         approval = Approval(
             id=identifier,
             session=session,
@@ -206,7 +222,10 @@ class Approvals:
             reason=reason,
             tainted_by=tainted_by,
             requested_at=_iso(now),
-            expires_at=_iso(now + timedelta(seconds=self.timeout_s)),
+            expires_at=_iso(now + timedelta(seconds=wait_s)),
+            kind=kind,
+            default=default,
+            timeout_s=wait_s,
         )
         await self._save(approval)
         log.warning(
@@ -239,18 +258,21 @@ class Approvals:
     async def decide(
         self, identifier: str, decision: str, *, reason: str = "", by: str = "owner"
     ) -> tuple[DecideOutcome, Approval | None]:
-        """``decision`` is "approve" or "deny"; the first decision stands."""
-        if decision not in ("approve", "deny"):
-            raise ValueError(f'decision must be "approve" or "deny", got {decision!r}')
+        """``decision`` is "approve" or "deny" ("answer", with the text as ``reason``, for
+        a request for input); the first decision stands."""
+        if decision not in ("approve", "deny", "answer"):
+            raise ValueError(f'decision must be "approve", "deny" or "answer", got {decision!r}')
         async with self._lock:
             approval = await self.get(identifier)
             if approval is None:
                 return DecideOutcome.UNKNOWN, None
             if approval.state is not ApprovalState.PENDING:
                 return DecideOutcome.ALREADY, approval
+            if (decision == "answer") != (approval.kind == "input"):
+                return DecideOutcome.WRONG_KIND, approval
             decided = replace(
                 approval,
-                state=ApprovalState.APPROVED if decision == "approve" else ApprovalState.DENIED,
+                state=ApprovalState.DENIED if decision == "deny" else ApprovalState.APPROVED,
                 decision=decision,
                 decided_by=by,
                 decided_reason=reason.strip() or None,
@@ -258,7 +280,8 @@ class Approvals:
             )
             await self._save(decided)
         log.info("approval decided", approval_id=decided.id, decision=decision, by=by)
-        if decision == "deny" and self._count_denial is not None:
+        # A refused tool call counts towards the breaker; saying no to a question does not.
+        if decision == "deny" and decided.kind == "call" and self._count_denial is not None:
             await self._count_denial(decided.session)
         self._changed.set()
         return DecideOutcome.DECIDED, decided
@@ -294,17 +317,14 @@ class Approvals:
         for approval in await self.all():
             if approval.state is ApprovalState.PENDING and not approval.announced:
                 await self._tell_owner(approval)
+            elif approval.state is ApprovalState.APPROVED and approval.kind != "call":
+                await self._finish(approval, ApprovalState.DONE, _answered_text(approval))
             elif approval.state is ApprovalState.APPROVED:
                 running = replace(approval, state=ApprovalState.RUNNING)
                 await self._save(running)  # before it starts: a restart never runs it twice
                 group.start_soon(self._execute, running, name=f"approved {approval.id}")
             elif approval.state is ApprovalState.DENIED and not approval.reported:
-                why = f": {approval.decided_reason}" if approval.decided_reason else ""
-                text = (
-                    f"denied by the owner{why}. {approval.tool} was not run. Do not retry it; "
-                    "ask the user if something else should be done."
-                )
-                await self._finish(approval, ApprovalState.DENIED, text)
+                await self._finish(approval, ApprovalState.DENIED, _denied_text(approval))
             elif approval.state in DECIDED and not approval.reported:
                 await self._report(approval)
 
@@ -351,10 +371,7 @@ class Approvals:
                         decided_at=_iso(now),
                     )
                     await self._save(timed_out)
-                text = (
-                    f"approval timed out after {self.timeout_s:g} s: denied. {approval.tool} "
-                    "was not run. Ask the user again if it is still needed."
-                )
+                text = _timed_out_text(approval)
                 log.info("approval timed out", approval_id=approval.id)
                 await self._finish(timed_out, ApprovalState.TIMED_OUT, text)
             else:
@@ -390,6 +407,41 @@ class Approvals:
                 await self._state.put_state(KEY_PREFIX + approval.id, None)
                 dropped += 1
         return dropped
+
+
+def _why(approval: Approval) -> str:
+    return f": {approval.decided_reason}" if approval.decided_reason else ""
+
+
+def _answered_text(approval: Approval) -> str:
+    if approval.kind == "input":
+        return f"the owner answered: {approval.decided_reason or '(an empty answer)'}"
+    return f"the owner approved{_why(approval)}. Go ahead."
+
+
+def _denied_text(approval: Approval) -> str:
+    if approval.kind == "input":
+        default = f" The default applies: {approval.default}" if approval.default else ""
+        return f"the owner declined to answer{_why(approval)}.{default}"
+    if approval.kind == "question":
+        return f"the owner said no{_why(approval)}. Do not do it."
+    return (
+        f"denied by the owner{_why(approval)}. {approval.tool} was not run. Do not retry it; "
+        "ask the user if something else should be done."
+    )
+
+
+def _timed_out_text(approval: Approval) -> str:
+    after = f"after {approval.timeout_s:g} s"
+    if approval.kind == "input":
+        default = approval.default or "(none: do not assume an answer)"
+        return f"no answer {after}. The default applies: {default}"
+    if approval.kind == "question":
+        return f"no answer {after}: treat it as no. Do not do it; ask again later if needed."
+    return (
+        f"approval timed out {after}: denied. {approval.tool} was not run. Ask the user "
+        "again if it is still needed."
+    )
 
 
 def decided_event(approval: Approval) -> Event:

@@ -64,7 +64,19 @@ def build_safety(
 
 
 def approval_notice(approval: Approval) -> str:
-    """What the owner is told in chat when a call waits for them."""
+    """What the owner is told in chat when a call or a question waits for them."""
+    if approval.kind == "input":
+        return (
+            f"The agent asks ({approval.id}, session {approval.session}): {approval.reason}\n"
+            f'Reply "answer {approval.id} <your answer>" (or wakeful answer {approval.id} '
+            f'"..."); if nobody answers by {approval.expires_at}: {approval.default}'
+        )
+    if approval.kind == "question":
+        return (
+            f"The agent asks for your approval ({approval.id}, session {approval.session}): "
+            f'{approval.reason}\nReply "approve {approval.id}" or "deny {approval.id} '
+            f'<reason>"; it is no if nobody decides by {approval.expires_at}.'
+        )
     arguments = (
         approval.arguments if len(approval.arguments) <= 600 else (approval.arguments[:600] + "…")
     )

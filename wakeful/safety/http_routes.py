@@ -52,9 +52,12 @@ class _SafetyApi:
         identifier = request.path_params["approval_id"]
         body = await read_json_object(request, MAX_BODY_BYTES)
         decision = body.get("decision")
-        if decision not in ("approve", "deny"):
-            raise ApiError(400, 'field \'decision\' must be "approve" or "deny"')
-        reason = body.get("reason", "")
+        if decision not in ("approve", "deny", "answer"):
+            raise ApiError(400, 'field \'decision\' must be "approve", "deny" or "answer"')
+        # An answer to request_human_input comes as "answer"; "reason" for the others.
+        reason = body.get("answer", "") if decision == "answer" else body.get("reason", "")
+        if decision == "answer" and not (isinstance(reason, str) and reason.strip()):
+            raise ApiError(400, "field 'answer' must be the text of your answer")
         if not isinstance(reason, str) or len(reason) > MAX_REASON_CHARS:
             raise ApiError(400, f"field 'reason' must be text of at most {MAX_REASON_CHARS} chars")
         outcome, approval = await safety.approvals.decide(
@@ -66,6 +69,13 @@ class _SafetyApi:
                 f"no approval {identifier!r}: mistyped, or decided long ago; "
                 "`wakeful approvals` lists the pending ones",
             )
+        if outcome is DecideOutcome.WRONG_KIND:
+            wanted = (
+                '{"decision": "answer", "answer": "..."}'
+                if approval.kind == "input"
+                else '"approve" or "deny"'
+            )
+            raise ApiError(400, f"approval {approval.id} takes {wanted}")
         if outcome is DecideOutcome.ALREADY:
             raise ApiError(
                 409,

@@ -14,12 +14,14 @@ from typing import Literal
 
 from wakeful.safety.approvals import Approval, Approvals, DecideOutcome
 
-Decision = Literal["approve", "deny"]
+Decision = Literal["approve", "deny", "answer"]
 
-# The whole message, nothing else: "approve <id>" or "deny <id> [reason…]". Ids are
-# eight characters of base32 (a-z, 2-7); phones capitalise the first word, so any case.
+# The whole message, nothing else: "approve <id>", "deny <id> [reason…]" or
+# "answer <id> <text…>" (a request for input). Ids are eight characters of base32
+# (a-z, 2-7); phones capitalise the first word, so any case.
 _COMMAND = re.compile(
-    r"^\s*(?:(approve)\s+([a-z2-7]{8})|(deny)\s+([a-z2-7]{8})(?:\s+(.*?))?)\s*$",
+    r"^\s*(?:(approve)\s+([a-z2-7]{8})|(deny)\s+([a-z2-7]{8})(?:\s+(.*?))?"
+    r"|(answer)\s+([a-z2-7]{8})\s+(.+?))\s*$",
     re.IGNORECASE | re.DOTALL,
 )
 MAX_REASON_CHARS = 2000  # as the HTTP API allows
@@ -46,6 +48,8 @@ def parse_decision(text: str) -> DecisionRequest | None:
         return None
     if match.group(1):
         return DecisionRequest("approve", match.group(2).lower())
+    if match.group(6):
+        return DecisionRequest("answer", match.group(7).lower(), match.group(8)[:MAX_REASON_CHARS])
     reason = (match.group(5) or "").strip()[:MAX_REASON_CHARS]
     return DecisionRequest("deny", match.group(4).lower(), reason)
 
@@ -69,6 +73,14 @@ def describe(outcome: DecideOutcome, approval: Approval | None, approval_id: str
             f"approval {approval.id} was already decided ({approval.decision} by "
             f"{approval.decided_by}); the first decision stands"
         )
+    if outcome is DecideOutcome.WRONG_KIND:
+        if approval.kind == "input":
+            return f'{approval.id} asks for an answer: reply "answer {approval.id} <text>"'
+        return f"{approval.id} is a yes-or-no request: reply approve or deny {approval.id}"
+    if approval.decision == "answer":
+        return f"answered {approval.id}: the agent gets your answer"
+    if approval.decision == "approve" and approval.kind == "question":
+        return f"approved {approval.id}: the agent is told yes"
     if approval.decision == "approve":
         return f"approved {approval.id}: {approval.tool} runs once now"
     why = f" ({approval.decided_reason})" if approval.decided_reason else ""

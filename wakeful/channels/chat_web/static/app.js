@@ -369,9 +369,9 @@ function duration(seconds) {
   return minutes ? `${minutes} min ${String(seconds % 60).padStart(2, "0")} s` : `${seconds} s`;
 }
 
-function expiryText(expiresAt) {
+function expiryText(expiresAt, kind) {
   const left = Math.round((new Date(expiresAt) - Date.now()) / 1000);
-  const at = `denied at ${when(expiresAt)}`;
+  const at = kind === "input" ? `the default applies at ${when(expiresAt)}` : `denied at ${when(expiresAt)}`;
   return left > 0 ? `${at} unless you decide (in ${duration(left)})` : `${at}: timing out now`;
 }
 
@@ -395,13 +395,19 @@ function approvalCard(a) {
     el("button", { type: "button", class: "small quiet", text: "Cancel", onclick: () => { form.hidden = true; buttons.hidden = false; deny.focus(); } })));
   const approve = el("button", { type: "button", class: "small approve", text: "Approve", "aria-label": `Approve ${label}`, onclick: () => decideApproval(card, a, "approve", "") });
   const deny = el("button", { type: "button", class: "small danger deny", text: "Deny…", "aria-label": `Deny ${label}`, onclick: () => { buttons.hidden = true; form.hidden = false; input.focus(); } });
-  buttons.append(approve, deny);
+  // request_human_input wants words, not a yes: an answer field instead of Approve.
+  const answer = el("input", { id: `answer-${a.id}`, maxlength: "2000", autocomplete: "off", "aria-label": `Your answer to ${a.id}` });
+  const answerForm = a.kind === "input" ? el("form", {
+    class: "answer-form", "aria-label": `Answer ${label}`,
+    onsubmit: (e) => { e.preventDefault(); if (answer.value.trim()) decideApproval(card, a, "answer", answer.value.trim()); },
+  }, answer, el("button", { type: "submit", class: "small approve", text: "Answer" })) : null;
+  if (answerForm) buttons.append(answerForm, deny); else buttons.append(approve, deny);
   const card = el("li", { class: "card approval", "data-approval": a.id, "aria-label": `Approval ${label} in session ${a.session}` },
     el("div", { class: "row" }, el("code", { text: a.tool, title: a.tool }), tag(`session ${a.session}`), tag(a.id)),
     longText("arguments", argumentText(a.arguments)),
     el("div", { class: "why" }, el("span", { class: "reason", text: "why: " }), el("span", { text: a.reason })),
     a.tainted_by ? el("div", { class: "detail", text: `tainted by: ${a.tainted_by}` }) : null,
-    el("div", { class: "detail" }, `asked ${when(a.requested_at)} · `, el("span", { class: "countdown", "data-expires": a.expires_at, text: expiryText(a.expires_at) })),
+    el("div", { class: "detail" }, `asked ${when(a.requested_at)} · `, el("span", { class: "countdown", "data-expires": a.expires_at, "data-kind": a.kind || "call", text: expiryText(a.expires_at, a.kind) })),
     buttons, form);
   return card;
 }
@@ -410,7 +416,8 @@ async function decideApproval(card, a, decision, reason) {
   card.classList.add("deciding");
   card.querySelectorAll("button").forEach((b) => { b.disabled = true; });
   try {
-    await api("POST", `/api/approvals/${seg(a.id)}`, { decision, reason });
+    const body = decision === "answer" ? { decision, answer: reason } : { decision, reason };
+    await api("POST", `/api/approvals/${seg(a.id)}`, body);
   } catch (error) {
     note(`${decision} ${a.tool} (${a.id}): ${error.message}`);
     card.classList.remove("deciding"); // still pending if the daemon did not take it
@@ -447,7 +454,7 @@ async function refreshApprovals() {
 }
 
 function tickCountdowns() {
-  for (const node of document.querySelectorAll("#approvals .countdown")) node.textContent = expiryText(node.dataset.expires);
+  for (const node of document.querySelectorAll("#approvals .countdown")) node.textContent = expiryText(node.dataset.expires, node.dataset.kind);
 }
 
 // --- this session's trust: taint and the circuit breaker ----------------------------
