@@ -59,8 +59,10 @@ async def test_an_unanswered_question_gets_its_default(
         )
 
 
-@pytest.mark.parametrize(("decision", "told"), [("approve", "the owner approved"),
-                                                ("deny", "the owner said no: not today")])  # fmt: skip
+@pytest.mark.parametrize(
+    ("decision", "told"),
+    [("approve", "the owner approved"), ("deny", "the owner said no: not today")],
+)
 async def test_a_yes_or_no_question_and_saying_no_is_not_a_denied_call(
     tmp_path: Path, model_server: FakeModelServer, decision: str, told: str
 ) -> None:
