@@ -273,3 +273,33 @@ def _empty_text(driver: WebDriver, panel: str) -> str:
         "return getComputedStyle(arguments[0], '::after').content", find(driver, f"#{panel}")
     )
     return text
+
+
+def test_answering_the_agents_question_on_the_page(daemon: Daemon) -> None:
+    """request_human_input shows an answer field, not Approve; the words reach the model."""
+    question = {"question": "Which colour for the report?", "default": "keep it grey"}
+    daemon.model.push(
+        Reply(tool_calls=[ToolCallSpec("request_human_input", question)]), text_reply("asked")
+    )
+    with chromium(SHOTS) as driver:
+        open_page(driver, daemon)
+        daemon.portal.call(daemon.running.daemon.dispatcher.submit, _owner_message("report?"))
+        card = wait_for(lambda: cards(driver), what="the question card")[0]
+        (request,) = daemon.get("/api/approvals")
+        assert "question: Which colour for the report?" in card and "the default applies at" in card
+        assert not texts(
+            driver, f"#approvals button[aria-label='Approve request_human_input ({request['id']})']"
+        )
+        answer = find(driver, f"#answer-{request['id']}")
+        answer.send_keys("blue, like the logo")
+        driver.save_screenshot(str(SHOTS / "question-answer.png"))
+        daemon.model.push(text_reply("blue it is"))
+        answer.send_keys(Keys.ENTER)
+        wait_for(lambda: not cards(driver), what="the card gone")
+        daemon.model_was_told("the owner answered: blue, like the logo")
+
+
+def _owner_message(text: str) -> Any:
+    from wakeful.events import user_message
+
+    return user_message(text)

@@ -405,7 +405,7 @@ function approvalCard(a) {
   const card = el("li", { class: "card approval", "data-approval": a.id, "aria-label": `Approval ${label} in session ${a.session}` },
     el("div", { class: "row" }, el("code", { text: a.tool, title: a.tool }), tag(`session ${a.session}`), tag(a.id)),
     longText("arguments", argumentText(a.arguments)),
-    el("div", { class: "why" }, el("span", { class: "reason", text: "why: " }), el("span", { text: a.reason })),
+    el("div", { class: "why" }, el("span", { class: "reason", text: !a.kind || a.kind === "call" ? "why: " : "question: " }), el("span", { text: a.reason })),
     a.tainted_by ? el("div", { class: "detail", text: `tainted by: ${a.tainted_by}` }) : null,
     el("div", { class: "detail" }, `asked ${when(a.requested_at)} · `, el("span", { class: "countdown", "data-expires": a.expires_at, "data-kind": a.kind || "call", text: expiryText(a.expires_at, a.kind) })),
     buttons, form);
