@@ -7,7 +7,7 @@ import math
 import os
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 
 import anyio
@@ -20,6 +20,18 @@ from tests.fakes.model_server import FakeModelServer as FakeModelServer  # noqa:
 from tests.processes import find_pgid  # noqa: E402
 
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+async def timed(n: int, call: Callable[[], Awaitable[object]], *, warm_up: int = 1) -> list[float]:
+    """Seconds each of ``n`` calls took, after ``warm_up`` unmeasured ones."""
+    for _ in range(warm_up):
+        await call()
+    samples = []
+    for _ in range(n):
+        started = time.perf_counter()
+        await call()
+        samples.append(time.perf_counter() - started)
+    return samples
 
 
 def percentile(values: Sequence[float], q: float) -> float:

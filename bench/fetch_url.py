@@ -12,28 +12,16 @@ connection each time, as fetch_url makes; no guard, no text conversion).
 from __future__ import annotations
 
 import tempfile
-import time
-from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import anyio
 import httpx
 
-from bench.common import LATENCY_HEADER, iterations_parser, ms_row, print_table
+from bench.common import LATENCY_HEADER, iterations_parser, ms_row, print_table, timed
 from tests.fakes.web_site import FakeWebSite
 from tests.test_handlers_tools import make_ctx
 from wakeful.handlers.base import ToolContext
 from wakeful.handlers.fetch import FetchUrl
-
-
-async def timed(n: int, call: Callable[[], Awaitable[None]]) -> list[float]:
-    await call()  # warm-up, not measured
-    samples = []
-    for _ in range(n):
-        started = time.perf_counter()
-        await call()
-        samples.append(time.perf_counter() - started)
-    return samples
 
 
 async def main(n: int) -> None:

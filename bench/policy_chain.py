@@ -12,13 +12,12 @@ command rules). Target: chain overhead <= 1 ms p99.
 from __future__ import annotations
 
 import tempfile
-import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import anyio
 
-from bench.common import LATENCY_HEADER, iterations_parser, ms_row, percentile, print_table
+from bench.common import LATENCY_HEADER, iterations_parser, ms_row, percentile, print_table, timed
 from tests.test_handlers_tools import make_ctx
 from wakeful.daemon.config import StoreSection
 from wakeful.daemon.store.factory import open_store
@@ -29,15 +28,8 @@ from wakeful.safety.effects import Effect, Reach
 from wakeful.safety.ruling import PolicyCall
 
 
-async def timed(n: int, call: Callable[[], Awaitable[object]]) -> list[float]:
-    for _ in range(20):  # warm-up (caches, imports), not measured
-        await call()
-    samples = []
-    for _ in range(n):
-        started = time.perf_counter()
-        await call()
-        samples.append(time.perf_counter() - started)
-    return samples
+async def timed_warm(n: int, call: Callable[[], Awaitable[object]]) -> list[float]:
+    return await timed(n, call, warm_up=20)  # caches and imports first
 
 
 async def main(n: int) -> None:
@@ -69,15 +61,15 @@ async def main(n: int) -> None:
                 ("get_time", "get_time", "{}"),
                 ("read_file", "read_file", read),
             ):
-                plain = await timed(n, lambda: bare.execute(name, args, ctx))  # noqa: B023
-                checked = await timed(n, lambda: guarded.execute(name, args, ctx))  # noqa: B023
+                plain = await timed_warm(n, lambda: bare.execute(name, args, ctx))  # noqa: B023
+                checked = await timed_warm(n, lambda: guarded.execute(name, args, ctx))  # noqa: B023
                 rows.append(ms_row(f"{label}, no policy (baseline)", plain))
                 rows.append(ms_row(f"{label}, through the chain", checked))
                 overheads.append((label, plain, checked))
             rows.append(
                 ms_row(
                     "chain decision alone, shell call",
-                    await timed(n, lambda: safety.chain.rule(shell)),
+                    await timed_warm(n, lambda: safety.chain.rule(shell)),
                 )
             )
         finally:

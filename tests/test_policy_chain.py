@@ -6,13 +6,15 @@ Structured calls in, verdicts out: no model, no daemon. The end-to-end flows
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from pathlib import Path
-from typing import Any
 
 import anyio
 import pytest
 
+from tests.test_handlers_tools import make_ctx
+from wakeful.daemon.store.memory_state import MemoryState
 from wakeful.handlers.base import ToolContext, ToolOutput
 from wakeful.handlers.registry import default_registry
 from wakeful.safety.allowlist_step import Allowlist, email_allowed, shell_allowed, url_allowed
@@ -29,23 +31,6 @@ from wakeful.safety.taint_gate_step import TaintGate
 pytestmark = pytest.mark.anyio
 
 TAINT = Taint((TaintSource("email.received from bob@evil.example", "email:1", "2026-01-01"),))
-
-
-class MemoryState:
-    def __init__(self) -> None:
-        self.values: dict[str, str] = {}
-
-    async def get_state(self, key: str) -> str | None:
-        return self.values.get(key)
-
-    async def put_state(self, key: str, value: str | None) -> None:
-        if value is None:
-            self.values.pop(key, None)
-        else:
-            self.values[key] = value
-
-    async def states_under(self, prefix: str) -> dict[str, str]:
-        return {k: v for k, v in self.values.items() if k.startswith(prefix)}
 
 
 def call(
@@ -280,27 +265,9 @@ async def test_the_model_reviewer_sees_only_structured_fields_and_never_fails_op
 
 
 def context(tmp_path: Path, session: str = "main") -> ToolContext:
-    class NoTasks:
-        def describe(self, task_id: str) -> dict[str, Any] | None:
-            return None
-
-        def list_tasks(self) -> list[dict[str, Any]]:
-            return []
-
-        async def cancel(self, task_id: str) -> dict[str, Any] | None:
-            return None
-
-    class NoOutbox:
-        async def send(self, text: str, *, key: str) -> str:
-            return "sent"
-
-        async def notify(self, text: str, *, urgency: str, key: str) -> str:
-            return "sent"
-
-    workspace = tmp_path / "workspace"
-    workspace.mkdir(exist_ok=True)
-    (tmp_path / "outputs").mkdir(exist_ok=True)
-    return ToolContext(session, "call_1", workspace, tmp_path / "outputs", NoTasks(), NoOutbox())
+    ctx = make_ctx(tmp_path)
+    ctx.output_dir.mkdir(exist_ok=True)
+    return dataclasses.replace(ctx, session=session)
 
 
 async def test_every_registry_call_passes_the_chain(tmp_path: Path) -> None:

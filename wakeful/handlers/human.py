@@ -9,7 +9,7 @@ exactly like a tool call the policy held for approval.
 from __future__ import annotations
 
 import json
-from typing import Protocol
+from typing import Any, Protocol
 
 from pydantic import Field
 
@@ -57,6 +57,32 @@ def asked_placeholder(what: str, call_id: str, request: FiledRequest, if_silent:
     )
 
 
+async def ask_owner(
+    requests: OwnerRequests,
+    tool: str,
+    a: Any,
+    ctx: ToolContext,
+    *,
+    kind: str,
+    if_silent: str,
+    default: str | None = None,
+) -> ToolOutput:
+    """File the question and give the model the honest placeholder for it."""
+    filed = await requests.request(
+        session=ctx.session,
+        call_id=ctx.call_id,
+        tool=tool,
+        arguments=json.dumps(a.model_dump(exclude_none=True)),
+        reason=a.question,
+        tainted_by=ctx.taint.summary() if ctx.taint else None,
+        kind=kind,
+        default=default,
+        timeout_s=a.timeout_s,
+    )
+    text = asked_placeholder("your question", ctx.call_id, filed, if_silent)
+    return ToolOutput(text, data={"approval_id": filed.id})
+
+
 class RequestHumanApproval:
     name = "request_human_approval"
     description = (
@@ -84,18 +110,9 @@ class RequestHumanApproval:
         self._requests = requests
 
     async def run(self, a: Args, ctx: ToolContext) -> ToolOutput:
-        filed = await self._requests.request(
-            session=ctx.session,
-            call_id=ctx.call_id,
-            tool=self.name,
-            arguments=json.dumps(a.model_dump(exclude_none=True)),
-            reason=a.question,
-            tainted_by=ctx.taint.summary() if ctx.taint else None,
-            kind="question",
-            timeout_s=a.timeout_s,
+        return await ask_owner(
+            self._requests, self.name, a, ctx, kind="question", if_silent="the answer is no"
         )
-        text = asked_placeholder("your question", ctx.call_id, filed, "the answer is no")
-        return ToolOutput(text, data={"approval_id": filed.id})
 
 
 class RequestHumanInput:
@@ -128,17 +145,7 @@ class RequestHumanInput:
         self._requests = requests
 
     async def run(self, a: Args, ctx: ToolContext) -> ToolOutput:
-        filed = await self._requests.request(
-            session=ctx.session,
-            call_id=ctx.call_id,
-            tool=self.name,
-            arguments=json.dumps(a.model_dump(exclude_none=True)),
-            reason=a.question,
-            tainted_by=ctx.taint.summary() if ctx.taint else None,
-            kind="input",
-            default=a.default,
-            timeout_s=a.timeout_s,
-        )
         if_silent = f"the default applies ({a.default})"
-        text = asked_placeholder("your question", ctx.call_id, filed, if_silent)
-        return ToolOutput(text, data={"approval_id": filed.id})
+        return await ask_owner(
+            self._requests, self.name, a, ctx, kind="input", if_silent=if_silent, default=a.default
+        )

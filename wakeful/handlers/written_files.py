@@ -17,31 +17,13 @@ import hashlib
 from pathlib import Path
 
 from wakeful.daemon.store.base import ChannelState
+from wakeful.daemon.store.memory_state import MemoryState
 
 KEY_PREFIX = "written:"
 
 
 def digest(content: bytes) -> str:
     return hashlib.sha256(content).hexdigest()
-
-
-class MemoryState:
-    """A ChannelState kept in a dict: the ledger for tests and tools built alone."""
-
-    def __init__(self) -> None:
-        self._values: dict[str, str] = {}
-
-    async def get_state(self, key: str) -> str | None:
-        return self._values.get(key)
-
-    async def put_state(self, key: str, value: str | None) -> None:
-        if value is None:
-            self._values.pop(key, None)
-        else:
-            self._values[key] = value
-
-    async def states_under(self, prefix: str) -> dict[str, str]:
-        return {k: v for k, v in self._values.items() if k.startswith(prefix)}
 
 
 class WrittenFiles:
