@@ -86,7 +86,7 @@ async def test_session_names_are_sent_as_one_url_segment(
     seen: list[str] = []
     daemon = MemoryDaemon()
 
-    async def trajectory(session: str) -> list[dict[str, Any]]:
+    async def trajectory(session: str, *, full: bool = False) -> list[dict[str, Any]]:
         seen.append(session)
         return [{"role": "user", "content": "hi"}] if session.startswith("user:") else []
 

@@ -91,7 +91,7 @@ class MemoryDaemon:
     async def known_sessions(self) -> list[str]:
         return sorted({e.session for e in self.submitted})
 
-    async def trajectory(self, session: str) -> list[dict[str, Any]]:
+    async def trajectory(self, session: str, *, full: bool = False) -> list[dict[str, Any]]:
         return [
             {"role": "user", "content": e.content.text}
             for e in self.submitted

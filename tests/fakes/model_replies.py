@@ -111,7 +111,9 @@ class ReplyRenderer:
             ResolvedCall(i, spec.id or f"call_{next(_ids)}", spec.name, spec.arguments_text())
             for i, spec in enumerate(reply.tool_calls)
         ]
-        self._prompt_estimate = max(1, len(json.dumps(request.get("messages", []))) // 4)
+        # Messages and tools, as a real endpoint counts the prompt (tools are part of it).
+        text = json.dumps(request.get("messages", [])) + json.dumps(request.get("tools", []))
+        self._prompt_estimate = max(1, len(text) // 4)
         options = request.get("stream_options") or {}
         self.include_usage = bool(options.get("include_usage"))
 

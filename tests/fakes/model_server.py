@@ -65,6 +65,10 @@ class FakeModelServer(ServesWhileOpen):
         self.raw_bodies: list[bytes] = []
         self.violations: list[str] = []
         self.responder: Responder = lambda _body: text_reply()
+        # Set: a request estimated above this many tokens is refused the way OpenAI
+        # refuses it (400, code context_length_exceeded), before any reply is used.
+        self.context_window: int | None = None
+        self.too_long: list[int] = []  # indexes of the requests refused as too long
         self._queue: deque[Reply] = deque()
         self._cond = threading.Condition()
         self._http = LoopbackHttpServer(self, "fake model server", port)
@@ -80,6 +84,9 @@ class FakeModelServer(ServesWhileOpen):
         """Queue replies; each request takes the oldest, then falls back to `responder`."""
         with self._cond:
             self._queue.extend(replies)
+
+    def _over_window(self, body: dict[str, Any]) -> bool:
+        return self.context_window is not None and prompt_estimate(body) > self.context_window
 
     def _next_reply(self, body: dict[str, Any]) -> Reply:
         with self._cond:
@@ -203,6 +210,11 @@ class FakeModelServer(ServesWhileOpen):
         except ValueError:
             body = {"unparsable": raw.decode(errors="replace")}
         record = self._record(body, headers, raw)
+        if self._over_window(body):
+            self.too_long.append(record.index)
+            self._finish(record, aborted=False)
+            await _send_json(send, 400, _too_long_body(self.context_window or 0))
+            return
         reply = self._next_reply(body)
         async with anyio.create_task_group() as tg:
             tg.start_soon(self._watch_disconnect, receive, record, tg.cancel_scope)
@@ -319,6 +331,24 @@ async def _send_json(
     headers = [(b"content-type", b"application/json"), *(extra_headers or [])]
     await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": payload, "more_body": False})
+
+
+def prompt_estimate(body: dict[str, Any]) -> int:
+    """The fake's token count of a request, as its usage reports it (ReplyRenderer)."""
+    text = json.dumps(body.get("messages", [])) + json.dumps(body.get("tools", []))
+    return max(1, len(text) // 4)
+
+
+def _too_long_body(window: int) -> dict[str, Any]:
+    return {
+        "error": {
+            "message": f"This model's maximum context length is {window} tokens. Please reduce "
+            "the length of the messages.",
+            "type": "invalid_request_error",
+            "param": "messages",
+            "code": "context_length_exceeded",
+        }
+    }
 
 
 def main() -> None:

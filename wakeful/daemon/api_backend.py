@@ -7,6 +7,8 @@ from contextlib import asynccontextmanager, contextmanager
 from typing import Any
 
 from wakeful.daemon.components.context import Registrations
+from wakeful.daemon.context.session_context import KEY_PREFIX as CONTEXT_KEY_PREFIX
+from wakeful.daemon.context.view import ContextView
 from wakeful.daemon.dispatcher import Dispatcher
 from wakeful.daemon.feed import Feed, FeedItem
 from wakeful.daemon.front_door import DaemonUnavailable, SubmitResult
@@ -100,6 +102,7 @@ class ApiBackend:
                 "pending": depth.pending if depth else 0,
                 "oldest_pending_at": depth.oldest_accepted_at if depth else None,
                 "tasks": loop.all_tasks.list_tasks(),
+                "context": loop.context.status(),
             }
         model: dict[str, Any] = {
             "configured": self.provider.configured,
@@ -142,9 +145,13 @@ class ApiBackend:
             page = await self.store.event_log_newest(session, before_seq, limit)
         return {"events": [event_log_entry(s) for s in page.events], "older": page.older}
 
-    async def trajectory(self, session: str) -> list[dict[str, Any]]:
+    async def trajectory(self, session: str, *, full: bool = False) -> list[dict[str, Any]]:
+        """As the model sees it (a compaction's summary in place of what it replaced,
+        pruned results as their stubs), or ``full``: everything stored."""
         with _store_unavailable_is_503():
-            return await self.store.trajectory(session)
+            stored = await self.store.trajectory(session)
+            raw_view = None if full else await self.store.get_state(CONTEXT_KEY_PREFIX + session)
+        return ContextView.from_json(raw_view).apply(stored) if raw_view else stored
 
     async def next_request(self, session: str) -> dict[str, Any] | None:
         if session not in await self.known_sessions():

@@ -219,7 +219,8 @@ def cmd_trajectory(args: argparse.Namespace) -> int:
         body = client.get_json(f"/api/sessions/{session}/request")["request"]
         print(json.dumps(body, indent=2, ensure_ascii=False))
         return 0
-    messages = client.get_json(f"/api/sessions/{session}/trajectory")["messages"]
+    query = "?full=1" if args.full else ""
+    messages = client.get_json(f"/api/sessions/{session}/trajectory{query}")["messages"]
     if not messages:
         require_session(client, args.session)
     if args.json:
@@ -319,6 +320,11 @@ def _parser() -> argparse.ArgumentParser:
     )
     trajectory.add_argument("session", help="session name, e.g. main")
     trajectory.add_argument("--json", action="store_true", help="the stored messages as JSON")
+    trajectory.add_argument(
+        "--full",
+        action="store_true",
+        help="everything stored, also what a compaction summarised and results pruned to stubs",
+    )
     trajectory.add_argument(
         "--raw",
         action="store_true",

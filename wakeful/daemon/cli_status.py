@@ -62,7 +62,23 @@ def _compact_session(info: dict[str, Any]) -> dict[str, Any]:
     older = len(finished) - RECENT_FINISHED
     if older > 0:
         lines.append(f"(+{older} older finished task{'s' if older != 1 else ''})")
-    return {**info, "tasks": lines}
+    compact: dict[str, Any] = {**info, "tasks": lines}
+    context = info.get("context")
+    if isinstance(context, dict):
+        compact["context"] = context_line(context)
+    return compact
+
+
+def context_line(context: dict[str, Any]) -> str:
+    """``12345 of 119808 tokens, 2 compactions, 14 results pruned`` (+ a problem)."""
+    line = f"{context.get('tokens', 0)} of {context.get('budget', '?')} tokens"
+    if context.get("compactions"):
+        line += f", {context['compactions']} compactions"
+    if context.get("pruned_results"):
+        line += f", {context['pruned_results']} results pruned"
+    if context.get("last_problem"):
+        line += f"; PROBLEM: {context['last_problem']}"
+    return line
 
 
 def task_line(task: dict[str, Any]) -> str:

@@ -33,6 +33,7 @@ from wakeful.daemon.config_base import (
     set_config_dir,
 )
 from wakeful.daemon.config_starter import STARTER_CONFIG
+from wakeful.daemon.context.config import ContextSection
 from wakeful.safety.config import SafetySection
 
 __all__ = [
@@ -536,6 +537,7 @@ class Settings(BaseSettings, ChannelSettings):
     loop: LoopSection = Field(default_factory=LoopSection)
     notify: NotifySection = Field(default_factory=NotifySection)
     safety: SafetySection = Field(default_factory=SafetySection)
+    context: ContextSection = Field(default_factory=ContextSection)
 
     @classmethod
     def settings_customise_sources(

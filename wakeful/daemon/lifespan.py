@@ -205,6 +205,8 @@ async def _start(
         task_views=registrations.task_views,
         taints=safety.taints,
         approvals=safety.approvals,
+        context=settings.context,
+        context_window=settings.context.window(settings.llm.model),
     )
     router = Router(_classifier(settings, provider))
     dispatcher = Dispatcher(store, router, feed, group, deps)

@@ -32,6 +32,10 @@ class ModelKeyRefused(ProviderError):
     """The endpoint refused the API key (HTTP 401/403): retrying cannot help."""
 
 
+class ContextTooLong(ProviderError):
+    """The request is longer than the model's context window."""
+
+
 class ModelUnavailable(ProviderError):
     """The endpoint is down, overloaded or refused us after retries."""
 

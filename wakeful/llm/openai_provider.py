@@ -22,6 +22,7 @@ from openai.types.chat.chat_completion_chunk import ChoiceDelta
 from openai.types.completion_usage import CompletionUsage
 
 from wakeful.llm.base import (
+    ContextTooLong,
     DeltaCallback,
     ModelKeyRefused,
     ModelRequest,
@@ -254,6 +255,10 @@ class OpenAIProvider:
                 f"the model endpoint {url} answered HTTP {status} {retries}: {exc.message}. "
                 f"The server is overloaded or failing; check it, or [llm] base_url."
             )
+        if status == 400 and _is_context_too_long(exc):
+            return ContextTooLong(
+                f"the model endpoint {url} said the request is too long: {exc.message}"
+            )
         hint = " Check [llm] model and [llm] base_url (usually ending in /v1)."
         return ProviderError(
             f"the model endpoint {url} refused the request with HTTP {status}: "
@@ -262,3 +267,18 @@ class OpenAIProvider:
 
     async def aclose(self) -> None:
         await self._client.close()
+
+
+def _is_context_too_long(exc: openai.APIStatusError) -> bool:
+    """OpenAI's code, and the wording of the servers that copy its API without it."""
+    code = getattr(exc, "code", None)
+    text = str(exc.message).lower()
+    return code == "context_length_exceeded" or any(
+        phrase in text
+        for phrase in (
+            "maximum context length",
+            "context length",
+            "too many tokens",
+            "prompt is too long",
+        )
+    )

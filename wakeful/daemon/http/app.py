@@ -100,7 +100,8 @@ class Api:
     async def trajectory(self, request: Request) -> Response:
         self.tokens.require(request)
         try:
-            messages = await self.daemon.trajectory(request.path_params["session"])
+            full = request.query_params.get("full", "") in ("1", "true", "yes")
+            messages = await self.daemon.trajectory(request.path_params["session"], full=full)
         except DaemonUnavailable as exc:
             raise _unavailable(exc) from None
         return JSONResponse({"session": request.path_params["session"], "messages": messages})

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from wakeful.daemon.context.config import DEFAULT_WINDOW, ContextSection
 from wakeful.daemon.feed import Feed
 from wakeful.daemon.loop.limits import LoopLimits
 from wakeful.daemon.loop.model_health import ModelHealth
@@ -55,6 +56,9 @@ class LoopDeps:
     # Where the session's taint is kept (None in tests that build a bare loop).
     taints: SessionTaints | None = None
     approvals: Approvals | None = None  # the pending ones are shown in the status bar
+    # The context budget: [context] and the model's window in tokens.
+    context: ContextSection = field(default_factory=ContextSection)
+    context_window: int = DEFAULT_WINDOW
 
 
 @dataclass

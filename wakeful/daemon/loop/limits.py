@@ -31,11 +31,15 @@ class Run:
     consecutive_failures: int = 0
     interrupts: int = 0
     refused: str | None = None  # the model refused our key: retrying cannot help
+    context_full: str | None = None  # the request cannot be made to fit: the run stops
+    context_retried: bool = False  # one retry after the provider said "too long"
 
     def exceeded(self) -> str | None:
         """Why the run must stop now, or None."""
         if self.refused is not None:
             return self.refused
+        if self.context_full is not None:
+            return self.context_full
         limits = self.limits
         if self.model_calls >= limits.max_model_calls_per_run:
             return (

@@ -20,6 +20,8 @@ from anyio.abc import TaskGroup
 from structlog.contextvars import bind_contextvars, bound_contextvars, unbind_contextvars
 
 from wakeful.daemon import metrics
+from wakeful.daemon.context.compaction import COMPACTION_PROMPT
+from wakeful.daemon.context.session_context import ContextFull, SessionContext
 from wakeful.daemon.loop.deps import BatchGate, Interrupt, LoopDeps, Submit
 from wakeful.daemon.loop.late_results import late_result_event, lost_result_text, unpaid_promises
 from wakeful.daemon.loop.limits import Run
@@ -40,6 +42,7 @@ from wakeful.daemon.trajectory.rules import (
 from wakeful.events import Event
 from wakeful.handlers.base import ToolContext, UserOutbox
 from wakeful.llm.base import (
+    ContextTooLong,
     ModelKeyRefused,
     ModelRequest,
     ModelResponse,
@@ -79,6 +82,14 @@ class SessionLoop:
         self._idle.set()
         self.gate: BatchGate | None = None  # set by the session's supervisor
         self.runs_finished = 0
+        self.context = SessionContext(
+            session,
+            deps.store,
+            deps.context,
+            window=deps.context_window,
+            output_dir=deps.output_dir,
+            summarize=self._summarize if deps.provider.configured else None,
+        )
 
     # -- signals from the dispatcher --------------------------------------------
 
@@ -200,7 +211,11 @@ class SessionLoop:
     # -- model step ---------------------------------------------------------------
 
     async def _call_model(self, run: Run) -> ModelResponse | None:
-        request = await self._build_request(run)
+        try:
+            request = await self._build_request(run)
+        except ContextFull as exc:
+            run.context_full = str(exc)  # the run stops at its next safe point, with an alert
+            return None
         run.model_calls += 1
         streamed = self.writer.begin_model_step()  # rule 4: the writer holds the partial text
 
@@ -213,6 +228,12 @@ class SessionLoop:
         try:
             with self._interruptible() as scope:
                 response = await self.deps.provider.complete(request, on_delta)
+        except ContextTooLong as exc:
+            self._retract_deltas(streamed, "the request was too long")
+            self.writer.discard_partial_output(streamed, "the request was too long")
+            await self._record_call(run, None, time.monotonic() - started, f"error: {exc}")
+            await self._too_long(run, request, exc)
+            return None
         except ProviderError as exc:
             self._retract_deltas(streamed, "the model call failed")
             self.writer.discard_partial_output(streamed, "the model call failed")
@@ -226,15 +247,48 @@ class SessionLoop:
             await self._record_call(run, None, time.monotonic() - started, "interrupted")
             return None
         run.consecutive_failures = 0
+        if response.usage.prompt_tokens:
+            self.context.observe(response.usage.prompt_tokens)
+        await self.context.fitted()
         await self._record_call(run, response, response.latency_s, "ok")
         return response
+
+    async def _too_long(self, run: Run, request: ModelRequest, exc: ContextTooLong) -> None:
+        """The provider's "too long" is never retried as it was: shrink at once and retry
+        once; if that cannot fit either, the run stops naming the session."""
+        log.warning("model said the request is too long", error=str(exc))
+        if run.context_retried:
+            run.context_full = (
+                f"session {self.session}'s request is still too long for the model after "
+                f"pruning and compaction ({exc}); the events are kept"
+            )
+            return
+        run.context_retried = True
+        self.context.refused(str(exc))
+        fixed = [request.messages[0], request.tools, request.messages[-1]]
+        try:
+            await self.context.shrink(await self.writer.messages(), fixed, forced=True)
+        except ContextFull as full:
+            run.context_full = str(full)
+
+    async def _summarize(self, transcript: str) -> str:
+        """The compaction's summary, written by the session's model."""
+        response = await self.deps.provider.complete(
+            ModelRequest(
+                messages=[
+                    {"role": "system", "content": COMPACTION_PROMPT},
+                    {"role": "user", "content": transcript},
+                ],
+                max_tokens=4000,
+            )
+        )
+        return response.content
 
     async def next_request(self) -> ModelRequest:
         """What a model call starting now would send (`wakeful trajectory --raw`); no call."""
         return await self._build_request(Run(self.deps.limits))
 
     async def _build_request(self, run: Run) -> ModelRequest:
-        messages = await self.writer.request_messages()
         pending = len(await self.deps.store.pending(self.session))
         status = render_status_bar(
             run,
@@ -247,9 +301,11 @@ class SessionLoop:
             else (),
         )
         system = {"role": "system", "content": self.deps.system_prompt}
-        return ModelRequest(
-            messages=[system, *messages, status], tools=self.deps.tools.definitions()
-        )
+        tools = self.deps.tools.definitions()
+        # Within the budget: pruned or compacted when it would not be (ContextFull if
+        # even that cannot fit).
+        messages = await self.context.fit(await self.writer.messages(), [system, tools, status])
+        return ModelRequest(messages=[system, *messages, status], tools=tools)
 
     async def _model_failed(self, run: Run, exc: ProviderError, elapsed: float) -> None:
         run.consecutive_failures += 1

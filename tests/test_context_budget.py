@@ -1,0 +1,127 @@
+"""A session that outgrows the model's window: pruned, compacted, never over budget.
+
+The fake model refuses (as OpenAI does: 400 context_length_exceeded) any request
+its count puts over its window, and reports usage, which calibrates the daemon's
+estimate. The daemon must keep every request inside the budget, keep the newest
+user messages verbatim, keep the full history readable, and — when the provider
+still says "too long" — shrink once and retry once, or stop the run saying which
+session is stuck.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.daemon_harness import Harness, daemon_settings, harness, watch_feed
+from tests.fakes.model_server import FakeModelServer, Reply, ToolCallSpec, text_reply
+from wakeful.daemon.context.compaction import COMPACTION_PROMPT
+from wakeful.daemon.context.view import SUMMARY_MARK
+
+pytestmark = pytest.mark.anyio
+
+BIG_OUTPUT = "python3 -c \"[print('line', i, 'x' * 190) for i in range(40)]\""
+
+
+def is_summary_request(body: dict[str, Any]) -> bool:
+    return body["messages"][0]["content"] == COMPACTION_PROMPT
+
+
+def agent(body: dict[str, Any]) -> Reply:
+    """Each user step: one shell call with a big output, then a short answer. The
+    compaction's summary quotes the steps it was shown."""
+    messages = body["messages"]
+    if is_summary_request(body):
+        steps = sorted(set(_steps(messages[1]["content"])), key=int)
+        return text_reply("The user asked for steps " + ", ".join(f'"step {s}"' for s in steps))
+    last = [m for m in messages if m["role"] != "system"][-2]  # before the status bar
+    if last["role"] == "tool":
+        return text_reply("done")
+    return Reply(tool_calls=[ToolCallSpec("shell_exec", {"command": BIG_OUTPUT})])
+
+
+def _steps(text: str) -> list[str]:
+    import re
+
+    return re.findall(r"step (\d+)", text)
+
+
+async def drive(h: Harness, text: str) -> None:
+    async with watch_feed(h) as feed:
+        await h.send(text)
+        await feed.wait_for(lambda i: i["type"] == "run" and i["state"] == "idle", timeout_s=30)
+
+
+async def test_a_long_session_stays_inside_its_budget(
+    tmp_path: Path, model_server: FakeModelServer
+) -> None:
+    model_server.responder = agent
+    # Room for the tools (~3,000 tokens), two whole results (~2,000 each) and the rest.
+    model_server.context_window = 12000
+    context = {"max_tokens": 12000, "reserve_tokens": 1000, "keep_tool_results": 2}
+    settings = daemon_settings(tmp_path, model_server.base_url, context=context)
+    turns = 30
+    async with harness(settings) as h:
+        for step in range(turns):
+            await drive(h, f"step {step}")
+        status = (await h.client.get("/api/status")).json()["sessions"]["main"]["context"]
+        shown = await h.trajectory()
+        full = (await h.client.get("/api/sessions/main/trajectory?full=1")).json()["messages"]
+    assert model_server.too_long == []  # no request ever went over the window
+    assert status["last_problem"] is None
+    # Rare, deliberate rewrites: a handful of compactions over the run, not one per turn.
+    assert 1 <= status["compactions"] <= 5, status
+    main_requests = [r.body for r in model_server.requests if not is_summary_request(r.body)]
+    last = main_requests[-1]["messages"]
+    texts = [str(m.get("content") or "") for m in last]
+    assert texts[1].startswith(SUMMARY_MARK)  # the boundary, right after the system prompt
+    for step in range(turns - 5, turns):  # the newest five user messages, verbatim
+        assert any(t.endswith(f"] step {step}") for t in texts), step
+    quoted = set(_steps(texts[1]))
+    kept = {s for t in texts[2:] for s in _steps(t)}
+    assert quoted | kept >= {str(s) for s in range(turns)}  # every step verbatim or quoted
+    assert any("[pruned to save context]" in t for t in texts)
+    # The stored history is whole; the default view starts at the summary.
+    users = [m for m in full if m["role"] == "user"]
+    assert len(users) == turns and len(full) > len(shown)
+    assert str(shown[0]["content"]).startswith(SUMMARY_MARK)
+
+
+async def test_too_long_is_shrunk_and_retried_once_not_blindly(
+    tmp_path: Path, model_server: FakeModelServer
+) -> None:
+    """The daemon thinks it fits (a large [context] max_tokens) but the model says no:
+    pruning old results at once, one retry, and the run goes on."""
+    model_server.responder = agent
+    context = {"max_tokens": 200000, "keep_tool_results": 1}
+    settings = daemon_settings(tmp_path, model_server.base_url, context=context)
+    async with harness(settings) as h:
+        for step in range(6):
+            await drive(h, f"step {step}")
+        model_server.context_window = 7000  # the model's real window is smaller
+        before = len(model_server.requests)
+        await drive(h, "step 6")
+        refused = [i for i in model_server.too_long if i >= before]
+        answered = [r for r in model_server.requests[before:] if r.index not in refused]
+        replies = [m for m in await h.trajectory() if m["role"] == "assistant"]
+    assert len(refused) == 1  # refused once, then it fit: not retried as it was
+    assert answered and replies[-1]["content"] == "done"
+
+
+async def test_a_session_that_cannot_fit_stops_with_an_alert_naming_it(
+    tmp_path: Path, model_server: FakeModelServer
+) -> None:
+    model_server.responder = agent
+    model_server.context_window = 600  # smaller than the system prompt and tools alone
+    settings = daemon_settings(tmp_path, model_server.base_url)
+    async with harness(settings) as h, watch_feed(h) as feed:
+        await h.send("step 0")
+        alert = await feed.wait_for(lambda i: i["type"] == "alert" and "run stopped" in i["text"])
+        await feed.wait_for(lambda i: i["type"] == "run" and i["state"] == "idle")
+        status = (await h.client.get("/api/status")).json()["sessions"]["main"]["context"]
+    assert "session main's context cannot fit the model's window" in alert["text"]
+    # Refused once; what it learned from the refusal shows that no retry can fit.
+    assert len(model_server.too_long) == 1
+    assert "session main" in (status["last_problem"] or "")

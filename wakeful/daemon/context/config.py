@@ -1,0 +1,66 @@
+"""The ``[context]`` section: how many tokens a session may send the model."""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from wakeful.daemon.config_base import Section
+
+DEFAULT_WINDOW = 128_000
+# Context windows of common models, by name prefix (the longest match wins); an
+# unknown model gets DEFAULT_WINDOW. Set [context] max_tokens for anything else.
+MODEL_WINDOWS: dict[str, int] = {
+    "gpt-4o": 128_000,
+    "gpt-4.1": 1_047_576,
+    "gpt-4-turbo": 128_000,
+    "gpt-4": 8_192,
+    "gpt-3.5-turbo": 16_385,
+    "o1": 200_000,
+    "o3": 200_000,
+    "o4-mini": 200_000,
+    "claude": 200_000,
+    "deepseek": 64_000,
+    "llama3": 8_192,
+    "llama-3.1": 128_000,
+    "qwen2.5": 32_768,
+    "mistral": 32_768,
+}
+
+
+def model_window(model: str) -> int:
+    name = model.lower().rsplit("/", 1)[-1]
+    matches = [prefix for prefix in MODEL_WINDOWS if name.startswith(prefix)]
+    return MODEL_WINDOWS[max(matches, key=len)] if matches else DEFAULT_WINDOW
+
+
+class ContextSection(Section):
+    max_tokens: int | None = Field(
+        default=None,
+        ge=1024,
+        examples=[128000],
+        description=(
+            "The model's context window in tokens; default: from a built-in table of common "
+            "models by [llm] model, else 128000."
+        ),
+    )
+    reserve_tokens: int = Field(
+        default=8192,
+        ge=256,
+        examples=[8192],
+        description="Kept free for the model's reply: a request is at most max_tokens minus this.",
+    )
+    keep_user_messages: int = Field(
+        default=5,
+        ge=1,
+        examples=[5],
+        description="A compaction keeps at least this many of the newest user messages verbatim.",
+    )
+    keep_tool_results: int = Field(
+        default=8,
+        ge=1,
+        examples=[8],
+        description="Pruning never stubs the newest this many tool results.",
+    )
+
+    def window(self, model: str) -> int:
+        return self.max_tokens or model_window(model)
