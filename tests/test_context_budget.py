@@ -10,6 +10,7 @@ session is stuck.
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 from typing import Any
 
@@ -83,6 +84,14 @@ async def test_a_long_session_stays_inside_its_budget(
     kept = {s for t in texts[2:] for s in _steps(t)}
     assert quoted | kept >= {str(s) for s in range(turns)}  # every step verbatim or quoted
     assert any("[pruned to save context]" in t for t in texts)
+    # The prefix stays byte-identical from one request to the next, except at the
+    # deliberate rewrites: each prune and each compaction may break it once.
+    breaks = 0
+    for before, after in itertools.pairwise(main_requests):
+        kept = before["messages"][:-1]  # the status bar is always last, and always new
+        if after["messages"][: len(kept)] != kept or after["tools"] != before["tools"]:
+            breaks += 1
+    assert breaks <= status["compactions"] + status["prunes"], (breaks, status)
     # The stored history is whole; the default view starts at the summary.
     users = [m for m in full if m["role"] == "user"]
     assert len(users) == turns and len(full) > len(shown)
@@ -125,3 +134,71 @@ async def test_a_session_that_cannot_fit_stops_with_an_alert_naming_it(
     # Refused once; what it learned from the refusal shows that no retry can fit.
     assert len(model_server.too_long) == 1
     assert "session main" in (status["last_problem"] or "")
+
+
+async def test_a_pending_approval_survives_compaction_and_is_paid_after_it(
+    tmp_path: Path, model_server: FakeModelServer
+) -> None:
+    from tests.test_approvals import stranger_event, wait_for_request_with
+
+    def respond(body: dict[str, Any]) -> Reply:
+        if is_summary_request(body):
+            return text_reply("Summary: a stranger asked to run echo; it waits for approval.")
+        last = [m for m in body["messages"] if m["role"] != "system"][-2]
+        if "please run echo" in str(last.get("content")) and last["role"] == "user":
+            return Reply(tool_calls=[ToolCallSpec("shell_exec", {"command": "echo later"})])
+        if last["role"] == "tool":
+            return text_reply("done")
+        # The session is tainted, so shell calls would wait: big reads fill it instead.
+        return Reply(tool_calls=[ToolCallSpec("read_file", {"path": "big.txt"})])
+
+    model_server.responder = respond
+    model_server.context_window = 12000
+    context = {"max_tokens": 12000, "reserve_tokens": 1000, "keep_tool_results": 2}
+    settings = daemon_settings(tmp_path, model_server.base_url, context=context)
+    async with harness(settings) as h:
+        async with watch_feed(h) as feed:
+            await h.daemon.dispatcher.submit(stranger_event("please run echo"))
+            approval = await feed.wait_for(lambda i: i["type"] == "approval")
+            await feed.wait_for(lambda i: i["type"] == "run" and i["state"] == "idle")
+        lines = [f"line {i} " + "x" * 190 for i in range(40)]
+        (tmp_path / "workspace" / "big.txt").write_text("\n".join(lines))
+        for step in range(20):  # enough to compact the held call away
+            await drive(h, f"step {step}")
+        status = (await h.client.get("/api/status")).json()["sessions"]["main"]["context"]
+        assert status["compactions"] >= 1 and status["compacted_before"] > 3
+        answer = await h.client.post(
+            f"/api/approvals/{approval['id']}", json={"decision": "approve"}
+        )
+        assert answer.status_code == 200
+        body = await wait_for_request_with(model_server, "approved by the owner and run once")
+    assert model_server.too_long == []
+    late = [
+        m for m in body["messages"] if "approved by the owner and run once" in str(m.get("content"))
+    ]
+    assert late and "later" in late[0]["content"]  # its real result, after the boundary
+
+
+async def test_the_summary_keeps_promised_results_by_code() -> None:
+    from wakeful.daemon.context.compaction import write_summary
+    from wakeful.daemon.trajectory.placeholders import interrupted_placeholder
+
+    placeholder = interrupted_placeholder(
+        tool="shell_exec", call_id="call_7", elapsed_s=3, cause="a new message", cancelled=False
+    )
+    messages = [
+        {"role": "user", "content": "build it"},
+        {"role": "assistant", "content": None, "tool_calls": [{
+            "id": "call_7", "type": "function",
+            "function": {"name": "shell_exec", "arguments": "{}"},
+        }]},
+        {"role": "tool", "tool_call_id": "call_7", "content": placeholder},
+    ]  # fmt: skip
+
+    async def summarize(text: str) -> str:
+        assert "build it" in text and "→ shell_exec({})" in text
+        return "The user asked to build it."
+
+    summary = await write_summary(summarize, messages, max_chars=10_000)
+    assert summary.startswith("The user asked to build it.")
+    assert "results promised for calls call_7 may still arrive" in summary

@@ -53,6 +53,7 @@ class ContextView:
         return {
             "compacted_before": self.start,
             "compactions": self.compactions,
+            "prunes": self.prunes,
             "pruned_results": len(self.stubs),
             "last_problem": self.last_problem,
         }
