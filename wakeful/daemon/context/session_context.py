@@ -25,7 +25,9 @@ log = structlog.get_logger(__name__)
 
 Message = dict[str, Any]
 KEY_PREFIX = "context:"
+COUNT_CACHE_MIN = 50_000  # messages whose token counts are remembered
 PRUNE_MIN_CHARS = 2000  # a tool result smaller than this is not worth a stub
+SUMMARY_ALLOWANCE = 1500  # tokens left for the summary when choosing the boundary
 # Pruning aims below this share of the budget, so it happens rarely (each prune
 # costs one prompt-cache miss), not every turn the budget is near.
 LOW_WATER = 0.6
@@ -60,6 +62,7 @@ class SessionContext:
         self.last_estimate = 0
         self._last_raw = 0
         self._learned: int | None = None
+        self._counts: dict[int, tuple[Message, int]] = {}
 
     @property
     def budget(self) -> int:
@@ -79,8 +82,21 @@ class SessionContext:
         await self._state.put_state(KEY_PREFIX + self.session, view.to_json())
 
     def _measure(self, messages: list[Message], fixed: list[Any]) -> int:
-        self._last_raw = raw_estimate(messages) + sum(raw_estimate(f) for f in fixed)
-        return self.tokens.count(messages) + sum(self.tokens.count(f) for f in fixed)
+        """Estimated tokens of a request; each message is encoded once, when first seen
+        (the history only grows), so a cycle's cost does not grow with it."""
+        raw = sum(self._raw_count(m) for m in messages) + sum(raw_estimate(f) for f in fixed)
+        self._last_raw = raw
+        return int(raw * self.tokens.scale) + 1
+
+    def _raw_count(self, message: Message) -> int:
+        cached = self._counts.get(id(message))
+        if cached is not None and cached[0] is message:
+            return cached[1]
+        count = raw_estimate(message)
+        if len(self._counts) > 4 * COUNT_CACHE_MIN:  # stubbed copies, old views: start over
+            self._counts.clear()
+        self._counts[id(message)] = (message, count)  # the reference keeps the id unique
+        return count
 
     def refused(self, message: str) -> None:
         """The provider said the last request was too long. Its message usually names its
@@ -194,7 +210,7 @@ class SessionContext:
         chosen = [b for b in boundaries if b <= newest_kept]
         if not chosen:
             raise await self._full("no place to compact that keeps tool calls with their results")
-        boundary = chosen[-1]
+        boundary = self._boundary_keeping_most(full, view, chosen, fixed)
         compacted = view.apply(full[:boundary]) if view.start < boundary else []
         before = self._measure(normalize(view.apply(full)).messages, fixed)
         try:
@@ -220,6 +236,28 @@ class SessionContext:
         log.info(
             "context compacted", session=self.session, boundary=boundary, before=before, after=after
         )
+
+    def _boundary_keeping_most(
+        self, full: list[Message], view: ContextView, chosen: list[int], fixed: list[Any]
+    ) -> int:
+        """The earliest boundary whose kept part fits under the low-water mark (as much
+        verbatim history as room allows; compactions stay rare), else the latest."""
+        room = int(self.budget * LOW_WATER / self.tokens.scale) - sum(
+            raw_estimate(f) for f in fixed
+        )
+        room -= SUMMARY_ALLOWANCE
+        shown = view.apply(full)  # index i of full is shown[i - view.start + offset]
+        offset = 1 if view.summary else 0
+        suffix = 0
+        fits: int | None = None
+        candidates = set(chosen)
+        for index in range(len(full) - 1, chosen[0] - 1, -1):
+            suffix += self._raw_count(shown[index - view.start + offset])
+            if suffix > room:
+                break
+            if index in candidates:
+                fits = index
+        return fits if fits is not None else chosen[-1]
 
     async def _full(self, why: str) -> ContextFull:
         view = await self.view()

@@ -1,0 +1,121 @@
+"""A cycle's cost against the size of the session's history: 0 vs 10,000 events.
+
+An in-process daemon (SQLite store, the fake model answering at once). Three
+sessions in the same run: ``fresh`` with no history, ``long`` whose store
+already holds 10,000 events and their 20,000 trajectory messages, and
+``longer`` with 20,000 events (written straight into the store before the
+daemon starts). A long session's request is held to the context budget (its
+first message compacts it to ~60 % of the window), so ``long`` costs more than
+``fresh`` for the size of its request, but ``longer`` must cost what ``long``
+does: the cost follows the budget, not the history. After one warm-up message
+each (for ``long`` that is where its first compaction happens: its cost is
+printed on its own), measured per message: **ingest** (POST /api/messages to
+202) and **event → request** (POST to the fake model receiving the request the
+event caused). Target: longer/long ~1.
+"""
+
+from __future__ import annotations
+
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from bench.common import LATENCY_HEADER, iterations_parser, ms_row, percentile, print_table, settle
+from tests.daemon_harness import daemon_settings, harness, watch_feed
+from tests.fakes.model_server import FakeModelServer, text_reply
+from wakeful.daemon.context.compaction import COMPACTION_PROMPT
+from wakeful.daemon.store.base import EventStatus
+from wakeful.daemon.store.factory import open_store
+from wakeful.events import user_message
+
+HISTORY = 10_000
+
+
+async def seed(data_dir: Path, settings: Any, session: str, events: int) -> None:
+    store = await open_store(settings.store, data_dir)
+    try:
+        for n in range(events):
+            event = user_message(f"history message {n}: " + "lorem ipsum " * 12, session=session)
+            await store.append(event, EventStatus.CONSUMED, "queue", "history")
+        messages: list[dict[str, Any]] = []
+        for n in range(events):
+            messages.append({"role": "user", "content": f"history message {n}: " + "lorem " * 20})
+            messages.append({"role": "assistant", "content": f"answer {n}: " + "ipsum " * 20})
+        await store.append_messages(session, messages)
+    finally:
+        await store.aclose()
+
+
+def responder(body: dict[str, Any]) -> Any:
+    if body["messages"][0]["content"] == COMPACTION_PROMPT:
+        return text_reply("Summary: the user sent many history messages; all were answered.")
+    return text_reply("ok")
+
+
+async def main(n: int) -> None:
+    with tempfile.TemporaryDirectory() as tmp, FakeModelServer() as model:
+        data_dir = Path(tmp)
+        model.responder = responder
+        settings = daemon_settings(data_dir, model.base_url)
+        started = time.perf_counter()
+        await seed(data_dir, settings, "long", HISTORY)
+        await seed(data_dir, settings, "longer", 2 * HISTORY)
+        seeded_s = time.perf_counter() - started
+        rows: list[list[str]] = []
+        async with harness(settings) as h:
+            warm: dict[str, float] = {}
+            results: dict[str, tuple[list[float], list[float]]] = {}
+            for session in ("fresh", "long", "longer"):
+                t0 = time.perf_counter()
+                await one(h, model, session)
+                warm[session] = time.perf_counter() - t0
+                ingest, to_request = [], []
+                for _ in range(n):
+                    a, b = await one(h, model, session)
+                    ingest.append(a)
+                    to_request.append(b)
+                results[session] = (ingest, to_request)
+            status = (await h.client.get("/api/status")).json()["sessions"]["long"]["context"]
+        for session, (ingest, to_request) in results.items():
+            rows.append(ms_row(f"{session}: ingest (POST → 202)", ingest))
+            rows.append(ms_row(f"{session}: event → model request", to_request))
+        print(
+            f"history: {HISTORY} events / {2 * HISTORY} messages in session long "
+            f"(seeded in {seeded_s:.1f} s)"
+        )
+        print_table(LATENCY_HEADER, rows)
+        for name in ("long", "longer"):
+            ratio = percentile(results[name][1], 50) / percentile(results["fresh"][1], 50)
+            print(f"event → request, {name}/fresh at p50: {ratio:.2f}x")
+        doubled = percentile(results["longer"][1], 50) / percentile(results["long"][1], 50)
+        print(f"event → request, 20,000 vs 10,000 events at p50: {doubled:.2f}x (flat: ~1)")
+        print(
+            f"first message of each (warm-up; long includes its first compaction): "
+            f"fresh {warm['fresh'] * 1000:.0f} ms, long {warm['long'] * 1000:.0f} ms"
+        )
+        print(f"long's context afterwards: {status}")
+        await settle(model)
+
+
+async def one(h: Any, model: FakeModelServer, session: str) -> tuple[float, float]:
+    """Send one message; (ingest s, event → request s); returns once the run is idle."""
+    async with watch_feed(h, session) as feed:
+        before = len(model.requests)
+        t0 = time.perf_counter()
+        mono0 = time.monotonic()
+        response = await h.client.post("/api/messages", json={"session": session, "text": "hi"})
+        ingest = time.perf_counter() - t0
+        assert response.status_code == 202, response.text
+        await feed.wait_for(lambda i: i["type"] == "run" and i["state"] == "idle", timeout_s=60)
+    mains = [
+        r for r in model.requests[before:] if r.body["messages"][0]["content"] != COMPACTION_PROMPT
+    ]
+    return ingest, mains[0].received_at - mono0 if mains else float("nan")
+
+
+if __name__ == "__main__":
+    args = iterations_parser(__doc__ or "", 50).parse_args()
+    anyio.run(main, args.n)
