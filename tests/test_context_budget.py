@@ -55,15 +55,15 @@ async def drive(h: Harness, text: str) -> None:
         await feed.wait_for(lambda i: i["type"] == "run" and i["state"] == "idle", timeout_s=30)
 
 
+@pytest.mark.parametrize("turns", [60, pytest.param(500, marks=pytest.mark.slow)])
 async def test_a_long_session_stays_inside_its_budget(
-    tmp_path: Path, model_server: FakeModelServer
+    tmp_path: Path, model_server: FakeModelServer, turns: int
 ) -> None:
     model_server.responder = agent
-    # Room for the tools (~3,000 tokens), two whole results (~2,000 each) and the rest.
-    model_server.context_window = 12000
-    context = {"max_tokens": 12000, "reserve_tokens": 1000, "keep_tool_results": 2}
+    # Room for the tools (~4,700 tokens), two whole results (~2,300 each) and the rest.
+    model_server.context_window = 16000
+    context = {"max_tokens": 16000, "reserve_tokens": 1000, "keep_tool_results": 2}
     settings = daemon_settings(tmp_path, model_server.base_url, context=context)
-    turns = 30
     async with harness(settings) as h:
         for step in range(turns):
             await drive(h, f"step {step}")
@@ -73,7 +73,7 @@ async def test_a_long_session_stays_inside_its_budget(
     assert model_server.too_long == []  # no request ever went over the window
     assert status["last_problem"] is None
     # Rare, deliberate rewrites: a handful of compactions over the run, not one per turn.
-    assert 1 <= status["compactions"] <= 5, status
+    assert 1 <= status["compactions"] <= max(5, turns // 10), status
     main_requests = [r.body for r in model_server.requests if not is_summary_request(r.body)]
     last = main_requests[-1]["messages"]
     texts = [str(m.get("content") or "") for m in last]

@@ -12,6 +12,7 @@ import json
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from wakeful.daemon.context.view import SUMMARY_MARK
 from wakeful.daemon.trajectory.placeholders import promises_late_result
 
 Message = dict[str, Any]
@@ -33,7 +34,13 @@ MAX_CHARS_PER_MESSAGE = 2000
 
 
 def transcript(messages: list[Message], max_chars: int) -> str:
-    """The messages as plain text for the summarizer, newest kept when too long."""
+    """The messages as plain text for the summarizer. When too long, the previous
+    summary (what stands for everything older) is kept whole and the oldest of the
+    rest is cut: nothing already summarised may fall out of the next summary."""
+    previous = ""
+    if messages and str(messages[0].get("content") or "").startswith(SUMMARY_MARK):
+        previous = f"## the previous summary\n{messages[0]['content']}\n"
+        messages = messages[1:]
     lines = []
     for message in messages:
         role = str(message.get("role"))
@@ -47,7 +54,10 @@ def transcript(messages: list[Message], max_chars: int) -> str:
         ]
         lines.append(f"## {role}\n{text}\n" + "\n".join(calls))
     joined = "\n".join(lines)
-    return joined if len(joined) <= max_chars else "[…older part cut…]\n" + joined[-max_chars:]
+    room = max(1000, max_chars - len(previous))
+    if len(joined) > room:
+        joined = "[…older part cut…]\n" + joined[-room:]
+    return previous + joined
 
 
 def still_open(messages: list[Message]) -> list[str]:

@@ -131,6 +131,11 @@ class SessionContext:
         messages = normalize((await self.view()).apply(full)).messages
         self.last_estimate = self._measure(messages, fixed)
         if self.last_estimate > self.budget:
+            # The newest results kept whole are a preference; fitting is not.
+            await self._prune(full, fixed, forced=True, keep=1)
+            messages = normalize((await self.view()).apply(full)).messages
+            self.last_estimate = self._measure(messages, fixed)
+        if self.last_estimate > self.budget:
             raise await self._full(
                 f"about {self.last_estimate} tokens after pruning and compaction, over the budget "
                 f"of {self.budget}"
@@ -147,14 +152,16 @@ class SessionContext:
         if self._measure(messages, fixed) > target or (forced and not pruned):
             await self._compact(full, fixed)
 
-    async def _prune(self, full: list[Message], fixed: list[Any], *, forced: bool) -> bool:
+    async def _prune(
+        self, full: list[Message], fixed: list[Any], *, forced: bool, keep: int | None = None
+    ) -> bool:
         view = await self.view()
         tool_indexes = [i for i in range(view.start, len(full)) if full[i].get("role") == "tool"]
-        keep = set(tool_indexes[-self._settings.keep_tool_results :])
+        kept = set(tool_indexes[-(keep or self._settings.keep_tool_results) :])
         candidates = [
             i
             for i in tool_indexes
-            if i not in keep
+            if i not in kept
             and i not in view.stubs
             and len(str(full[i].get("content") or "")) >= PRUNE_MIN_CHARS
         ]
