@@ -33,7 +33,9 @@ from wakeful.daemon.config_base import (
     set_config_dir,
 )
 from wakeful.daemon.config_starter import STARTER_CONFIG
+from wakeful.handlers.tools_config import ToolsSection
 from wakeful.safety.config import SafetySection
+from wakeful.skills.config import SkillsSection
 
 __all__ = [
     "STARTER_CONFIG",
@@ -536,6 +538,8 @@ class Settings(BaseSettings, ChannelSettings):
     loop: LoopSection = Field(default_factory=LoopSection)
     notify: NotifySection = Field(default_factory=NotifySection)
     safety: SafetySection = Field(default_factory=SafetySection)
+    tools: ToolsSection = Field(default_factory=ToolsSection)
+    skills: SkillsSection = Field(default_factory=SkillsSection)
 
     @classmethod
     def settings_customise_sources(

@@ -38,6 +38,12 @@ class ToolCatalog(ToolExecutor, Protocol):
     def definitions(self, read_only: bool = False) -> list[dict[str, Any]]: ...
 
 
+class SessionTools(Protocol):
+    """The tools array a session's request carries (wakeful/handlers/tool_surface.py)."""
+
+    async def tools_for(self, session: str) -> list[dict[str, Any]]: ...
+
+
 @dataclass(frozen=True)
 class LoopDeps:
     store: Store
@@ -55,6 +61,8 @@ class LoopDeps:
     # Where the session's taint is kept (None in tests that build a bare loop).
     taints: SessionTaints | None = None
     approvals: Approvals | None = None  # the pending ones are shown in the status bar
+    # Resident schemas plus what the session loaded; None: every tool's definition.
+    surface: SessionTools | None = None
 
 
 @dataclass

@@ -247,9 +247,9 @@ class SessionLoop:
             else (),
         )
         system = {"role": "system", "content": self.deps.system_prompt}
-        return ModelRequest(
-            messages=[system, *messages, status], tools=self.deps.tools.definitions()
-        )
+        surface = self.deps.surface
+        tools = await surface.tools_for(self.session) if surface else self.deps.tools.definitions()
+        return ModelRequest(messages=[system, *messages, status], tools=tools)
 
     async def _model_failed(self, run: Run, exc: ProviderError, elapsed: float) -> None:
         run.consecutive_failures += 1
