@@ -20,6 +20,7 @@ from dataclasses import dataclass
 _K1 = 1.2
 _B = 0.75
 _SYNONYM_WEIGHT = 0.5
+_MIN_PREFIX = 4  # shorter words share too many beginnings by chance
 # A tool's name says what it is for more precisely than its prose: its words count more.
 _NAME_REPEAT = 3
 
@@ -113,16 +114,37 @@ _SYNONYM_GROUPS: tuple[tuple[str, ...], ...] = (
     ("chat", "channel", "slack", "room"),
     ("deploy", "release", "ship", "rollout"),
     ("log", "trace", "error", "crash"),
+    ("weather", "forecast", "rain", "snow", "temperature", "sunny"),
+    ("stock", "inventory", "supply", "reorder", "warehouse"),
+    ("low", "short", "shortage", "below", "scarce"),
+    ("page", "pager", "alert", "escalation", "duty"),
+    ("sign", "signature", "signed", "signer"),
 )
 
 
 def _stem(word: str) -> str:
-    """A crude suffix fold, enough to meet plurals and verb forms halfway."""
-    for suffix in ("ations", "ation", "ings", "ing", "ies", "ied", "es", "ed", "s"):
+    """A crude suffix fold, enough to meet plurals and verb forms halfway
+    ("created", "creating", "creates" and "create" all become "creat")."""
+    for suffix, replacement in _SUFFIXES:
         if word.endswith(suffix) and len(word) - len(suffix) >= 3:
-            stem = word[: -len(suffix)]
-            return stem + "y" if suffix in ("ies", "ied") else stem
-    return word
+            word = word[: -len(suffix)] + replacement
+            break
+    return word[:-1] if word.endswith("e") and len(word) > 4 else word
+
+
+_SUFFIXES = (
+    ("ically", "ic"),
+    ("ations", ""),
+    ("ation", ""),
+    ("ings", ""),
+    ("ing", ""),
+    ("ies", "y"),
+    ("ied", "y"),
+    ("es", ""),
+    ("ed", ""),
+    ("ly", ""),
+    ("s", ""),
+)
 
 
 def words(text: str) -> list[str]:
@@ -175,7 +197,7 @@ class ToolIndex:
     def rank(self, need: str, *, limit: int) -> list[tuple[str, float]]:
         """The tool names best matching ``need``, best first, each with its score;
         only tools sharing at least one word (or synonym) with it."""
-        weights = _query_weights(words(need))
+        weights = _query_weights(words(need), self._idf)
         scored = []
         for position, terms in enumerate(self._terms):
             score = sum(
@@ -196,11 +218,21 @@ class ToolIndex:
         return self._idf[term] * count * (_K1 + 1) / (count + norm)
 
 
-def _query_weights(query: list[str]) -> dict[str, float]:
+def _query_weights(query: list[str], vocabulary: Iterable[str]) -> dict[str, float]:
+    """Each query word at full weight; its synonyms and the index's words it is a
+    prefix of, or that are a prefix of it ("sign" and "signat"), at half weight."""
     weights: dict[str, float] = {}
     for term in query:
-        weights[term] = max(weights.get(term, 0.0), 1.0)
+        weights[term] = 1.0
+    related: set[str] = set()
     for term in query:
-        for synonym in _SYNONYMS.get(term, ()):
-            weights[synonym] = max(weights.get(synonym, 0.0), _SYNONYM_WEIGHT)
+        related.update(_SYNONYMS.get(term, ()))
+        if len(term) >= _MIN_PREFIX:
+            related.update(
+                word
+                for word in vocabulary
+                if len(word) >= _MIN_PREFIX and (word.startswith(term) or term.startswith(word))
+            )
+    for word in related:
+        weights.setdefault(word, _SYNONYM_WEIGHT)
     return weights
