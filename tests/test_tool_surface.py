@@ -17,9 +17,11 @@ import pytest
 from tests.daemon_harness import Harness, daemon_settings, watch_feed
 from tests.fakes.model_server import FakeModelServer, Reply, ToolCallSpec
 from tests.fakes.tool_set import FakeIntegrationTool, fake_tool_set
+from tests.test_scenarios import side_or_main
 from wakeful.daemon.components.context import ComponentSetup
 from wakeful.daemon.config import Settings
 from wakeful.daemon.lifespan import running_daemon
+from wakeful.daemon.loop.parallel import SIDE_QUESTION_NOTE
 from wakeful.daemon.loop.task_views import CombinedTaskView
 from wakeful.daemon.store.memory_state import MemoryState
 from wakeful.handlers.base import ToolContext
@@ -260,3 +262,26 @@ async def test_resident_block_and_listing_are_byte_stable() -> None:
     assert first.deferred_listing() == second.deferred_listing()
     assert len(first.resident_definitions()) <= 30
     assert len(first_registry.names()) > 200
+
+
+async def test_a_side_session_sends_the_main_loops_tools_array(
+    tmp_path: Path, model_server: FakeModelServer
+) -> None:
+    """A question answered in parallel carries the same deferred tools array as the
+    main loop (the cacheable prefix), not all 200 schemas."""
+    gate = tmp_path / "workspace" / "gate"
+    command = f"while [ ! -e {gate} ]; do sleep 0.05; done; echo build-done"
+    model_server.push(Reply(tool_calls=[ToolCallSpec("shell_exec", {"command": command})]))
+    model_server.responder = side_or_main
+    settings = daemon_settings(tmp_path, model_server.base_url)
+    async with daemon(settings, Integrations()) as h, watch_feed(h) as feed:
+        await h.send("run the build")
+        await feed.wait_for(lambda i: i["type"] == "task" and i["state"] == "started")
+        await h.send("what time is it?")
+        await feed.wait_for(lambda i: i.get("text") == "It is 10:00 UTC.")
+        gate.touch()
+        await feed.wait_for(lambda i: i.get("text") == "The build finished: all green.")
+    side = [r.body for r in model_server.requests if SIDE_QUESTION_NOTE in str(r.body)]
+    main = model_server.requests[0].body
+    assert side and len(main["tools"]) <= 30
+    assert all(json.dumps(body["tools"]) == json.dumps(main["tools"]) for body in side)

@@ -88,6 +88,10 @@ class ToolRegistry:
         """No more tools: a session's tool list must not change under its prompt cache."""
         self._frozen = True
 
+    @property
+    def frozen(self) -> bool:
+        return self._frozen
+
     def register(self, tool: Tool) -> None:
         if self._frozen:
             raise RuntimeError(

@@ -26,60 +26,9 @@ _NAME_REPEAT = 3
 
 _WORD = re.compile(r"[a-z0-9]+")
 _STOP = frozenset(
-    [
-        "a",
-        "an",
-        "and",
-        "any",
-        "are",
-        "as",
-        "at",
-        "be",
-        "by",
-        "can",
-        "do",
-        "for",
-        "from",
-        "get",
-        "how",
-        "i",
-        "in",
-        "into",
-        "is",
-        "it",
-        "its",
-        "me",
-        "my",
-        "of",
-        "on",
-        "or",
-        "our",
-        "please",
-        "so",
-        "some",
-        "that",
-        "the",
-        "their",
-        "them",
-        "then",
-        "there",
-        "these",
-        "this",
-        "to",
-        "up",
-        "us",
-        "want",
-        "we",
-        "what",
-        "when",
-        "where",
-        "which",
-        "who",
-        "will",
-        "with",
-        "you",
-        "your",
-    ]
+    "a an and any are as at be by can do for from get how i in into is it its me my "  # noqa: SIM905
+    "of on or our please so some that the their them then there these this to up us "
+    "want we what when where which who will with you your".split()
 )
 
 # Groups of words used for the same action or thing; each is folded by _stem first.

@@ -94,7 +94,10 @@ class ToolSurface:
                 names = [t.name for t in self._registry.tools() if is_resident(t)]
             else:
                 names = [n for n in self._registry.names() if n != SEARCH_TOOLS]
-            self._resident = [self._definition(name) for name in names]
+            block = [self._definition(name) for name in names]
+            if not self._registry.frozen:
+                return block  # tools may still come: nothing is fixed before start-up ends
+            self._resident = block
         return self._resident
 
     def deferred_listing(self) -> str:
