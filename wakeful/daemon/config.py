@@ -34,7 +34,9 @@ from wakeful.daemon.config_base import (
 )
 from wakeful.daemon.config_starter import STARTER_CONFIG
 from wakeful.daemon.context.config import ContextSection
+from wakeful.handlers.tools_config import ToolsSection
 from wakeful.safety.config import SafetySection
+from wakeful.skills.config import SkillsSection
 
 __all__ = [
     "STARTER_CONFIG",
@@ -538,6 +540,8 @@ class Settings(BaseSettings, ChannelSettings):
     notify: NotifySection = Field(default_factory=NotifySection)
     safety: SafetySection = Field(default_factory=SafetySection)
     context: ContextSection = Field(default_factory=ContextSection)
+    tools: ToolsSection = Field(default_factory=ToolsSection)
+    skills: SkillsSection = Field(default_factory=SkillsSection)
 
     @classmethod
     def settings_customise_sources(

@@ -48,8 +48,11 @@ from wakeful.daemon.router import Router
 from wakeful.daemon.router.classifier import ModelClassifier
 from wakeful.daemon.store.base import Store
 from wakeful.daemon.store.factory import open_store
+from wakeful.daemon.system_prompt import compose_system_prompt
 from wakeful.handlers.output import saved_outputs_dir
 from wakeful.handlers.registry import ToolRegistry, default_registry
+from wakeful.handlers.search_tools import SearchTools
+from wakeful.handlers.tool_surface import ToolSurface
 from wakeful.llm.base import ModelProvider
 from wakeful.llm.null_provider import HOW_TO_CONFIGURE, NullProvider
 from wakeful.safety.approvals import Approval, notice_key
@@ -58,6 +61,9 @@ from wakeful.safety.http_routes import safety_routes
 from wakeful.safety.overview import safety_overview
 from wakeful.safety.review_model import ProviderReviewModel
 from wakeful.safety.sandbox import daemon_sandbox
+from wakeful.skills.agents_md import read_agents_md
+from wakeful.skills.catalog import SkillCatalog, discover_skills
+from wakeful.skills.load_skill import LoadSkill
 
 log = structlog.get_logger(__name__)
 
@@ -164,6 +170,8 @@ async def _start(
         state=store,  # the ledger of files the agent wrote survives restarts
         owner_requests=safety.approvals,
     )
+    skills = discover_skills(settings.skills.skill_roots(data_dir))
+    surface = _tool_surface(settings, tools, store, skills)
     registrations = Registrations(tools)
     registrations.status_providers["sandbox"] = sandbox.status
     tools.guard_with(safety.chain)  # every call, whoever registered the tool
@@ -198,7 +206,13 @@ async def _start(
         tools=tools,
         feed=feed,
         limits=loop_limits(settings),
-        system_prompt=settings.daemon.system_prompt,
+        # Read now, once: the prefix stays byte-stable until the daemon restarts.
+        system_prompt=compose_system_prompt(
+            settings.daemon.system_prompt,
+            read_agents_md(workspace),
+            skills.listing(),
+            surface.deferred_listing(),  # the registry is frozen: every tool is known
+        ),
         workspace=workspace,
         output_dir=output_dir,
         outbox=outbox,
@@ -207,6 +221,7 @@ async def _start(
         approvals=safety.approvals,
         context=settings.context,
         context_window=settings.context.window(settings.llm.model),
+        surface=surface,
     )
     router = Router(_classifier(settings, provider))
     dispatcher = Dispatcher(store, router, feed, group, deps)
@@ -262,6 +277,20 @@ async def _start(
         daemon, url, admin_token, data_dir, app.state.streams, registrations, reloadables, safety
     )
     return running, servers[0]
+
+
+def _tool_surface(
+    settings: Settings, tools: ToolRegistry, store: Store, skills: SkillCatalog
+) -> ToolSurface:
+    """The surface over ``tools``, with the two tools that belong to it: search_tools,
+    and load_skill when there are skills to load."""
+    surface = ToolSurface(
+        tools, store, defer=settings.tools.defer, defer_above=settings.tools.defer_above
+    )
+    tools.register(SearchTools(tools, surface))
+    if len(skills):
+        tools.register(LoadSkill(skills))
+    return surface
 
 
 def _connect_approvals(

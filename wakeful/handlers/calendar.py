@@ -31,6 +31,7 @@ async def _entries(path: Path, start: datetime, end: datetime) -> list[CalendarE
 
 class ListCalendarEvents:
     name = "list_calendar_events"
+    group = "calendar"  # deferred: listed by name under this heading (tool_surface.py)
     description = (
         "List the owner's calendar events overlapping a time window (default: the next 7 "
         "days), with times in UTC. Recurring events are expanded (basic RRULE support). "
@@ -66,6 +67,7 @@ class ListCalendarEvents:
 
 class CheckCalendarConflicts:
     name = "check_calendar_conflicts"
+    group = "calendar"  # deferred: listed by name under this heading (tool_surface.py)
     description = (
         "Check whether a proposed time slot (e.g. a meeting invitation's start and end) "
         "overlaps anything in the owner's calendar. Returns 'free' or the conflicting events. "

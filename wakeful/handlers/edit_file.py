@@ -47,6 +47,7 @@ class _Edited:
 
 class EditFile:
     name = "edit_file"
+    resident = True  # sent with its schema in every request (tool_surface.py)
     description = (
         "Change a text file in the workspace by exact string replacement: old_text must "
         "occur exactly once (copy it from read_file output, without the line numbers, "

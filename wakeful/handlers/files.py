@@ -40,6 +40,7 @@ class _Page:
 
 class ReadFile:
     name = "read_file"
+    resident = True  # sent with its schema in every request (tool_surface.py)
     description = (
         "Read a text file by lines: returns numbered lines plus 'lines X-Y of Z' and the "
         "offset to pass to read the next page. offset is the number of lines to skip "

@@ -11,7 +11,7 @@ import copy
 import dataclasses
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Protocol
 
 import anyio
@@ -73,14 +73,24 @@ class ToolRegistry:
         self._definitions: dict[bool, list[dict[str, Any]]] = {}
         self._frozen = False
         self._policy: CallPolicy | None = None
+        self._call_watchers: list[CallWatcher] = []
 
     def guard_with(self, policy: CallPolicy) -> None:
         """Every call from now on passes ``policy`` (the daemon sets it once, at start)."""
         self._policy = policy
 
+    def watch_calls(self, watcher: CallWatcher) -> None:
+        """``watcher`` hears of every call of a known tool before it is validated (the
+        tool surface loads a deferred tool's schema when the model calls it by name)."""
+        self._call_watchers.append(watcher)
+
     def freeze(self) -> None:
         """No more tools: a session's tool list must not change under its prompt cache."""
         self._frozen = True
+
+    @property
+    def frozen(self) -> bool:
+        return self._frozen
 
     def register(self, tool: Tool) -> None:
         if self._frozen:
@@ -99,6 +109,14 @@ class ToolRegistry:
 
     def names(self) -> list[str]:
         return list(self._tools)
+
+    def tools(self) -> list[Tool]:
+        """Every tool, in registration order."""
+        return list(self._tools.values())
+
+    def definition(self, name: str) -> dict[str, Any]:
+        """One tool's definition (the same bytes as its entry in :meth:`definitions`)."""
+        return copy.deepcopy(_definition(self._tools[name]))
 
     def definitions(self, read_only: bool = False) -> list[dict[str, Any]]:
         """Tool definitions in the OpenAI tools format; ``read_only`` keeps only those."""
@@ -130,6 +148,8 @@ class ToolRegistry:
             return ToolOutput(
                 f"unknown tool {name!r}; the available tools are: {available}", is_error=True
             )
+        for watcher in self._call_watchers:
+            await _tell_watcher(watcher, tool, ctx)
         parsed = parse_arguments(tool, raw_arguments)
         if isinstance(parsed, ToolOutput):
             return parsed
@@ -175,6 +195,16 @@ class ToolRegistry:
             output = await _run_guarded(tool, parsed, ctx)
             return _safety_net(output, ctx, name, self._outputs_max_bytes)
         return ToolOutput(_timeout_text(name, timeout_s), is_error=True, data={"timed_out": True})
+
+
+CallWatcher = Callable[[Tool, ToolContext], Awaitable[None]]
+
+
+async def _tell_watcher(watcher: CallWatcher, tool: Tool, ctx: ToolContext) -> None:
+    try:
+        await watcher(tool, ctx)
+    except Exception:  # a watcher's failure must not cost the call itself
+        log.exception("tool call watcher failed", tool=tool.name, call_id=ctx.call_id)
 
 
 def parse_arguments(tool: Tool, raw_arguments: str) -> BaseModel | ToolOutput:

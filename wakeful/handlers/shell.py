@@ -23,6 +23,7 @@ DEFAULT_TIMEOUT_S = 120
 
 class ShellExec:
     name = "shell_exec"
+    resident = True  # sent with its schema in every request (tool_surface.py)
     description = (
         "Run one shell command (/bin/sh -c) in the workspace and wait until it finishes. "
         "Returns the exit status, the duration and the combined stdout+stderr; long output "

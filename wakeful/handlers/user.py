@@ -12,6 +12,7 @@ from wakeful.safety.effects import Effect
 
 class ReplyToUser:
     name = "reply_to_user"
+    resident = True  # sent with its schema in every request (tool_surface.py)
     description = (
         "Send a message to the user right now, while you keep working: progress updates, "
         "answers to questions asked in the middle of a task, or the final result. The "
@@ -36,6 +37,7 @@ class ReplyToUser:
 
 class SendUserNotification:
     name = "send_user_notification"
+    resident = True  # sent with its schema in every request (tool_surface.py)
     description = (
         "Notify the user of something they did not just ask about (a timer fired, a build "
         "failed, an email needs them). It reaches them even when they are offline: the "

@@ -27,6 +27,7 @@ from wakeful.safety.effects import Effect, Reach
 
 class WriteFile:
     name = "write_file"
+    resident = True  # sent with its schema in every request (tool_surface.py)
     description = (
         "Create a text file or replace one completely, inside the workspace: missing "
         "parent directories are created, the file is replaced atomically (readers see the "

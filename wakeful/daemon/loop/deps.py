@@ -39,6 +39,12 @@ class ToolCatalog(ToolExecutor, Protocol):
     def definitions(self, read_only: bool = False) -> list[dict[str, Any]]: ...
 
 
+class SessionTools(Protocol):
+    """The tools array a session's request carries (wakeful/handlers/tool_surface.py)."""
+
+    async def tools_for(self, session: str) -> list[dict[str, Any]]: ...
+
+
 @dataclass(frozen=True)
 class LoopDeps:
     store: Store
@@ -59,6 +65,8 @@ class LoopDeps:
     # The context budget: [context] and the model's window in tokens.
     context: ContextSection = field(default_factory=ContextSection)
     context_window: int = DEFAULT_WINDOW
+    # Resident schemas plus what the session loaded; None: every tool's definition.
+    surface: SessionTools | None = None
 
 
 @dataclass

@@ -76,7 +76,8 @@ async def _side_session(loop: SessionLoop, event: Event) -> str:
     # The request carries the session's full tool list so the prompt prefix is
     # byte-identical to the main loop's (cache hits) and past calls stay valid;
     # only the read-only tools are actually run.
-    tools = deps.tools.definitions()
+    surface = deps.surface  # resident schemas + what the session loaded, when deferring
+    tools = await surface.tools_for(loop.session) if surface else deps.tools.definitions()
     allowed = {tool["function"]["name"] for tool in deps.tools.definitions(read_only=True)}
     # A copy: the main loop goes on appending to its trajectory meanwhile.
     main = list(await loop.writer.messages())

@@ -301,7 +301,8 @@ class SessionLoop:
             else (),
         )
         system = {"role": "system", "content": self.deps.system_prompt}
-        tools = self.deps.tools.definitions()
+        surface = self.deps.surface
+        tools = await surface.tools_for(self.session) if surface else self.deps.tools.definitions()
         # Within the budget: pruned or compacted when it would not be (ContextFull if
         # even that cannot fit).
         messages = await self.context.fit(await self.writer.messages(), [system, tools, status])

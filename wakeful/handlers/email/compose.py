@@ -52,6 +52,7 @@ def _build(
 
 class DraftEmail:
     name = "draft_email"
+    group = "email"  # deferred: listed by name under this heading (tool_surface.py)
     description = (
         "Prepare an email (nothing is sent yet): returns a draft id and the rendered message "
         "for review. For a reply pass reply_to_email_id: the recipient defaults to the original "
@@ -111,6 +112,7 @@ class DraftEmail:
 
 class SendEmail:
     name = "send_email"
+    group = "email"  # deferred: listed by name under this heading (tool_surface.py)
     description = (
         "Send a draft made by draft_email, exactly once. Sending is not repeatable: calling it "
         "again for a sent draft does nothing and says so; if an earlier attempt was cut off "

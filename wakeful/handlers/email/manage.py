@@ -53,6 +53,7 @@ async def move_message(
 
 class MoveEmail:
     name = "move_email"
+    group = "email"  # deferred: listed by name under this heading (tool_surface.py)
     description = (
         "Move one email to another mailbox (folder) of the same account on the server. The "
         "target folder must exist. After the move the old id no longer works. Example: "
@@ -76,6 +77,7 @@ class MoveEmail:
 
 class ArchiveEmail:
     name = "archive_email"
+    group = "email"  # deferred: listed by name under this heading (tool_surface.py)
     description = (
         "Archive one email: move it to the account's archive folder (created if missing), out "
         'of the inbox. Example: {"email_id": "imap:work:INBOX:1712345678:42"}'
@@ -102,6 +104,7 @@ class ArchiveEmail:
 
 class FlagEmail:
     name = "flag_email"
+    group = "email"  # deferred: listed by name under this heading (tool_surface.py)
     description = (
         "Set (or with remove=true clear) IMAP flags on one email. '\\\\Flagged' marks it "
         "important / high priority (a star in most mail apps); '\\\\Seen' marks it read; "

@@ -33,6 +33,7 @@ def _header_lines(email_id: str, mail: ParsedEmail) -> list[str]:
 
 class ReadEmail:
     name = "read_email"
+    group = "email"  # deferred: listed by name under this heading (tool_surface.py)
     description = (
         "Read one email in full by its id (as shown in the email event or by search_email, "
         "e.g. 'imap:work:INBOX:1712345678:42'): headers, attachments list and the text body "
@@ -79,6 +80,7 @@ class ReadEmail:
 
 class SearchEmail:
     name = "search_email"
+    group = "email"  # deferred: listed by name under this heading (tool_surface.py)
     description = (
         "Search a mailbox on the server; returns up to `limit` matching emails, newest first, "
         "each with its id, date, sender and subject (use read_email for the body). All given "
