@@ -27,6 +27,7 @@ from wakeful.daemon.components.context import (
 )
 from wakeful.daemon.components.supervision import configure_all, run_all
 from wakeful.daemon.config import LlmSection, Settings
+from wakeful.daemon.config_base import ConfigError
 from wakeful.daemon.data_dir_lock import hold_data_dir_lock
 from wakeful.daemon.data_dir_perms import secure_data_dir
 from wakeful.daemon.dispatcher import Dispatcher
@@ -77,11 +78,13 @@ class RunningDaemon:
 def make_provider(llm: LlmSection, api_key: str | None) -> ModelProvider:
     if not llm.model:
         return NullProvider()
-    from wakeful.llm.openai_provider import OpenAIProvider  # heavy: only when used
-
     warning = missing_key_warning(llm, api_key)
     if warning is not None:
         log.warning(warning)
+    if llm.provider == "anthropic":
+        return _anthropic_provider(llm, api_key)
+    from wakeful.llm.openai_provider import OpenAIProvider  # heavy: only when used
+
     return OpenAIProvider(
         base_url=llm.base_url,
         api_key=api_key,
@@ -90,6 +93,26 @@ def make_provider(llm: LlmSection, api_key: str | None) -> ModelProvider:
         timeout_s=llm.timeout_s,
         max_retries=llm.max_retries,
         replay_reasoning=llm.replay_reasoning,
+    )
+
+
+def _anthropic_provider(llm: LlmSection, api_key: str | None) -> ModelProvider:
+    try:
+        from wakeful.llm.anthropic_provider import AnthropicProvider  # heavy: only when used
+    except ImportError as exc:
+        raise ConfigError(
+            f'[llm] provider = "anthropic" needs the anthropic SDK ({exc}); install it with '
+            "pip install 'wakeful[anthropic]'"
+        ) from None
+    return AnthropicProvider(
+        api_key=api_key,
+        model=llm.model,
+        base_url=llm.base_url,
+        max_output_tokens=llm.max_output_tokens,
+        thinking_budget_tokens=llm.thinking_budget_tokens,
+        timeout_s=llm.timeout_s,
+        max_retries=llm.max_retries,
+        key_source=key_source(llm),
     )
 
 
