@@ -25,7 +25,6 @@ class IssuedThinking:
 
     signatures: dict[str, str] = field(default_factory=dict)  # signature -> thinking text
     redacted: set[str] = field(default_factory=set)  # redacted_thinking data
-    tool_ids: set[str] = field(default_factory=set)  # tool_use ids of replies that thought
 
 
 def request_violations(body: dict[str, Any], issued: IssuedThinking) -> list[str]:
@@ -127,16 +126,18 @@ def _block_problems(
 
 
 def _last_turn_thinks(messages: list[Any], issued: IssuedThinking) -> list[str]:
-    # With thinking on, a tool-use turn that thought must come back starting
-    # with its thinking block, or the API cannot continue the reasoning.
-    assistants = [m for m in messages if isinstance(m, dict) and m.get("role") == "assistant"]
-    if not assistants or not isinstance(assistants[-1].get("content"), list):
+    # With thinking on, a tool-use loop in progress (the request ends with the
+    # results of the last assistant turn's tool_use) must replay that turn
+    # starting with its thinking block, or the API cannot continue the reasoning.
+    if len(messages) < 2 or not all(isinstance(m, dict) for m in messages[-2:]):
         return []
-    blocks = [b for b in assistants[-1]["content"] if isinstance(b, dict)]
-    uses = {b.get("id") for b in blocks if b.get("type") == "tool_use"}
-    if not uses & issued.tool_ids:
+    last, previous = messages[-1], messages[-2]
+    if not isinstance(last.get("content"), list) or not isinstance(previous.get("content"), list):
         return []
-    if blocks[0].get("type") not in ("thinking", "redacted_thinking"):
+    if not any(isinstance(b, dict) and b.get("type") == "tool_result" for b in last["content"]):
+        return []
+    blocks = [b for b in previous["content"] if isinstance(b, dict)]
+    if blocks and blocks[0].get("type") not in ("thinking", "redacted_thinking"):
         return [
             "Expected `thinking` or `redacted_thinking`, but found "
             f"`{blocks[0].get('type')}`: with thinking enabled, the final assistant message "

@@ -202,7 +202,6 @@ def _events(
         events.append(("content_block_stop", {"index": index}))
         index += 1
 
-    thought = bool(thinking and (reply.reasoning or reply.reasoning_details))
     if thinking and reply.reasoning:
         signature = f"sig-{next(_ids)}-" + hashlib.sha256(reply.reasoning.encode()).hexdigest()
         issued.signatures[signature] = reply.reasoning
@@ -220,8 +219,6 @@ def _events(
         block({"type": "text", "text": ""}, deltas)
     for spec in reply.tool_calls:
         use_id = spec.id or f"toolu_{next(_ids):024d}"
-        if thought:
-            issued.tool_ids.add(use_id)
         arguments = spec.arguments_text()
         deltas = [
             {"type": "input_json_delta", "partial_json": arguments[i : i + _FRAGMENT]}

@@ -284,7 +284,7 @@ class AnthropicProvider:
         body["messages"] = converted.messages
         if converted.tools:
             body["tools"] = converted.tools
-        if self._thinking_budget and max_tokens > _MIN_THINKING_BUDGET:
+        if self._thinking_budget and _may_think(converted.messages):
             # The budget must be below max_tokens; a small side call (max_tokens
             # given by the caller) thinks with what is left, or not at all.
             budget = min(self._thinking_budget, max_tokens - 1)
@@ -329,6 +329,22 @@ class AnthropicProvider:
 
     async def aclose(self) -> None:
         await self._client.close()
+
+
+def _may_think(messages: list[dict[str, Any]]) -> bool:
+    """Whether thinking may be on for a request ending in these turns.
+
+    The API refuses thinking in a tool-use loop whose last assistant turn does
+    not start with its thinking block; that happens when the turn came from
+    another model (its thinking is not replayed) or thinking was just turned
+    on. That one request goes without thinking; the next turn thinks again.
+    """
+    if len(messages) < 2 or messages[-2]["role"] != "assistant":
+        return True
+    if not any(block["type"] == "tool_result" for block in messages[-1]["content"]):
+        return True
+    first = messages[-2]["content"][0]["type"]
+    return first in ("thinking", "redacted_thinking")
 
 
 def _error_type(body: object) -> str:
