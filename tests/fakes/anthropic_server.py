@@ -15,8 +15,9 @@ sent; ``requests[i].body`` is the same conversation in the canonical OpenAI
 form, so scenario tests and responders read both fakes' requests alike.
 
 Cached input is counted as the API does: each ``cache_control`` breakpoint
-writes the prefix up to it; a later request reads the longest prefix ending
-at one of its breakpoints that an earlier request wrote.
+writes the prefix up to it; a later request reads the longest prefix an
+earlier request wrote that ends at one of its breakpoints or within the 20
+block boundaries before one.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from tests.fakes.model_server import FakeModelServer, RecordedRequest, _read_who
 __all__ = ["FakeAnthropicServer"]
 
 _ids = itertools.count(1)
+_LOOKBACK = 20  # block boundaries before a breakpoint the API checks for a cache hit
 _FRAGMENT = 6  # characters per input_json_delta, like the real API's small fragments
 _ERROR_TYPES = {
     400: "invalid_request_error",
@@ -151,23 +153,33 @@ class FakeAnthropicServer(FakeModelServer):
         await send({"type": "http.response.body", "body": b"", "more_body": False})
 
     def _cache_usage(self, wire: dict[str, Any]) -> tuple[int, int, int]:
-        """(cache read, cache written, all input) tokens, by the API's prefix rule."""
+        """(cache read, cache written, all input) tokens, by the API's prefix rule.
+
+        Each breakpoint writes the prefix up to it; a read is the longest prefix
+        written earlier that ends at a breakpoint or at one of the 20 block
+        boundaries before it (the API's lookback).
+        """
         digest = hashlib.sha256()
+        boundaries: list[tuple[str, int]] = []  # (prefix hash, tokens) after each block
+        breakpoints: list[int] = []  # positions in boundaries
         tokens = 0
-        read = 0
-        last_breakpoint = 0
         for block in _prefix_blocks(wire):
             stripped = {k: v for k, v in block.items() if k != "cache_control"}
             text = json.dumps(stripped, sort_keys=True)
             digest.update(text.encode())
             tokens += len(text) // 4 + 1
+            boundaries.append((digest.hexdigest(), tokens))
             if "cache_control" in block:
-                key = digest.hexdigest()
+                breakpoints.append(len(boundaries) - 1)
+        read = 0
+        for position in breakpoints:
+            for key, upto in boundaries[max(0, position - _LOOKBACK) : position + 1]:
                 if key in self._cache:
-                    read = tokens
-                self._cache.add(key)
-                last_breakpoint = tokens
-        return read, max(0, last_breakpoint - read), tokens
+                    read = max(read, upto)
+        for position in breakpoints:
+            self._cache.add(boundaries[position][0])
+        written = boundaries[breakpoints[-1]][1] if breakpoints else 0
+        return read, max(0, written - read), tokens
 
 
 def _prefix_blocks(wire: dict[str, Any]) -> list[dict[str, Any]]:
