@@ -20,6 +20,7 @@ from wakeful.llm.base import (
     ModelRequest,
     ModelUnavailable,
     ProviderError,
+    WireBody,
 )
 
 pytestmark = pytest.mark.anyio
@@ -238,7 +239,7 @@ async def test_config_picks_the_provider_and_its_defaults(
     assert LlmSection(model=MODEL).api_key_env == "OPENAI_API_KEY"
     llm = LlmSection(provider="anthropic", model=MODEL, base_url=server.base_url, max_retries=0)
     chosen = make_provider(llm, llm.resolve_api_key())
-    assert isinstance(chosen, AnthropicProvider)
+    assert isinstance(chosen, AnthropicProvider) and isinstance(chosen, WireBody)
     assert chosen.describe() == f"anthropic model {MODEL!r} at {server.base_url}"
     server.push(Reply(text="configured"))
     response = await chosen.complete(ModelRequest(list(START)))
