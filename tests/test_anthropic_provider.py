@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import socket
 from collections.abc import Iterator
 from typing import Any
@@ -262,3 +263,17 @@ def test_a_thinking_budget_the_api_refuses_is_a_config_error(
             thinking_budget_tokens=budget,
             max_output_tokens=max_output,
         )
+
+
+def test_without_the_sdk_the_config_says_how_to_install_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    real = importlib.util.find_spec
+
+    def find_spec(name: str, package: str | None = None) -> Any:
+        return None if name == "anthropic" else real(name, package)
+
+    monkeypatch.setattr(importlib.util, "find_spec", find_spec)
+    with pytest.raises(ValueError, match=r"pip install 'wakeful\[anthropic\]'"):
+        LlmSection(provider="anthropic", model=MODEL)
+    assert LlmSection(model=MODEL).provider == "openai"  # the default needs no SDK

@@ -8,6 +8,7 @@ Secrets are :class:`pydantic.SecretStr` so they never print.
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import re
 import secrets
@@ -419,6 +420,11 @@ class LlmSection(Section):
         # The defaults name OpenAI's URL and key variable; with provider = anthropic
         # and those keys unset, Anthropic's are meant.
         if self.provider == "anthropic":
+            if importlib.util.find_spec("anthropic") is None:
+                raise ValueError(
+                    'provider = "anthropic" needs the anthropic SDK, which is not installed; '
+                    "install it with: pip install 'wakeful[anthropic]'"
+                )
             if "base_url" not in self.model_fields_set:
                 self.base_url = ANTHROPIC_BASE_URL
             if "api_key_env" not in self.model_fields_set:

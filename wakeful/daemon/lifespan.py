@@ -27,7 +27,6 @@ from wakeful.daemon.components.context import (
 )
 from wakeful.daemon.components.supervision import configure_all, run_all
 from wakeful.daemon.config import LlmSection, Settings
-from wakeful.daemon.config_base import ConfigError
 from wakeful.daemon.data_dir_lock import hold_data_dir_lock
 from wakeful.daemon.data_dir_perms import secure_data_dir
 from wakeful.daemon.dispatcher import Dispatcher
@@ -97,13 +96,9 @@ def make_provider(llm: LlmSection, api_key: str | None) -> ModelProvider:
 
 
 def _anthropic_provider(llm: LlmSection, api_key: str | None) -> ModelProvider:
-    try:
-        from wakeful.llm.anthropic_provider import AnthropicProvider  # heavy: only when used
-    except ImportError as exc:
-        raise ConfigError(
-            f'[llm] provider = "anthropic" needs the anthropic SDK ({exc}); install it with '
-            "pip install 'wakeful[anthropic]'"
-        ) from None
+    # The SDK's presence is checked with the config (LlmSection); heavy: only when used.
+    from wakeful.llm.anthropic_provider import AnthropicProvider
+
     return AnthropicProvider(
         api_key=api_key,
         model=llm.model,
