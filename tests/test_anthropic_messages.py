@@ -173,6 +173,18 @@ def test_a_later_system_message_stays_in_place_as_user_text() -> None:
     assert body["messages"][0]["content"][-1]["text"] == "[system] budget note"
 
 
+def test_call_ids_from_other_endpoints_are_made_acceptable() -> None:
+    odd = "functions.get_time:0"
+    messages = [
+        {"role": "user", "content": "go"},
+        {"role": "assistant", "content": None, "tool_calls": [call(odd)]},
+        {"role": "tool", "tool_call_id": odd, "content": "done"},
+    ]
+    body = accepted(messages)
+    assert body["messages"][1]["content"][0]["id"] == "functions_get_time_0"
+    assert body["messages"][2]["content"][0]["tool_use_id"] == "functions_get_time_0"
+
+
 def test_arguments_that_are_not_an_object_are_kept_as_text() -> None:
     assert tool_input('{"a": 1}') == {"a": 1}
     assert tool_input("") == {}

@@ -92,6 +92,16 @@ REFUSED = {
         },
         "A maximum of 4 blocks with cache_control",
     ),
+    "a tool_use id the API's pattern refuses": (
+        {
+            "messages": [
+                {"role": "user", "content": "go"},
+                {"role": "assistant", "content": [{**USE, "id": "functions.get_time:0"}]},
+                {"role": "user", "content": [{**RESULT, "tool_use_id": "functions.get_time:0"}]},
+            ]
+        },
+        "String should match pattern",
+    ),
     "no max_tokens": ({"max_tokens": None, "messages": [{"role": "user", "content": "hi"}]}, ""),
     "an empty text block": ({"messages": [{"role": "user", "content": [text("  ")]}]}, "text"),
     "a thinking budget above max_tokens": (

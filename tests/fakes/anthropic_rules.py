@@ -11,12 +11,14 @@ must come back exactly as the server sent them (their signatures verified).
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
 from tests.trajectory_validator import TrajectoryError, validate_anthropic
 
 MAX_BREAKPOINTS = 4
+TOOL_USE_ID = re.compile(r"^[a-zA-Z0-9_-]+$")
 
 
 @dataclass
@@ -106,6 +108,10 @@ def _block_problems(
     if not isinstance(block, dict):
         return []
     kind = block.get("type")
+    for key in ("id", "tool_use_id"):
+        if key in block and not TOOL_USE_ID.match(str(block[key])):
+            return [f"messages.{index}: {kind}.{key}: String should match pattern "
+                    f"'^[a-zA-Z0-9_-]+$'"]  # fmt: skip
     if kind not in ("thinking", "redacted_thinking"):
         return []
     where = f"messages.{index}"

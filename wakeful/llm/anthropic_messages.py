@@ -9,6 +9,7 @@ deliberately rather than hoping the trajectory happens to fit:
 - the first message is from the user (a short note is put first if not);
 - roles alternate: consecutive same-role turns are merged, each original
   message staying its own block, so nothing is joined or reworded;
+- call ids are made of the characters the API allows (others become ``_``);
 - tool results become ``tool_result`` blocks placed first in the user turn
   after the ``tool_use``; a ``tool_use`` with no result gets one saying so,
   and a result whose ``tool_use`` is not in the previous turn becomes text;
@@ -24,6 +25,7 @@ deliberately rather than hoping the trajectory happens to fit:
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -34,6 +36,7 @@ ANTHROPIC_FORMAT = "anthropic"  # the reasoning field's format for thinking bloc
 THINKING_TYPES = frozenset({"thinking", "redacted_thinking"})
 MAX_BREAKPOINTS = 4  # the API rejects more cache_control blocks than this
 EPHEMERAL = {"type": "ephemeral"}
+_ID_UNSAFE = re.compile(r"[^a-zA-Z0-9_-]")  # tool_use ids must match ^[a-zA-Z0-9_-]+$
 CONVERSATION_START = "[The conversation so far begins here.]"
 NO_RESULT = "[No result was recorded for this tool call.]"
 
@@ -89,6 +92,14 @@ def tool_input(arguments: str) -> dict[str, Any]:
     return {"unparsed_arguments": arguments}
 
 
+def tool_use_id(call_id: str) -> str:
+    """A stored call id as the API accepts it (same result for the call and its result).
+
+    Calls made through other endpoints may have ids like ``functions.get_time:0``.
+    """
+    return _ID_UNSAFE.sub("_", call_id) or "call"
+
+
 def count_breakpoints(body: dict[str, Any]) -> int:
     """How many ``cache_control`` markers a request body carries (the API allows 4)."""
     count = 0
@@ -122,7 +133,7 @@ def _turn(message: dict[str, Any], model: str) -> Turn:
     if role == "tool":
         result: Block = {
             "type": "tool_result",
-            "tool_use_id": str(message.get("tool_call_id") or ""),
+            "tool_use_id": tool_use_id(str(message.get("tool_call_id") or "")),
             "content": _plain_text(content) or "(empty result)",
         }
         return {"role": "user", "content": [result]}
@@ -142,7 +153,7 @@ def _assistant_blocks(message: dict[str, Any], model: str) -> list[Block]:
         blocks.append(
             {
                 "type": "tool_use",
-                "id": str(call.get("id") or ""),
+                "id": tool_use_id(str(call.get("id") or "")),
                 "name": str(function.get("name") or ""),
                 "input": tool_input(str(function.get("arguments") or "")),
             }
