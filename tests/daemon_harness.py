@@ -6,7 +6,7 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import anyio
 import httpx
@@ -39,6 +39,19 @@ def daemon_settings(
     if hooks is not None:
         sections["hooks"] = hooks
     return Settings(**sections)
+
+
+class ModelEndpoint(Protocol):
+    provider: str
+
+    @property
+    def base_url(self) -> str: ...
+
+
+def settings_for(data_dir: Path, server: ModelEndpoint, **overrides: dict[str, Any]) -> Settings:
+    """daemon_settings for a fake model server of either provider (OpenAI or Anthropic)."""
+    llm = {"provider": server.provider, **overrides.pop("llm", {})}
+    return daemon_settings(data_dir, server.base_url, llm=llm, **overrides)
 
 
 @dataclass

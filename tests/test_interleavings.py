@@ -1,6 +1,9 @@
 """Property: any interleaving of messages, interrupts, quick questions, tools,
 slow streams and restarts keeps every invariant of SPEC §4.
 
+It runs on both providers: the fake OpenAI server and the fake Anthropic
+Messages server, which refuses what the real API refuses.
+
 Restarts here are in-process (the daemon's lifespan is exited and entered
 again on the same database); SIGKILL crashes are covered by test_restart.py.
 """
@@ -19,7 +22,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.daemon_harness import FeedWatcher, Harness, daemon_settings, harness, watch_feed
+from tests.daemon_harness import FeedWatcher, Harness, harness, settings_for, watch_feed
+from tests.fakes.anthropic_server import FakeAnthropicServer
 from tests.fakes.model_server import FakeModelServer, Reply, ToolCallSpec
 from wakeful.daemon.loop.parallel import SIDE_QUESTION_NOTE
 
@@ -78,7 +82,7 @@ async def play(
     server: FakeModelServer, data_dir: Path, actions: list[tuple[Any, ...]]
 ) -> list[str]:
     sent: list[str] = []
-    settings_ = daemon_settings(data_dir, server.base_url)
+    settings_ = settings_for(data_dir, server)
     remaining = list(actions)
     while True:
         async with harness(settings_) as h, watch_feed(h) as feed:
@@ -137,6 +141,7 @@ def check_invariants(
 
 
 @pytest.mark.filterwarnings("ignore::ResourceWarning")
+@pytest.mark.parametrize("server_class", [FakeModelServer, FakeAnthropicServer])
 @settings(
     max_examples=int(os.environ.get("WAKEFUL_PROPERTY_EXAMPLES", "20")),
     deadline=None,
@@ -147,16 +152,16 @@ def check_invariants(
     actions=st.lists(ACTIONS, min_size=1, max_size=8),
 )
 def test_any_interleaving_keeps_the_invariants(
-    kinds: list[str], actions: list[tuple[Any, ...]]
+    server_class: type[FakeModelServer], kinds: list[str], actions: list[tuple[Any, ...]]
 ) -> None:
     """Every request is valid, every event lands once, aborted output never lands,
     and each promised late result arrives exactly once."""
-    with FakeModelServer() as server, tempfile.TemporaryDirectory() as tmp:
+    with server_class() as server, tempfile.TemporaryDirectory() as tmp:
         server.responder = make_responder(kinds)
 
         async def scenario() -> tuple[list[str], list[dict[str, Any]]]:
             sent = await play(server, Path(tmp), actions)
-            async with harness(daemon_settings(Path(tmp), server.base_url)) as h:
+            async with harness(settings_for(Path(tmp), server)) as h:
                 return sent, await h.trajectory()
 
         sent, messages = anyio.run(scenario)

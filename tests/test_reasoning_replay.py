@@ -155,3 +155,17 @@ async def test_provider_strips_stored_reasoning_by_default(
 def test_messages_without_reasoning_are_passed_on_as_they_are() -> None:
     messages = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "yo"}]
     assert wire_messages(messages, "always", "m") is messages
+
+
+def test_anthropic_thinking_is_never_sent_to_an_openai_endpoint() -> None:
+    """After a switch to provider = "openai", stored thinking blocks stay off the wire."""
+    thinking = {"type": "thinking", "thinking": "t", "signature": "s"}
+    stored = {"text": "t", "format": "anthropic", "model": "m", "details": [thinking]}
+    call = {"id": "c1", "type": "function", "function": {"name": "get_time", "arguments": "{}"}}
+    messages = [
+        {"role": "user", "content": "hi"},
+        {"role": "assistant", "content": None, "tool_calls": [call], "reasoning": stored},
+    ]
+    for policy in ("auto", "always"):
+        sent = wire_messages(messages, policy, "m")
+        assert sent[1] == {"role": "assistant", "content": None, "tool_calls": [call]}

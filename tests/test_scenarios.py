@@ -1,8 +1,14 @@
-"""SPEC §9 scenarios 2 (first half), 3 and 4, end to end over real HTTP."""
+"""SPEC §9 scenarios 2 (first half), 3 and 4, end to end over real HTTP, on both providers.
+
+Each test runs against the fake OpenAI server and the fake Anthropic Messages
+server; both check every request they get (the Anthropic one as the real API
+would) and record it in the canonical form, so the assertions are shared.
+"""
 
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -10,11 +16,21 @@ import anyio
 import pytest
 
 from tests import processes
-from tests.daemon_harness import daemon_settings, harness, last_user_text, watch_feed
+from tests.daemon_harness import harness, last_user_text, settings_for, watch_feed
+from tests.fakes.anthropic_server import FakeAnthropicServer
 from tests.fakes.model_server import FakeModelServer, Reply, ToolCallSpec
 from wakeful.daemon.loop.parallel import SIDE_QUESTION_NOTE
 
 pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture(params=["openai", "anthropic"])
+def model_server(request: pytest.FixtureRequest) -> Iterator[FakeModelServer]:
+    """A fake model endpoint of each provider; every request must be one its API accepts."""
+    server = FakeAnthropicServer() if request.param == "anthropic" else FakeModelServer()
+    with server:
+        yield server
+    assert server.violations == [], "invalid requests were sent to the model"
 
 
 async def test_cancel_stops_model_and_tool(tmp_path: Path, model_server: FakeModelServer) -> None:
@@ -25,7 +41,7 @@ async def test_cancel_stops_model_and_tool(tmp_path: Path, model_server: FakeMod
         Reply(text="Stopped, as you asked."),
         Reply(text="Noted: the job was cancelled."),
     )
-    async with harness(daemon_settings(tmp_path, model_server.base_url)) as h:
+    async with harness(settings_for(tmp_path, model_server)) as h:
         async with watch_feed(h) as feed:
             await h.send("run the long job")
             pgid = await anyio.to_thread.run_sync(processes.wait_for_pgid, marker)
@@ -70,7 +86,7 @@ async def test_stop_while_streaming_discards_partial_output(
         Reply(text="PARTIAL " * 50, token_delay_s=0.05, hang=True),
         Reply(text="OK, stopping."),
     )
-    async with harness(daemon_settings(tmp_path, model_server.base_url)) as h:
+    async with harness(settings_for(tmp_path, model_server)) as h:
         async with watch_feed(h) as feed:
             await h.send("write me an essay")
             await model_server.await_requests(1)
@@ -93,7 +109,7 @@ async def test_batch_applies_both_notes(tmp_path: Path, model_server: FakeModelS
         Reply(tool_calls=[ToolCallSpec("shell_exec", {"command": command})]),
         Reply(text="<html lang='ja'><body>レポート</body></html>"),
     )
-    settings = daemon_settings(tmp_path, model_server.base_url)
+    settings = settings_for(tmp_path, model_server)
     async with harness(settings) as h, watch_feed(h) as feed:
         await h.send("write the report")
         await feed.wait_for(lambda i: i["type"] == "task" and i["state"] == "started")
@@ -132,7 +148,7 @@ async def test_quick_question_answered_in_parallel(
     command = f"while [ ! -e {gate} ]; do sleep 0.05; done; echo build-done"
     model_server.push(Reply(tool_calls=[ToolCallSpec("shell_exec", {"command": command})]))
     model_server.responder = side_or_main
-    async with harness(daemon_settings(tmp_path, model_server.base_url)) as h:
+    async with harness(settings_for(tmp_path, model_server)) as h:
         async with watch_feed(h) as feed:
             await h.send("run the build")
             await feed.wait_for(lambda i: i["type"] == "task" and i["state"] == "started")

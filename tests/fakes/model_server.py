@@ -54,6 +54,8 @@ class RecordedRequest:
 class FakeModelServer(ServesWhileOpen):
     """An OpenAI-compatible `/v1/chat/completions` endpoint with a script."""
 
+    provider = "openai"  # the [llm] provider that talks to it
+
     def __init__(
         self, port: int = 0, *, validate: bool = True, reasoning_rules: ReasoningRules = "openai"
     ) -> None:

@@ -8,6 +8,7 @@ Secrets are :class:`pydantic.SecretStr` so they never print.
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import re
 import secrets
@@ -21,6 +22,7 @@ from pydantic import (
     SecretStr,
     ValidationError,
     field_validator,
+    model_validator,
 )
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
@@ -328,16 +330,23 @@ class StoreSection(Section):
         return value
 
 
+OPENAI_BASE_URL = "https://api.openai.com/v1"
+ANTHROPIC_BASE_URL = "https://api.anthropic.com"
+
+
 class LlmSection(Section):
-    provider: Literal["openai"] = Field(
+    provider: Literal["openai", "anthropic"] = Field(
         default="openai",
         examples=["openai"],
         description=(
-            "openai: any OpenAI-compatible endpoint (OpenAI, vLLM, llama.cpp, Ollama, LM Studio)."
+            "openai: any OpenAI-compatible endpoint (OpenAI, vLLM, llama.cpp, Ollama, LM Studio); "
+            "anthropic: Anthropic's Messages API (needs the wakeful[anthropic] extra)."
         ),
     )
     base_url: str = Field(
-        default="https://api.openai.com/v1", examples=["https://api.openai.com/v1"]
+        default=OPENAI_BASE_URL,
+        examples=[OPENAI_BASE_URL],
+        description=f"The API's URL; unset with provider = anthropic: {ANTHROPIC_BASE_URL}.",
     )
     model: str = Field(
         default="",
@@ -352,7 +361,10 @@ class LlmSection(Section):
     api_key_env: str = Field(
         default="OPENAI_API_KEY",
         examples=["OPENAI_API_KEY"],
-        description="The environment variable that holds the model key.",
+        description=(
+            "The environment variable that holds the model key; unset with provider = "
+            "anthropic: ANTHROPIC_API_KEY."
+        ),
     )
     api_key_file: Path | None = Field(
         default=None,
@@ -384,6 +396,54 @@ class LlmSection(Section):
             "never. It is always kept in the trajectory."
         ),
     )
+
+    # Anthropic requires max_tokens on every request; OpenAI-compatible servers
+    # are sent none (their own default), so this applies to provider = anthropic.
+    max_output_tokens: int = Field(
+        default=8192,
+        ge=1,
+        examples=[8192],
+        description=(
+            "Most tokens one reply may have, thinking included (provider = anthropic, where "
+            "the API requires it)."
+        ),
+    )
+    thinking_budget_tokens: int = Field(
+        default=0,
+        ge=0,
+        examples=[0, 4096],
+        description=(
+            "Anthropic extended thinking: tokens the model may think before answering "
+            "(at least 1024, below max_output_tokens); 0: off."
+        ),
+    )
+
+    @model_validator(mode="after")
+    def _provider_defaults(self) -> LlmSection:
+        # The defaults name OpenAI's URL and key variable; with provider = anthropic
+        # and those keys unset, Anthropic's are meant.
+        if self.provider == "anthropic":
+            if importlib.util.find_spec("anthropic") is None:
+                raise ValueError(
+                    'provider = "anthropic" needs the anthropic SDK, which is not installed; '
+                    "install it with: pip install 'wakeful[anthropic]'"
+                )
+            if "base_url" not in self.model_fields_set:
+                self.base_url = ANTHROPIC_BASE_URL
+            if "api_key_env" not in self.model_fields_set:
+                self.api_key_env = "ANTHROPIC_API_KEY"
+        budget = self.thinking_budget_tokens
+        if budget and budget < 1024:
+            raise ValueError(
+                f"thinking_budget_tokens = {budget} is below the API's minimum of 1024; "
+                "set 1024 or more, or 0 for no thinking"
+            )
+        if budget and budget >= self.max_output_tokens:
+            raise ValueError(
+                f"thinking_budget_tokens = {budget} must be below max_output_tokens = "
+                f"{self.max_output_tokens}; raise max_output_tokens or lower the budget"
+            )
+        return self
 
     @field_validator("base_url")
     @classmethod

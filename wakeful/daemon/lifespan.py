@@ -83,11 +83,13 @@ class RunningDaemon:
 def make_provider(llm: LlmSection, api_key: str | None) -> ModelProvider:
     if not llm.model:
         return NullProvider()
-    from wakeful.llm.openai_provider import OpenAIProvider  # heavy: only when used
-
     warning = missing_key_warning(llm, api_key)
     if warning is not None:
         log.warning(warning)
+    if llm.provider == "anthropic":
+        return _anthropic_provider(llm, api_key)
+    from wakeful.llm.openai_provider import OpenAIProvider  # heavy: only when used
+
     return OpenAIProvider(
         base_url=llm.base_url,
         api_key=api_key,
@@ -96,6 +98,22 @@ def make_provider(llm: LlmSection, api_key: str | None) -> ModelProvider:
         timeout_s=llm.timeout_s,
         max_retries=llm.max_retries,
         replay_reasoning=llm.replay_reasoning,
+    )
+
+
+def _anthropic_provider(llm: LlmSection, api_key: str | None) -> ModelProvider:
+    # The SDK's presence is checked with the config (LlmSection); heavy: only when used.
+    from wakeful.llm.anthropic_provider import AnthropicProvider
+
+    return AnthropicProvider(
+        api_key=api_key,
+        model=llm.model,
+        base_url=llm.base_url,
+        max_output_tokens=llm.max_output_tokens,
+        thinking_budget_tokens=llm.thinking_budget_tokens,
+        timeout_s=llm.timeout_s,
+        max_retries=llm.max_retries,
+        key_source=key_source(llm),
     )
 
 

@@ -143,6 +143,13 @@ DUPLICATES = Counter(
 DECISIONS = Counter("wakeful_route_decisions_total", "Routing decisions, by strategy and kind.")
 MODEL_CALLS = Counter("wakeful_model_calls_total", "Model calls, by outcome.")
 MODEL_TOKENS = Counter("wakeful_model_tokens_total", "Model tokens, by type.")
+# Per call, the part of its input read from the prompt cache (Anthropic's
+# cache_read_input_tokens, OpenAI's cached_tokens): what the cache breakpoints buy.
+MODEL_CACHED_SHARE = Histogram(
+    "wakeful_model_cached_share",
+    "Share of one model call's input tokens read from the prompt cache.",
+    (0.1, 0.25, 0.5, 0.75, 0.9, 0.95, 0.99),
+)
 MODEL_LATENCY = Histogram(
     "wakeful_model_call_seconds",
     "Model call latency (request to last token).",
@@ -177,6 +184,7 @@ COUNTERS: tuple[Family, ...] = (
     MODEL_CALLS,
     MODEL_TOKENS,
     MODEL_LATENCY,
+    MODEL_CACHED_SHARE,
     INTERRUPTS,
     PLACEHOLDERS,
     TOOL_CALLS,
@@ -195,3 +203,12 @@ def record_model_call(record: ModelCallRecord) -> None:
     MODEL_TOKENS.inc(record.prompt_tokens, type="prompt")
     MODEL_TOKENS.inc(record.completion_tokens, type="completion")
     MODEL_TOKENS.inc(record.cached_tokens, type="cached")
+    if record.prompt_tokens > 0:
+        MODEL_CACHED_SHARE.observe(cached_share(record))
+
+
+def cached_share(record: ModelCallRecord) -> float:
+    """The share of the call's input read from the prompt cache (0 when it had no input)."""
+    if record.prompt_tokens <= 0:
+        return 0.0
+    return min(1.0, record.cached_tokens / record.prompt_tokens)

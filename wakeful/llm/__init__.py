@@ -1,8 +1,9 @@
-"""Model providers: one small interface, an OpenAI-compatible implementation, a null one."""
+"""Model providers: one small interface, OpenAI-compatible and Anthropic ones, a null one."""
 
 from typing import TYPE_CHECKING, Any
 
 from wakeful.llm.base import (
+    ContextTooLong,
     DeltaCallback,
     Message,
     ModelKeyRefused,
@@ -19,6 +20,7 @@ from wakeful.llm.base import (
 from wakeful.llm.null_provider import HOW_TO_CONFIGURE, NullProvider
 
 if TYPE_CHECKING:
+    from wakeful.llm.anthropic_provider import AnthropicProvider
     from wakeful.llm.openai_provider import OpenAIProvider
 
 
@@ -29,11 +31,17 @@ def __getattr__(name: str) -> Any:
         from wakeful.llm.openai_provider import OpenAIProvider
 
         return OpenAIProvider
+    if name == "AnthropicProvider":
+        from wakeful.llm.anthropic_provider import AnthropicProvider
+
+        return AnthropicProvider
     raise AttributeError(f"module 'wakeful.llm' has no attribute {name!r}")
 
 
 __all__ = [
     "HOW_TO_CONFIGURE",
+    "AnthropicProvider",
+    "ContextTooLong",
     "DeltaCallback",
     "Message",
     "ModelKeyRefused",

@@ -112,7 +112,9 @@ def _wire_message(message: dict[str, Any], policy: ReplayPolicy, model: str) -> 
 def _replays(
     message: dict[str, Any], stored: dict[str, Any], policy: ReplayPolicy, model: str
 ) -> bool:
-    if policy == "never":
+    if policy == "never" or stored.get("format") == "anthropic":
+        # Anthropic thinking blocks mean nothing to a chat-completions endpoint;
+        # only the Anthropic provider replays them (wakeful/llm/anthropic_messages.py).
         return False
     if policy == "always":
         return True

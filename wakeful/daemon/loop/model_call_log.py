@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import structlog
 
+from wakeful.daemon.metrics import cached_share
 from wakeful.daemon.store.base import ModelCallRecord
 from wakeful.llm.base import ModelResponse
 
@@ -35,4 +36,5 @@ def log_model_call(record: ModelCallRecord) -> None:
         tokens_in=record.prompt_tokens,
         tokens_out=record.completion_tokens,
         cached_tokens=record.cached_tokens,
+        cached_share=round(cached_share(record), 3),
     )
