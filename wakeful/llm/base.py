@@ -40,10 +40,6 @@ class ModelUnavailable(ProviderError):
     """The endpoint is down, overloaded or refused us after retries."""
 
 
-class ContextTooLong(ProviderError):
-    """The request is longer than the model's context window."""
-
-
 @dataclass(frozen=True)
 class ToolCall:
     id: str
