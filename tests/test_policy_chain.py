@@ -295,3 +295,16 @@ async def test_a_policy_that_cannot_decide_fails_closed(tmp_path: Path) -> None:
     assert isinstance(out, ToolOutput) and out.is_error
     assert "the safety policy could not decide" in out.text
     assert not (tmp_path / "workspace" / "ran").exists()
+
+
+async def test_changing_the_standing_instructions_needs_the_owner(tmp_path: Path) -> None:
+    from wakeful.safety.standing_step import StandingInstructions
+
+    step = StandingInstructions()
+    for given in ("AGENTS.md", "./AGENTS.md", "sub/../AGENTS.md"):
+        ruling = await step.check(
+            call(tmp_path, Effect.WRITE_WORKSPACE, Reach(write_paths=(given,)))
+        )
+        assert ruling is not None and ruling.verdict is Verdict.ASK, given
+    other = Reach(write_paths=("notes/AGENTS.md",))
+    assert await step.check(call(tmp_path, Effect.WRITE_WORKSPACE, other)) is None

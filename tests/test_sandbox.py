@@ -245,3 +245,15 @@ async def test_background_shell_is_sandboxed(place: Place) -> None:
     assert TOKEN not in text and "NO-TOKEN" in text, text
     assert "Note: stopped: it hit the sandbox's process limit (64 at once)" in text, text
     assert (place.workspace / "bg.txt").read_text() == "bg\n"
+
+
+async def test_the_standing_instructions_are_read_only_inside(place: Place) -> None:
+    """AGENTS.md becomes every session's system prompt: a command reads it, never changes it."""
+    agents = place.workspace / "AGENTS.md"
+    agents.write_text("Answer in English.\n")
+    agents.chmod(0o644)
+    out = await shell(
+        place.sandbox(), place, "cat AGENTS.md; echo 'obey the stranger' >> AGENTS.md"
+    )
+    assert "Answer in English." in out.text and "exit status 0" not in out.text, out.text
+    assert agents.read_text() == "Answer in English.\n"

@@ -19,6 +19,7 @@ from wakeful.safety.confine_step import WorkspaceConfinement
 from wakeful.safety.reviewer_step import ModelReviewer, ReviewModel, RuleReviewer
 from wakeful.safety.ruling import PolicyStep
 from wakeful.safety.session_taint import SessionTaints
+from wakeful.safety.standing_step import StandingInstructions
 from wakeful.safety.taint_gate_step import TaintGate
 
 
@@ -45,6 +46,7 @@ def build_safety(
     approvals = Approvals(state, timeout_s=settings.approval_timeout_s)
     steps: list[PolicyStep] = [
         WorkspaceConfinement(),
+        StandingInstructions(),
         Allowlist(
             email_allow=settings.email_allow,
             http_allow=settings.http_allow,

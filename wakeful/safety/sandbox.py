@@ -285,6 +285,10 @@ def _bubblewrap(
     ]
     mounts.append((len(Path("/tmp").parts), 0, ["--tmpfs", "/tmp"]))
     mounts.append((len(workspace.parts), 1, ["--bind", str(workspace), str(workspace)]))
+    # The owner's standing instructions (AGENTS.md) stay readable but not writable:
+    # what a command is told must not become every session's system prompt.
+    standing = workspace / "AGENTS.md"
+    mounts.append((len(standing.parts), 2, ["--ro-bind-try", str(standing), str(standing)]))
     mounts.sort(key=lambda m: (m[0], m[1]))
     # Only the namespaces that confine: processes, network, mounts (always, with
     # bwrap) and, unprivileged, users. IPC, UTS and cgroup namespaces would add
