@@ -548,8 +548,11 @@ async function showTrajectory() {
   for (const m of body.messages) {
     const content = typeof m.content === "string" ? m.content : JSON.stringify(m.content, null, 1);
     const calls = (m.tool_calls || []).map((c) => `→ ${c.function?.name}(${c.function?.arguments})  [${c.id}]`).join("\n");
-    const title = m.role + (m.tool_call_id ? ` · ${m.tool_call_id}` : "");
-    parts.push(el("article", { class: `role-${m.role}` }, el("h3", { text: title }),
+    // A compaction's summary stands for everything before it: mark the boundary.
+    const boundary = typeof m.content === "string" && m.content.startsWith("[Summary of the earlier conversation");
+    const title = boundary ? "compacted: the earlier history, summarised (wakeful trajectory SESSION --full shows it all)"
+      : m.role + (m.tool_call_id ? ` · ${m.tool_call_id}` : "");
+    parts.push(el("article", { class: boundary ? "role-user boundary" : `role-${m.role}` }, el("h3", { text: title }),
       content ? el("pre", { text: content }) : null, calls ? el("pre", { text: calls }) : null));
   }
   panel.replaceChildren(...parts);
