@@ -303,3 +303,28 @@ def _owner_message(text: str) -> Any:
     from wakeful.events import user_message
 
     return user_message(text)
+
+
+def test_the_trajectory_tab_marks_a_compaction(daemon: Daemon) -> None:
+    """What a compaction summarised is shown as one marked summary, then what followed."""
+    from wakeful.daemon.context.view import ContextView
+
+    store = daemon.running.daemon.store
+    history = [{"role": "user", "content": f"old request {n}"} for n in range(3)]
+    history += [{"role": "assistant", "content": "old answer"}, {"role": "user", "content": "new"}]
+    view = ContextView(start=4, summary="The user asked three old requests.", compactions=1,
+                       summarized_at="2026-12-01T10:00:00+00:00")  # fmt: skip
+    daemon.portal.call(store.append_messages, "main", history)
+    daemon.portal.call(store.put_state, "context:main", view.to_json())
+    with chromium(SHOTS) as driver:
+        open_page(driver, daemon)
+        find(driver, "#tab-trajectory").click()
+        wait_for(lambda: texts(driver, "#trajectory article.boundary"), what="the boundary")
+        (boundary,) = texts(driver, "#trajectory article.boundary")
+        assert "compacted: the earlier history, summarised" in boundary
+        assert "The user asked three old requests." in boundary
+        shown = "\n".join(texts(driver, "#trajectory article"))
+        assert "old request 0" not in shown and "new" in shown
+        driver.save_screenshot(str(SHOTS / "trajectory-compacted.png"))
+    full = daemon.get("/api/sessions/main/trajectory?full=1")["messages"]
+    assert [m["content"] for m in full][:3] == ["old request 0", "old request 1", "old request 2"]
