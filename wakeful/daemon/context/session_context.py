@@ -8,6 +8,7 @@ provider says a request was too long (:meth:`SessionContext.shrink`).
 from __future__ import annotations
 
 import re
+import time
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -63,6 +64,7 @@ class SessionContext:
         self._last_raw = 0
         self._learned: int | None = None
         self._counts: dict[int, tuple[Message, int]] = {}
+        self.last_compaction_ms: float | None = None  # how long the last one took
 
     @property
     def budget(self) -> int:
@@ -220,6 +222,7 @@ class SessionContext:
         boundary = self._boundary_keeping_most(full, view, chosen, fixed)
         compacted = view.apply(full[:boundary]) if view.start < boundary else []
         before = self._measure(normalize(view.apply(full)).messages, fixed)
+        began = time.monotonic()
         try:
             summary = await write_summary(
                 self._summarize, compacted, max_chars=int(self.budget * 2)
@@ -240,8 +243,14 @@ class SessionContext:
         if after >= before:
             raise await self._full(f"a compaction did not shrink the request ({before} → {after})")
         await self._save(new)
+        self.last_compaction_ms = round((time.monotonic() - began) * 1000, 1)
         log.info(
-            "context compacted", session=self.session, boundary=boundary, before=before, after=after
+            "context compacted",
+            session=self.session,
+            boundary=boundary,
+            before=before,
+            after=after,
+            took_ms=self.last_compaction_ms,
         )
 
     def _boundary_keeping_most(
@@ -275,6 +284,8 @@ class SessionContext:
     def status(self) -> dict[str, Any]:
         """For ``/api/status``: how full the last request was, and any problem."""
         info: dict[str, Any] = {"tokens": self.last_estimate, "budget": self.budget}
+        if self.last_compaction_ms is not None:
+            info["last_compaction_ms"] = self.last_compaction_ms
         if self._view is not None:
             info.update(self._view.describe())
         return info
