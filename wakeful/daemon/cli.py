@@ -227,8 +227,10 @@ def cmd_trajectory(args: argparse.Namespace) -> int:
         print(json.dumps(messages, indent=2, ensure_ascii=False))
         return 0
     print(
-        f"(session {args.session}'s stored conversation; the model also gets the system "
-        "prompt, the tools and a status bar: `--raw` shows the exact next request)\n",
+        f"(session {args.session}'s "
+        + ("whole stored conversation" if args.full else "conversation as the model sees it")
+        + "; the model also gets the system prompt, the tools and a status bar: `--raw` shows "
+        "the exact next request" + ("" if args.full else ", `--full` everything stored") + ")\n",
         file=sys.stderr,
     )
     for message in messages:
