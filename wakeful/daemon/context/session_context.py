@@ -7,6 +7,7 @@ provider says a request was too long (:meth:`SessionContext.shrink`).
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import time
 from datetime import UTC, datetime
@@ -191,9 +192,7 @@ class SessionContext:
                 "read it with read_file if you need it again."
             )
             current -= self.tokens.count(content) - self.tokens.count(stubs[index])
-        await self._save(
-            ContextView(**{**view.__dict__, "stubs": stubs, "prunes": view.prunes + 1})
-        )
+        await self._save(dataclasses.replace(view, stubs=stubs, prunes=view.prunes + 1))
         log.info("context pruned", session=self.session, results=len(stubs) - len(view.stubs))
         return True
 
@@ -278,7 +277,7 @@ class SessionContext:
     async def _full(self, why: str) -> ContextFull:
         view = await self.view()
         message = f"session {self.session}'s context cannot fit the model's window: {why}"
-        await self._save(ContextView(**{**view.__dict__, "last_problem": message}))
+        await self._save(dataclasses.replace(view, last_problem=message))
         return ContextFull(message)
 
     def status(self) -> dict[str, Any]:
@@ -294,4 +293,4 @@ class SessionContext:
         """A request fit and was accepted: clear a problem reported earlier."""
         view = await self.view()
         if view.last_problem is not None:
-            await self._save(ContextView(**{**view.__dict__, "last_problem": None}))
+            await self._save(dataclasses.replace(view, last_problem=None))
