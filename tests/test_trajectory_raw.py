@@ -1,5 +1,5 @@
 """`wakeful trajectory --raw`: the exact request the next model call sends, from a real
-daemon; the default output says it is the stored conversation."""
+daemon; the default output says it is the conversation as the model sees it."""
 
 from __future__ import annotations
 
@@ -55,7 +55,8 @@ async def test_raw_is_the_request_the_next_model_call_sends(
         k: v for k, v in sent.items() if k != "messages"
     }
     assert sent["messages"][: len(messages) - 1] == messages[:-1]
-    assert "stored conversation" in plain.err and "--raw" in plain.err
+    assert "conversation as the model sees it" in plain.err and "--raw" in plain.err
+    assert "--full" in plain.err
     assert "── system" not in plain.out and "first answer" in plain.out
 
 
