@@ -21,7 +21,6 @@ from wakeful.handlers.registry import default_registry
 from wakeful.handlers.shell import ShellExec
 from wakeful.handlers.tasks import CancelTask, TaskStatus
 from wakeful.handlers.user import ReplyToUser
-from wakeful.safety.shell_rules import destructive_reason
 
 
 @pytest.fixture
@@ -159,46 +158,6 @@ async def test_cancelling_shell_exec_kills_grandchildren(tmp_path: Path) -> None
     with anyio.fail_after(1.0 + 0.5):
         while group_alive(pgid):  # noqa: ASYNC110 - process exit has no event to await
             await anyio.sleep(0.02)
-
-
-@pytest.mark.parametrize(
-    "command",
-    [
-        "rm -rf /",
-        "rm -rf / ",
-        "sudo rm -fr /*",
-        "cd /tmp && rm -r -f ~",
-        "rm -rf $HOME",
-        "rm -rf --no-preserve-root /",
-        "mkfs.ext4 /dev/sda1",
-        "dd if=/dev/zero of=/dev/sda bs=1M",
-        ":(){ :|:& };:",
-        "bomb(){ bomb|bomb& }; bomb",
-        "shutdown -h now",
-        "sudo reboot",
-        "echo hi; poweroff",
-        "systemctl reboot",
-    ],
-)
-def test_dangerous_commands_are_recognised(command: str) -> None:
-    """Each obviously destructive command matches a rule."""
-    assert destructive_reason(command) is not None
-
-
-@pytest.mark.parametrize(
-    "command",
-    [
-        "rm -rf ./build",
-        "rm -rf /tmp/work/cache",
-        "echo shutdown",
-        "grep reboot /var/log/syslog",
-        "ls /dev/sda",
-        "python -m mkdocs build",
-    ],
-)
-def test_ordinary_commands_are_not_refused(command: str) -> None:
-    """Look-alikes of dangerous commands pass the check."""
-    assert destructive_reason(command) is None
 
 
 # --- read_file --------------------------------------------------------------

@@ -159,6 +159,8 @@ async def test_the_taint_gate_asks_only_for_consequential_calls_of_a_tainted_ses
     "command",
     [
         "rm -rf /",
+        "rm -rf / ",
+        "cd /tmp && rm -r -f ~",
         "rm -rf ~",
         "rm -rf $HOME",
         "/bin/rm -rf /",
