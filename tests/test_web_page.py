@@ -71,7 +71,19 @@ def open_page(driver: WebDriver, url: str, session: str) -> None:
     driver.get(f"{url}/login?token={ADMIN_TOKEN}")
     wait_for(lambda: find(driver, "#connection").text == "live", what="the live feed")
     find(driver, "#new-session-name").send_keys(session, Keys.ENTER)
-    wait_for(lambda: find(driver, "#session").get_attribute("value") == session, what=session)
+    try:
+        wait_for(lambda: find(driver, "#session").get_attribute("value") == session, what=session)
+    except TimeoutError:
+        driver.save_screenshot(str(SHOTS / f"open-page-failed-{session}.png"))
+        options = driver.execute_script(
+            "return [document.getElementById('session').value, "
+            "[...document.getElementById('session').options].map(o => o.value), "
+            "document.getElementById('new-session-name').value, "
+            "localStorage.getItem('wakeful.session')]"
+        )
+        raise TimeoutError(
+            f"session {session!r} not opened; select, options, field, stored: {options}"
+        ) from None
 
 
 def bubbles(driver: WebDriver, role: str) -> list[str]:

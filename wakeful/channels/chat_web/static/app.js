@@ -779,8 +779,10 @@ async function start() {
   $("timers").dataset.empty = "No timers.";
   $("approvals").dataset.empty = "Nothing waits for your approval.";
   $("pairing").dataset.empty = "Nobody asks to pair.";
-  await openSession(state.session);
+  // Focus first, not after the session has loaded: whoever started typing meanwhile
+  // (the new-session field, a search) keeps their field.
   message.focus();
+  await openSession(state.session);
 }
 
 start().catch((error) => note(`the page could not start: ${error.message}`));
