@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from email.utils import parseaddr
 from urllib.parse import urlsplit
 
 from wakeful.safety.effects import Effect, Reach
@@ -21,7 +22,8 @@ _SHELL_SPECIALS = re.compile(r"[;&|`$<>\n\r(){}\\*?\[\]~!#'\"]")
 
 
 def email_allowed(address: str, allow: Sequence[str]) -> bool:
-    address = _bare_address(address).lower()
+    # The address itself, as the e-mail tools read recipients (not a display name).
+    address = parseaddr(address)[1].lower()
     if "@" not in address:
         return False
     domain = address.rsplit("@", 1)[1]
@@ -51,11 +53,6 @@ def shell_allowed(command: str, allow: Sequence[str]) -> bool:
         if words[: len(wanted)] == wanted:
             return True
     return False
-
-
-def _bare_address(value: str) -> str:
-    match = re.search(r"<([^<>]+)>\s*$", value)
-    return (match.group(1) if match else value).strip()
 
 
 class Allowlist:

@@ -167,6 +167,7 @@ class Approvals:
     def __init__(self, state: ChannelState, *, timeout_s: float) -> None:
         self._state = state
         self.timeout_s = timeout_s
+        self._cache: dict[str, Approval] | None = None
         self._submit: Submit | None = None
         self._run_approved: RunApproved | None = None
         self._announce: Announce | None = None
@@ -236,14 +237,22 @@ class Approvals:
 
     # -- reading ---------------------------------------------------------------
 
+    async def _records(self) -> dict[str, Approval]:
+        """Every record, read from the store once: this object is their only writer, and
+        the status bar asks for the pending ones on every model request."""
+        if self._cache is None:
+            raw = await self._state.states_under(KEY_PREFIX)
+            self._cache = {
+                key.removeprefix(KEY_PREFIX): Approval.from_json(value)
+                for key, value in raw.items()
+            }
+        return self._cache
+
     async def get(self, identifier: str) -> Approval | None:
-        raw = await self._state.get_state(KEY_PREFIX + identifier.strip().lower())
-        return Approval.from_json(raw) if raw else None
+        return (await self._records()).get(identifier.strip().lower())
 
     async def all(self) -> list[Approval]:
-        found = [
-            Approval.from_json(raw) for raw in (await self._state.states_under(KEY_PREFIX)).values()
-        ]
+        found = (await self._records()).values()
         return sorted(found, key=lambda a: (a.requested_at, a.id))
 
     async def pending(self, session: str | None = None) -> list[Approval]:
@@ -396,6 +405,7 @@ class Approvals:
 
     async def _save(self, approval: Approval) -> None:
         await self._state.put_state(KEY_PREFIX + approval.id, approval.to_json())
+        (await self._records())[approval.id] = approval
 
     async def forget_old(self) -> int:
         """Drop decided records older than KEEP_DECIDED_S; returns how many."""
@@ -405,6 +415,7 @@ class Approvals:
             old = approval.decided_at and datetime.fromisoformat(approval.decided_at) < cutoff
             if approval.state in DECIDED and approval.reported and old:
                 await self._state.put_state(KEY_PREFIX + approval.id, None)
+                (await self._records()).pop(approval.id, None)
                 dropped += 1
         return dropped
 
