@@ -570,3 +570,27 @@ async def test_grep_matches_each_line_on_its_own(tools: ToolRegistry, ctx: ToolC
         assert out.text.splitlines()[0] == "a.txt:2: foo", (pattern, out.text)
     out = await call(tools, ctx, "grep", pattern="one$")
     assert out.text.splitlines()[0] == "win.txt:1: one"
+
+
+def test_written_files_keep_the_workspace_owner(tmp_path: Path) -> None:
+    """As root, what the tools write in a workspace given to the sandbox user stays
+    that user's (new directories included), so sandboxed commands can change it; the
+    sandbox then need not walk the workspace at every start."""
+    import os
+
+    from wakeful.handlers.file_access import write_atomically
+
+    if os.geteuid() != 0:
+        pytest.fail("this test checks ownership as the daemon runs under systemd: as root")
+    nobody = 65534
+    workspace = tmp_path / "workspace"
+    workspace.mkdir()
+    os.chown(workspace, nobody, nobody)
+    write_atomically(workspace / "notes" / "deep" / "a.txt", b"one")
+    write_atomically(workspace / "top.txt", b"two")
+    for made in ("notes", "notes/deep", "notes/deep/a.txt", "top.txt"):
+        assert (workspace / made).stat().st_uid == nobody, made
+    kept = workspace / "root-owned.txt"
+    kept.write_bytes(b"old")
+    write_atomically(kept, b"new")  # a replaced file keeps its owner
+    assert kept.stat().st_uid == 0

@@ -92,3 +92,29 @@ def test_placeholders_never_say_rejected() -> None:
 def test_tool_message_pairs_call_id_and_text() -> None:
     """tool_message builds a tool-role message for the call id with the text as content."""
     assert tool_message("call_7", "x") == {"role": "tool", "tool_call_id": "call_7", "content": "x"}
+
+
+def test_an_approval_wait_is_not_a_late_result_the_restart_check_pays() -> None:
+    """The approvals service pays an approval's placeholder; the restart's late-result
+    check (which fails a promise whose task is gone) must never take it for its own,
+    whatever words the placeholder's reason holds."""
+    from wakeful.daemon.trajectory.placeholders import (
+        awaiting_approval_placeholder,
+        awaits_approval,
+        interrupted_placeholder,
+        promises_late_result,
+    )
+
+    waiting = awaiting_approval_placeholder(
+        tool="shell_exec",
+        call_id="c1",
+        approval_id="k3fwz2qp",
+        reason="its result will arrive later as a file",  # the late-result phrase, quoted
+        requested_at="10:00",
+        expires_at="11:00",
+    )
+    assert awaits_approval(waiting) and not promises_late_result(waiting)
+    running = interrupted_placeholder(
+        tool="shell_exec", call_id="c2", elapsed_s=1.0, cause="you wrote", cancelled=False
+    )
+    assert promises_late_result(running) and not awaits_approval(running)

@@ -115,7 +115,7 @@ async def test_a_press_from_someone_not_allowed_decides_nothing(
         queries = [first["callback_query"]["id"], second["callback_query"]["id"]]
         await telegram.until(lambda: all(q in telegram.callback_answers for q in queries))
         assert telegram.callback_answers[queries[1]].startswith(
-            f"approval {aid} was already decided (approve by telegram:tg:{OWNER})"
+            f"approval {aid} was already decided (approved by telegram:tg:{OWNER})"
         )
         await wait_for_request_with(model_server, "approved by the owner and run once")
         assert (await approval_state(h, aid))["decision"] == "approve"

@@ -208,7 +208,7 @@ def write_atomically(path: Path, data: bytes) -> int | None:
     if previous is not None and not stat.S_ISREG(previous.st_mode):
         raise Unreadable(f"{path} exists and is not a regular file; choose another path")
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        created = _make_parents(path.parent)
     except (FileExistsError, NotADirectoryError):
         raise not_a_directory from None
     except OSError as exc:
@@ -220,6 +220,7 @@ def write_atomically(path: Path, data: bytes) -> int | None:
         try:
             if previous is not None:
                 os.fchmod(fd, stat.S_IMODE(previous.st_mode))
+            _keep_owner(fd, previous or created or os.stat(path.parent))
             with os.fdopen(fd, "wb", closefd=False) as f:
                 f.write(data)
                 f.flush()
@@ -232,6 +233,32 @@ def write_atomically(path: Path, data: bytes) -> int | None:
         raise Unreadable(f"cannot write {path}: {exc.strerror}") from None
     _sync_directory(path.parent)
     return None if previous is None else previous.st_size
+
+
+def _make_parents(directory: Path) -> os.stat_result | None:
+    """Create ``directory`` and its missing parents, each owned like the nearest one
+    that existed; that one's stat, or None when nothing had to be created."""
+    missing: list[Path] = []
+    existing = directory
+    while not existing.exists():
+        missing.append(existing)
+        existing = existing.parent
+    if not missing:
+        return None
+    directory.mkdir(parents=True, exist_ok=True)
+    owner = os.stat(existing)
+    if os.geteuid() == 0:
+        for made in missing:
+            os.lchown(made, owner.st_uid, owner.st_gid)
+    return owner
+
+
+def _keep_owner(fd: int, like: os.stat_result) -> None:
+    # As root (the daemon under systemd), a file the tools write would be root's and
+    # the sandboxed commands, which run as another user, could not change it: it
+    # keeps the replaced file's owner, or takes its directory's.
+    if os.geteuid() == 0:
+        os.fchown(fd, like.st_uid, like.st_gid)
 
 
 def _sync_directory(directory: Path) -> None:

@@ -141,6 +141,16 @@ def approval_id(session: str, call_id: str) -> str:
     return base64.b32encode(digest)[:8].decode().lower()
 
 
+def already_decided(approval: Approval) -> str:
+    """What a second decision is told, on every channel alike."""
+    past = {"approve": "approved", "deny": "denied", "timeout": "timed out", "answer": "answered"}
+    decision = approval.decision or ""
+    return (
+        f"approval {approval.id} was already decided ({past.get(decision, decision or 'decided')}"
+        f" by {approval.decided_by}); the first decision stands"
+    )
+
+
 class DecideOutcome(StrEnum):
     DECIDED = "decided"
     UNKNOWN = "unknown"  # no such approval

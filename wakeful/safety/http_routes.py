@@ -18,7 +18,7 @@ from starlette.routing import Route
 
 from wakeful.daemon.http.body import read_json_object
 from wakeful.daemon.http.errors import ApiError
-from wakeful.safety.approvals import DecideOutcome
+from wakeful.safety.approvals import DecideOutcome, already_decided
 from wakeful.safety.assembly import Safety
 from wakeful.safety.overview import safety_overview
 
@@ -77,11 +77,7 @@ class _SafetyApi:
             )
             raise ApiError(400, f"approval {approval.id} takes {wanted}")
         if outcome is DecideOutcome.ALREADY:
-            raise ApiError(
-                409,
-                f"approval {approval.id} was already decided ({_past(approval.decision)} by "
-                f"{approval.decided_by}); the first decision stands",
-            )
+            raise ApiError(409, already_decided(approval))
         return JSONResponse(approval.public())
 
     async def overview(self, request: Request) -> Response:
@@ -98,9 +94,3 @@ class _SafetyApi:
         session = request.path_params["session"]
         count = await safety.breaker.reset(session)
         return JSONResponse({"session": session, "denials_before": count})
-
-
-def _past(decision: str | None) -> str:
-    return {"approve": "approved", "deny": "denied", "timeout": "timed out"}.get(
-        decision or "", decision or "decided"
-    )

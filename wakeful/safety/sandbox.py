@@ -362,7 +362,14 @@ def _first_blocked_ancestor(workspace: Path, uid: int, hidden: Sequence[Path]) -
 
 
 def _give_workspace(workspace: Path, uid: int) -> None:
-    """Make the workspace the sandbox user's, so commands can write in it."""
+    """Make the workspace the sandbox user's, so commands can write in it.
+
+    Walked once, while the workspace itself is not yet the user's: afterwards the
+    file tools keep that ownership for what they write (``file_access``), so a
+    large workspace is not walked at every start.
+    """
+    if os.lstat(workspace).st_uid == uid:
+        return
     changed = 0
     for root, dirs, files in os.walk(workspace):
         for name in [root, *(os.path.join(root, n) for n in (*dirs, *files))]:

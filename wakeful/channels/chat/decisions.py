@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
-from wakeful.safety.approvals import Approval, Approvals, DecideOutcome
+from wakeful.safety.approvals import Approval, Approvals, DecideOutcome, already_decided
 
 Decision = Literal["approve", "deny", "answer"]
 
@@ -69,10 +69,7 @@ def describe(outcome: DecideOutcome, approval: Approval | None, approval_id: str
             "`wakeful approvals` lists the pending ones"
         )
     if outcome is DecideOutcome.ALREADY:
-        return (
-            f"approval {approval.id} was already decided ({approval.decision} by "
-            f"{approval.decided_by}); the first decision stands"
-        )
+        return already_decided(approval)
     if outcome is DecideOutcome.WRONG_KIND:
         if approval.kind == "input":
             return f'{approval.id} asks for an answer: reply "answer {approval.id} <text>"'

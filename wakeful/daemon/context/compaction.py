@@ -13,7 +13,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from wakeful.daemon.context.view import SUMMARY_MARK
-from wakeful.daemon.trajectory.placeholders import promises_late_result
+from wakeful.daemon.trajectory.placeholders import awaits_approval, promises_late_result
 
 Message = dict[str, Any]
 Summarize = Callable[[str], Awaitable[str]]
@@ -61,13 +61,14 @@ def transcript(messages: list[Message], max_chars: int) -> str:
 
 
 def still_open(messages: list[Message]) -> list[str]:
-    """Calls answered by a placeholder that promised a later result."""
+    """Calls answered by a placeholder that promised a later result (a background
+    task's, or an approval's decision)."""
     return [
         str(m.get("tool_call_id"))
         for m in messages
         if m.get("role") == "tool"
         and isinstance(m.get("content"), str)
-        and promises_late_result(m["content"])
+        and (promises_late_result(m["content"]) or awaits_approval(m["content"]))
     ]
 
 

@@ -11,11 +11,24 @@ from __future__ import annotations
 
 PLACEHOLDER_MARK = "[placeholder]"
 LATE_RESULT_PROMISE = "will arrive later as"
+# An approval's placeholder is paid by the approvals service, never by the restart's
+# late-result check: it is told apart by this phrase, which only it carries.
+APPROVAL_WAIT = "it is waiting for the owner's approval"
 
 
 def promises_late_result(text: str) -> bool:
-    """Does this tool message promise that the real result comes later as an event?"""
-    return text.startswith(PLACEHOLDER_MARK) and LATE_RESULT_PROMISE in text
+    """Does this tool message promise that a background task's result comes later as
+    an event? (An approval's wait is a promise too, but the approvals service keeps it.)"""
+    return (
+        text.startswith(PLACEHOLDER_MARK)
+        and LATE_RESULT_PROMISE in text
+        and APPROVAL_WAIT not in text
+    )
+
+
+def awaits_approval(text: str) -> bool:
+    """Is this tool message an approval's placeholder, not yet paid?"""
+    return text.startswith(PLACEHOLDER_MARK) and APPROVAL_WAIT in text
 
 
 def task_id_for_call(call_id: str) -> str:
@@ -71,8 +84,8 @@ def awaiting_approval_placeholder(
     as an ``approval.decided`` event and the outcome as a ``tool.result`` event; the
     approvals service, not the restart's late-result check, pays it."""
     return (
-        f"{PLACEHOLDER_MARK} {tool} (call {call_id}) has not run: it is waiting for the "
-        f"owner's approval {approval_id}, requested at {requested_at}, because {reason}. "
+        f"{PLACEHOLDER_MARK} {tool} (call {call_id}) has not run: {APPROVAL_WAIT} "
+        f"{approval_id}, requested at {requested_at}, because {reason}. "
         f"The decision arrives as a new event (approval.decided, then a tool.result event "
         f"for call {call_id}); if nobody decides by {expires_at} it is denied. Do not assume "
         f"it ran, and do not call it again meanwhile."
