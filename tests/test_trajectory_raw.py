@@ -74,3 +74,23 @@ async def test_raw_for_an_unknown_session_names_the_known_ones(
         assert await _cli(h.running.url, monkeypatch, "trajectory", "nope", "--raw") == 1
     err = capsys.readouterr().err
     assert "no session 'nope'" in err and "known sessions: main" in err
+
+
+async def test_raw_when_nothing_fits_says_why(
+    tmp_path: Path,
+    model_server: FakeModelServer,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A budget smaller than the tools alone: the run fails honestly, and --raw says the
+    same in one line (it answered 500 and a traceback in the log)."""
+    context = {"max_tokens": 3000, "reserve_tokens": 500}
+    settings = daemon_settings(tmp_path / "data", model_server.base_url, context=context)
+    async with harness(settings) as h, watch_feed(h) as feed:
+        await h.send("hello")
+        await feed.wait_for(lambda i: i.get("type") == "run" and i.get("state") == "idle")
+        capsys.readouterr()
+        assert await _cli(h.running.url, monkeypatch, "trajectory", "main", "--raw") == 1
+    err = capsys.readouterr().err
+    assert "no request can be built" in err and "cannot fit" in err, err
+    assert "internal error" not in err

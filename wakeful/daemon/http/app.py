@@ -10,6 +10,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
+from wakeful.daemon.context.session_context import ContextFull
 from wakeful.daemon.front_door import DaemonUnavailable, FrontDoor
 from wakeful.daemon.http.auth import TokenCheck
 from wakeful.daemon.http.body import read_json_object
@@ -117,6 +118,8 @@ class Api:
                 raise ApiError(404, f"no session {session!r}; known sessions: {known}")
         except DaemonUnavailable as exc:
             raise _unavailable(exc) from None
+        except ContextFull as exc:  # the next model call would fail the same way
+            raise ApiError(409, f"no request can be built: {exc}") from None
         return JSONResponse({"session": session, "request": body})
 
     async def retry_event(self, request: Request) -> Response:
