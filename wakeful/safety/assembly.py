@@ -17,8 +17,8 @@ from wakeful.safety.chain import PolicyChain
 from wakeful.safety.config import SafetySection
 from wakeful.safety.confine_step import WorkspaceConfinement
 from wakeful.safety.reviewer_step import ModelReviewer, ReviewModel, RuleReviewer
-from wakeful.safety.scope_step import ScopeStep, ToolScope
 from wakeful.safety.ruling import PolicyStep
+from wakeful.safety.scope_step import ScopeStep, ToolScope
 from wakeful.safety.session_taint import SessionTaints
 from wakeful.safety.standing_step import StandingInstructions
 from wakeful.safety.taint_gate_step import TaintGate

@@ -180,7 +180,6 @@ class ComponentSetup:
     # Ending a session for good; refused until the run phase, like submit.
     sessions: SessionControl
 
-
     @property
     def state(self) -> ChannelState:
         """Cursors, pairing records, presence: small values kept across restarts."""
