@@ -34,7 +34,7 @@ class DelegatingModel:
         self.letters = letters
         self.command = command
         self.ack_delay_s = 0.0  # per token of the parent's acknowledgement (to interrupt it)
-        self.tool = "shell_exec"
+        self.background = ""  # letters whose child uses start_shell rather than shell_exec
 
     def __call__(self, body: dict[str, Any]) -> Reply:
         messages = conversation(body)
@@ -46,10 +46,11 @@ class DelegatingModel:
     def child(self, messages: list[dict[str, Any]], letter: str) -> Reply:
         if any(f"out-{letter}" in t for t in texts(messages, "tool")):
             return Reply(text=f"found {letter}: out-{letter}")
-        if messages[-1]["role"] == "tool" and self.tool == "start_shell":
+        tool = "start_shell" if letter in self.background else "shell_exec"
+        if messages[-1]["role"] == "tool" and tool == "start_shell":
             return Reply(text=f"started the lookup of {letter} in the background")
         arguments = {"command": self.command.format(x=letter)}
-        return Reply(tool_calls=[ToolCallSpec(self.tool, arguments)])
+        return Reply(tool_calls=[ToolCallSpec(tool, arguments)])
 
     def parent(self, messages: list[dict[str, Any]]) -> Reply:
         users = texts(messages, "user")

@@ -21,9 +21,7 @@ pytestmark = pytest.mark.anyio
 
 async def wait_until_text(h: Harness, session: str, needle: str, timeout_s: float = 20) -> None:
     with anyio.fail_after(timeout_s):
-        while not any(
-            needle in str(m.get("content") or "") for m in await h.trajectory(session)
-        ):
+        while not any(needle in str(m.get("content") or "") for m in await h.trajectory(session)):
             await anyio.sleep(0.05)
 
 
@@ -78,6 +76,7 @@ async def test_stopping_the_parent_cancels_children_and_their_process_groups(
     tmp_path: Path, model_server: FakeModelServer
 ) -> None:
     model = DelegatingModel(letters="AB", command="echo $$ > pgid-{x}; sleep 60; echo out-{x}")
+    model.background = "B"  # B's command is a background shell task; A's a shell_exec call
     model_server.responder = model
     workspace = tmp_path / "workspace"
     async with harness(daemon_settings(tmp_path, model_server.base_url)) as h:
@@ -86,6 +85,8 @@ async def test_stopping_the_parent_cancels_children_and_their_process_groups(
             while not all((workspace / f"pgid-{x}").exists() for x in "AB"):
                 await anyio.sleep(0.05)
             while not all((workspace / f"pgid-{x}").read_text().strip() for x in "AB"):
+                await anyio.sleep(0.05)
+            while not await result_events(h):  # B answered: its task runs in the background
                 await anyio.sleep(0.05)
         pgids = [int((workspace / f"pgid-{x}").read_text()) for x in "AB"]
         assert all(group_alive(p) for p in pgids)
@@ -97,10 +98,9 @@ async def test_stopping_the_parent_cancels_children_and_their_process_groups(
         status = (await h.client.get("/api/status")).json()
         children = [t for t in status["sessions"]["main"]["tasks"] if t.get("kind") == "subagent"]
         assert [t["state"] for t in children] == ["cancelled", "cancelled"]
-        for child in children:
-            trajectory = await h.trajectory(child["session"])
-            placeholder = trajectory[-1]
-            assert placeholder["role"] == "tool" and "cancelled" in placeholder["content"]
+        by_letter = {t["task"][-1]: await h.trajectory(t["session"]) for t in children}
+        placeholder = by_letter["A"][-1]  # its shell_exec call was cut short, and says so
+        assert placeholder["role"] == "tool" and "cancelled" in placeholder["content"]
         await anyio.sleep(0.5)  # a closed child must not call the model again
         child_calls = [
             r
@@ -108,5 +108,8 @@ async def test_stopping_the_parent_cancels_children_and_their_process_groups(
             if "[You are a subagent" in str(conversation(r.body)[0].get("content"))
         ]
         assert child_calls == []
-        assert await result_events(h) == []
+        # Only B answered (before the stop: "started in the background"); A never did.
+        assert [e["id"].split(":")[1] for e in await result_events(h)] == [
+            t["task_id"] for t in children if t["task"].endswith("B")
+        ]
     assert model_server.violations == []

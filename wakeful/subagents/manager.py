@@ -191,7 +191,7 @@ class SubagentManager:
             self._signals.send_nowait(_Signal("idle", session))
         elif kind == "alert" and self.book.by_session(session):
             self._signals.send_nowait(_Signal("alert", session, str(item.get("text", ""))))
-        elif kind == "event" and item.get("stop_tools") and self._working_children(session):
+        elif kind == "event" and item.get("stop_tools") and self._live_children(session):
             self._signals.send_nowait(_Signal("stop", session))
 
     async def handle_signals(self) -> None:
@@ -206,7 +206,8 @@ class SubagentManager:
         if signal.kind == "alert":
             self._alerts[signal.session] = signal.text
         elif signal.kind == "stop":
-            for child in self._working_children(signal.session):
+            # Idle ones too: a child that answered may still have shell tasks running.
+            for child in self._live_children(signal.session):
                 await self.cancel(child, f"its parent {signal.session} was told to stop")
         elif (record := self.book.by_session(signal.session)) is not None:
             await self.settle(record)
@@ -319,8 +320,8 @@ class SubagentManager:
         record = self.book.by_session(session)
         return record.tools if record is not None else self._all_tools()
 
-    def _working_children(self, parent: str) -> list[SubagentRecord]:
-        return [r for r in self.book.children_of(parent) if r.state is State.RUNNING]
+    def _live_children(self, parent: str) -> list[SubagentRecord]:
+        return [r for r in self.book.children_of(parent) if not r.state.ended]
 
     async def _save(self, record: SubagentRecord) -> None:
         record.updated_at = time.time()
