@@ -6,13 +6,19 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Awaitable, Callable
 from typing import Any
+
+import anyio
 
 from tests.fakes.model_server import Reply, ToolCallSpec
 
 CHILD_MARK = "[You are a subagent"
 ASK = "Delegate the three lookups"
-ACK = "I have delegated the three lookups to subagents and will combine their answers when they arrive."
+ACK = (
+    "I have delegated the three lookups to subagents and will combine their answers "
+    "when they arrive."
+)
 
 
 def conversation(body: dict[str, Any]) -> list[dict[str, Any]]:
@@ -80,3 +86,11 @@ def spawned_ids(messages: list[dict[str, Any]]) -> list[str]:
         if content.startswith("started subagent"):
             ids.append(json.loads(content.split("\n", 1)[1])["task_id"])
     return ids
+
+
+async def poll(check: Callable[[], Awaitable[object]], timeout_s: float = 20.0) -> None:
+    """Until ``check`` holds: the state it reads (the daemon's records, a process group,
+    a file a command writes) publishes no event to await, so it is re-read, bounded."""
+    with anyio.fail_after(timeout_s):
+        while not await check():  # noqa: ASYNC110 - no event exists for this state
+            await anyio.sleep(0.05)

@@ -4,7 +4,6 @@ the parent ends the children and their process groups; limits refuse with clear 
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 from typing import Any
@@ -13,16 +12,21 @@ import anyio
 import pytest
 
 from tests.daemon_harness import Harness, daemon_settings, harness, watch_feed
-from tests.fakes.model_server import FakeModelServer, Reply, ToolCallSpec
-from tests.subagent_model import ASK, DelegatingModel, conversation, spawned_ids
+from tests.fakes.model_server import FakeModelServer
+from tests.subagent_model import ASK, DelegatingModel, conversation, poll, spawned_ids
 
 pytestmark = pytest.mark.anyio
 
 
-async def wait_until_text(h: Harness, session: str, needle: str, timeout_s: float = 20) -> None:
-    with anyio.fail_after(timeout_s):
-        while not any(needle in str(m.get("content") or "") for m in await h.trajectory(session)):
-            await anyio.sleep(0.05)
+async def wait_until_text(h: Harness, session: str, needle: str) -> None:
+    async def said() -> bool:
+        return any(needle in str(m.get("content") or "") for m in await h.trajectory(session))
+
+    await poll(said)
+
+
+async def true(value: bool) -> bool:
+    return value
 
 
 async def result_events(h: Harness, session: str = "main") -> list[dict[str, Any]]:
@@ -81,20 +85,18 @@ async def test_stopping_the_parent_cancels_children_and_their_process_groups(
     workspace = tmp_path / "workspace"
     async with harness(daemon_settings(tmp_path, model_server.base_url)) as h:
         await h.send(ASK)
-        with anyio.fail_after(15):
-            while not all((workspace / f"pgid-{x}").exists() for x in "AB"):
-                await anyio.sleep(0.05)
-            while not all((workspace / f"pgid-{x}").read_text().strip() for x in "AB"):
-                await anyio.sleep(0.05)
-            while not await result_events(h):  # B answered: its task runs in the background
-                await anyio.sleep(0.05)
+        pgid_files = [workspace / f"pgid-{x}" for x in "AB"]
+
+        async def written() -> bool:
+            return all(p.exists() and p.read_text().strip() for p in pgid_files)
+
+        await poll(written)
+        await poll(lambda: result_events(h))  # B answered: its task runs in the background
         pgids = [int((workspace / f"pgid-{x}").read_text()) for x in "AB"]
         assert all(group_alive(p) for p in pgids)
         calls_before = len(model_server.requests)
         await h.send("stop everything", kind="user.interrupt")
-        with anyio.fail_after(10):
-            while any(group_alive(p) for p in pgids):
-                await anyio.sleep(0.05)
+        await poll(lambda: true(not any(group_alive(p) for p in pgids)))
         status = (await h.client.get("/api/status")).json()
         children = [t for t in status["sessions"]["main"]["tasks"] if t.get("kind") == "subagent"]
         assert [t["state"] for t in children] == ["cancelled", "cancelled"]

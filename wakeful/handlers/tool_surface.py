@@ -48,7 +48,7 @@ LOADED_KEY_PREFIX = "tools:loaded:"
 class ToolScope(Protocol):
     """The sessions restricted to some tools (wakeful/daemon/loop/session_scope.py)."""
 
-    async def allowed_tools(self, session: str) -> frozenset[str] | None: ...
+    async def shown_tools(self, session: str) -> frozenset[str] | None: ...
 
 
 def is_resident(tool: Tool) -> bool:
@@ -129,9 +129,9 @@ class ToolSurface:
         """The session's tools array: the resident block, then its loaded tail."""
         tail = [self._definition(name) for name in await self.loaded(session)]
         tools = [*self._resident_block(), *tail]
-        allowed = await self._scope.allowed_tools(session) if self._scope else None
-        if allowed is not None:  # a restricted session (a subagent): only its own tools
-            tools = [t for t in tools if t["function"]["name"] in allowed]
+        shown = await self._scope.shown_tools(session) if self._scope else None
+        if shown is not None:  # a restricted session (a subagent): only its own tools
+            tools = [t for t in tools if t["function"]["name"] in shown]
         # A copy, so a caller that edits its list cannot change the next prefix.
         return copy.deepcopy(tools)
 

@@ -9,6 +9,7 @@ parent was told to stop) and the seconds budgets.
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 import anyio
@@ -18,7 +19,7 @@ from wakeful.daemon.components.context import ComponentHealth, ComponentSetup
 from wakeful.handlers.base import TaskView
 from wakeful.subagents.manager import SubagentManager
 from wakeful.subagents.records import RecordBook, State
-from wakeful.subagents.scope import SubagentScope
+from wakeful.subagents.scope import SubagentScope, note_call
 from wakeful.subagents.tools import (
     CancelSubagent,
     GetSubagentStatus,
@@ -53,6 +54,7 @@ class SubagentsComponent:
         ):
             setup.add_tool(tool)
         setup.add_session_scope(SubagentScope(manager))
+        tools.watch_calls(partial(note_call, manager))
 
         def view(session: str) -> TaskView:
             return SessionSubagents(manager, session)

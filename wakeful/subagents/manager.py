@@ -80,6 +80,7 @@ class SubagentManager:
         self._all_tools = all_tools  # the registry's names (frozen once sessions run)
         self._alerts: dict[str, str] = {}  # child session → why its last run stopped
         self._changed = anyio.Event()  # a deadline may have moved
+        self._spawning = anyio.Lock()
         send, receive = anyio.create_memory_object_stream[_Signal](math.inf)
         self._signals: MemoryObjectSendStream[_Signal] = send
         self._inbox: MemoryObjectReceiveStream[_Signal] = receive
@@ -101,22 +102,37 @@ class SubagentManager:
         existing = self.book.get(subagent_id)
         if existing is not None:
             return existing
+        async with self._spawning:  # one at a time: the fan-out check counts the others
+            record = self._new_record(subagent_id, parent, task, tools, budget, tainted_by)
+            await self._save(record)  # first: after a crash the record says what to resubmit
+        await self._submit(events.task_event(record))
+        log.info("subagent spawned", subagent_id=subagent_id, parent=parent, depth=record.depth)
+        return record
+
+    def _new_record(
+        self,
+        subagent_id: str,
+        parent: str,
+        task: str,
+        tools: Sequence[str] | None,
+        budget: BudgetAsked | None,
+        tainted_by: str | None,
+    ) -> SubagentRecord:
         depth = child_depth(self.book, parent, self.options)
+        # The arguments first: a wrong one is worth fixing even when the fan-out is full.
+        allowed = child_tools(self._tools_of(parent), tools, depth=depth, options=self.options)
+        limits = child_budget(budget, self.options)
         check_fan_out(self.book, parent, self.options)
-        record = SubagentRecord(
+        return SubagentRecord(
             subagent_id=subagent_id,
             parent=parent,
             depth=depth,
             task=task,
-            tools=child_tools(self._tools_of(parent), tools, depth=depth, options=self.options),
-            budget=child_budget(budget, self.options),
+            tools=allowed,
+            budget=limits,
             created_at=time.time(),
             tainted_by=tainted_by,
         )
-        await self._save(record)  # first: after a crash the record says what to resubmit
-        await self._submit(events.task_event(record))
-        log.info("subagent spawned", subagent_id=subagent_id, parent=parent, depth=depth)
-        return record
 
     async def send_message(self, parent: str, subagent_id: str, text: str, call_id: str) -> str:
         record = self.child_of(parent, subagent_id)

@@ -42,7 +42,7 @@ class SubagentRecord:
     parent: str  # the parent's session
     depth: int  # 1: a child of a top-level session
     task: str
-    tools: list[str]  # the only tools it may see and call
+    tools: list[str]  # the only tools it may call
     budget: Budget
     created_at: float  # wall clock: its seconds budget counts from here, across restarts
     state: State = State.RUNNING
@@ -51,6 +51,9 @@ class SubagentRecord:
     last_result: str | None = None
     reason: str | None = None  # why it ended
     updated_at: float = field(default=0.0)
+    # Tools outside its scope it called by name anyway: refused, but its requests define
+    # them from then on (a request must define every function its history calls).
+    called_anyway: list[str] = field(default_factory=list)
 
     @property
     def session(self) -> str:

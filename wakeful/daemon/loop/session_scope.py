@@ -20,6 +20,12 @@ class SessionScope(Protocol):
         """The only tools ``session`` may see and call; None: no restriction."""
         ...
 
+    async def shown_tools(self, session: str) -> frozenset[str] | None:
+        """The tools its requests carry: the allowed ones, plus any it called by name
+        anyway (still refused), since a request must define every function its history
+        calls; None: no restriction."""
+        ...
+
     async def stop_reason(self, session: str) -> str | None:
         """Why ``session``'s run must stop at this safe point (a budget used up); None: go on."""
         ...
@@ -32,12 +38,20 @@ class SessionScopes:
         self._scopes = scopes  # the registrations' list: filled in while components configure
 
     async def allowed_tools(self, session: str) -> frozenset[str] | None:
-        allowed: frozenset[str] | None = None
+        found: frozenset[str] | None = None
         for scope in self._scopes:
             names = await scope.allowed_tools(session)
             if names is not None:
-                allowed = names if allowed is None else allowed & names
-        return allowed
+                found = names if found is None else found & names
+        return found
+
+    async def shown_tools(self, session: str) -> frozenset[str] | None:
+        found: frozenset[str] | None = None
+        for scope in self._scopes:
+            names = await scope.shown_tools(session)
+            if names is not None:
+                found = names if found is None else found & names
+        return found
 
     async def stop_reason(self, session: str) -> str | None:
         for scope in self._scopes:
