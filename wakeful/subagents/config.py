@@ -12,7 +12,7 @@ class SubagentsSection(Section):
 
     # 1: a top-level session may spawn children, which may not spawn their own.
     max_depth: int = Field(default=1, ge=0, le=5, examples=[1])
-    # Children a session may have working at once (cancelled and finished ones do not count).
+    # Children a session may have that have not ended (cancel_subagent frees a place).
     max_children: int = Field(default=4, ge=1, le=64, examples=[4])
     # A child's budget when spawn_subagent names none (it may ask for less, never more).
     default_budget_model_calls: int = Field(default=20, ge=1, examples=[20])
