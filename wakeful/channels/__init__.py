@@ -23,6 +23,7 @@ def default_components(settings: Settings) -> list[Component]:
     from wakeful.channels.shell.component import ShellComponent
     from wakeful.channels.timers.component import TimersComponent
     from wakeful.channels.webhook.component import WebhookComponent
+    from wakeful.subagents.component import SubagentsComponent
 
     components: list[Component] = [
         WebhookComponent(),
@@ -30,6 +31,7 @@ def default_components(settings: Settings) -> list[Component]:
         TimersComponent(),
         PairingComponent(),
         ChatWebComponent(),
+        SubagentsComponent(),
     ]
     if settings.email.accounts or settings.email.calendar_path is not None:
         from wakeful.channels.email.component import EmailComponent

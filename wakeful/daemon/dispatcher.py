@@ -143,6 +143,8 @@ class Dispatcher:
                 "channel": event.channel,
                 "strategy": decision.strategy.value,
                 "reason": decision.reason,
+                # A cancel that stops running tools also stops the session's subagents.
+                "stop_tools": decision.strategy is Strategy.CANCEL and decision.stop_tools,
                 "text": event.content.text[:500],
             },
         )

@@ -39,6 +39,7 @@ from wakeful.daemon.http.sse import StreamRegistry
 from wakeful.daemon.logging import add_secrets
 from wakeful.daemon.loop.deps import LoopDeps
 from wakeful.daemon.loop.limits import LoopLimits
+from wakeful.daemon.loop.session_scope import SessionScope, SessionScopes
 from wakeful.daemon.model_key import is_loopback, key_source, missing_key_warning
 from wakeful.daemon.outbox.deliverer import Deliverer
 from wakeful.daemon.outbox.factory import open_outbox
@@ -176,8 +177,15 @@ async def _start(
     output_dir = saved_outputs_dir(data_dir)
     workspace.mkdir(parents=True, exist_ok=True)
     output_dir.mkdir(exist_ok=True)
+    # What components narrow per session (subagents): declared while they configure.
+    session_scopes: list[SessionScope] = []
+    scopes = SessionScopes(session_scopes)
     safety = build_safety(
-        settings.safety, store, data_dir=data_dir, review_model=_review_model(settings, provider)
+        settings.safety,
+        store,
+        data_dir=data_dir,
+        review_model=_review_model(settings, provider),
+        tool_scope=scopes,
     )
     tools = default_registry(
         default_timeout_s=settings.loop.tool_timeout_s,
@@ -189,8 +197,8 @@ async def _start(
         owner_requests=safety.approvals,
     )
     skills = discover_skills(settings.skills.skill_roots(data_dir))
-    surface = _tool_surface(settings, tools, store, skills)
-    registrations = Registrations(tools)
+    surface = _tool_surface(settings, tools, store, skills, scopes)
+    registrations = Registrations(tools, session_scopes=session_scopes)
     registrations.status_providers["sandbox"] = sandbox.status
     tools.guard_with(safety.chain)  # every call, whoever registered the tool
     gate = EventGate()
@@ -240,10 +248,11 @@ async def _start(
         context=settings.context,
         context_window=settings.context.window(settings.llm.model),
         surface=surface,
+        scopes=scopes,
     )
     router = Router(_classifier(settings, provider))
     dispatcher = Dispatcher(store, router, feed, group, deps)
-    gate.open(dispatcher.submit, outbox.deliverer.enqueue)
+    gate.open(dispatcher.submit, outbox.deliverer.enqueue, dispatcher.sessions)
     _connect_approvals(safety, dispatcher, tools, outbox, feed)
     await group.start(safety.approvals.run)
     daemon = ApiBackend(
@@ -298,12 +307,20 @@ async def _start(
 
 
 def _tool_surface(
-    settings: Settings, tools: ToolRegistry, store: Store, skills: SkillCatalog
+    settings: Settings,
+    tools: ToolRegistry,
+    store: Store,
+    skills: SkillCatalog,
+    scopes: SessionScopes,
 ) -> ToolSurface:
     """The surface over ``tools``, with the two tools that belong to it: search_tools,
     and load_skill when there are skills to load."""
     surface = ToolSurface(
-        tools, store, defer=settings.tools.defer, defer_above=settings.tools.defer_above
+        tools,
+        store,
+        defer=settings.tools.defer,
+        defer_above=settings.tools.defer_above,
+        scope=scopes,
     )
     tools.register(SearchTools(tools, surface))
     if len(skills):

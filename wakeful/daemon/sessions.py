@@ -3,16 +3,23 @@
 The supervisors run in one task group (the daemon's); a loop that raises is
 restarted by its own supervisor (:mod:`wakeful.daemon.loop.supervisor`), so
 no session can take the daemon down.
+
+A session a component ended for good (a cancelled subagent) is *closed*: its
+loop starts no run again, in this process — a component that keeps such
+sessions across restarts closes them again before sessions resume.
 """
 
 from __future__ import annotations
 
 import anyio
+import structlog
 from anyio.abc import TaskGroup
 
 from wakeful.daemon.loop.deps import LoopDeps, Submit
 from wakeful.daemon.loop.session_loop import SessionLoop
 from wakeful.daemon.loop.supervisor import PoisonGate, SessionSupervisor
+
+log = structlog.get_logger(__name__)
 
 
 class Sessions:
@@ -22,6 +29,7 @@ class Sessions:
         self._submit = submit
         self._loops: dict[str, SessionLoop] = {}
         self.supervisors: dict[str, SessionSupervisor] = {}
+        self._closed: dict[str, str] = {}  # session → why it was closed
 
     @property
     def deps(self) -> LoopDeps:
@@ -32,6 +40,8 @@ class Sessions:
         loop = self._loops.get(session)
         if loop is None:
             loop = self._loops[session] = SessionLoop(session, self._deps, self._submit)
+            if session in self._closed:
+                loop.close(self._closed[session])
             supervisor = self.supervisors[session] = self._supervise(loop)
             self._group.start_soon(supervisor.run, name=f"session {session}")
         return loop
@@ -46,6 +56,25 @@ class Sessions:
             first_backoff_s=limits.restart_backoff_s,
             max_backoff_s=limits.max_restart_backoff_s,
         )
+
+    async def close(self, session: str, cause: str) -> None:
+        """End ``session`` for good: its run is cut short (running tool calls stopped),
+        its background tasks (shell commands, its own subagents) are cancelled, and it
+        starts no run again."""
+        self._closed[session] = cause
+        loop = self._loops.get(session)
+        if loop is None:
+            return
+        loop.close(cause)
+        for task in loop.all_tasks.running():
+            task_id = str(task.get("task_id", task.get("id", "")))
+            try:
+                await loop.all_tasks.cancel(task_id)
+            except Exception:  # one task that cannot be stopped must not keep the others
+                log.exception("could not cancel a closed session's task", task_id=task_id)
+
+    def is_closed(self, session: str) -> bool:
+        return session in self._closed
 
     def is_busy(self, session: str) -> bool:
         loop = self._loops.get(session)

@@ -28,7 +28,7 @@ from __future__ import annotations
 import copy
 import json
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Protocol
 
 import structlog
 
@@ -43,6 +43,12 @@ log = structlog.get_logger(__name__)
 SEARCH_TOOLS = "search_tools"
 OTHER_GROUP = "other"
 LOADED_KEY_PREFIX = "tools:loaded:"
+
+
+class ToolScope(Protocol):
+    """The sessions restricted to some tools (wakeful/daemon/loop/session_scope.py)."""
+
+    async def shown_tools(self, session: str) -> frozenset[str] | None: ...
 
 
 def is_resident(tool: Tool) -> bool:
@@ -66,8 +72,10 @@ class ToolSurface:
         *,
         defer: DeferMode = "auto",
         defer_above: int = DEFAULT_DEFER_ABOVE,
+        scope: ToolScope | None = None,
     ) -> None:
         self._registry = registry
+        self._scope = scope
         self._state: ChannelState = state if state is not None else MemoryState()
         self._defer = defer
         self._defer_above = defer_above
@@ -120,8 +128,12 @@ class ToolSurface:
     async def tools_for(self, session: str) -> list[dict[str, Any]]:
         """The session's tools array: the resident block, then its loaded tail."""
         tail = [self._definition(name) for name in await self.loaded(session)]
+        tools = [*self._resident_block(), *tail]
+        shown = await self._scope.shown_tools(session) if self._scope else None
+        if shown is not None:  # a restricted session (a subagent): only its own tools
+            tools = [t for t in tools if t["function"]["name"] in shown]
         # A copy, so a caller that edits its list cannot change the next prefix.
-        return copy.deepcopy([*self._resident_block(), *tail])
+        return copy.deepcopy(tools)
 
     async def loaded(self, session: str) -> list[str]:
         """The deferred tools this session loaded, in loading order (still registered)."""

@@ -18,6 +18,7 @@ from wakeful.safety.config import SafetySection
 from wakeful.safety.confine_step import WorkspaceConfinement
 from wakeful.safety.reviewer_step import ModelReviewer, ReviewModel, RuleReviewer
 from wakeful.safety.ruling import PolicyStep
+from wakeful.safety.scope_step import ScopeStep, ToolScope
 from wakeful.safety.session_taint import SessionTaints
 from wakeful.safety.standing_step import StandingInstructions
 from wakeful.safety.taint_gate_step import TaintGate
@@ -38,13 +39,16 @@ def build_safety(
     data_dir: Path,
     extra_steps: list[PolicyStep] | None = None,
     review_model: ReviewModel | None = None,
+    tool_scope: ToolScope | None = None,
 ) -> Safety:
     """``review_model``: the model reviewer's model (``[safety] reviewer_model``); it
-    judges what the rules let through, after them."""
+    judges what the rules let through, after them. ``tool_scope``: the sessions
+    restricted to some tools (subagents), checked before every other step."""
     taints = SessionTaints(state)
     breaker = DenialBreaker(state, trip_after=settings.breaker_denials)
     approvals = Approvals(state, timeout_s=settings.approval_timeout_s)
     steps: list[PolicyStep] = [
+        *([ScopeStep(tool_scope)] if tool_scope is not None else []),
         WorkspaceConfinement(),
         StandingInstructions(),
         Allowlist(

@@ -30,6 +30,7 @@ from starlette.routing import BaseRoute, Route
 from wakeful.daemon.config import Settings
 from wakeful.daemon.feed import Feed
 from wakeful.daemon.front_door import SubmitResult
+from wakeful.daemon.loop.session_scope import SessionScope
 from wakeful.daemon.loop.task_views import SessionTaskViews
 from wakeful.daemon.outbox.channels import Channel
 from wakeful.daemon.outbox.record import NewMessage, OutgoingMessage
@@ -50,6 +51,17 @@ class Submit(Protocol):
 
 
 SendMessage = Callable[[NewMessage], Awaitable[OutgoingMessage]]
+
+
+class SessionControl(Protocol):
+    """What a component that starts sessions of its own (subagents) may do to one.
+    A session starts with the first event submitted for it; these end one."""
+
+    async def close(self, session: str, cause: str) -> None:
+        """End it for good: its run cut short, its tools and background tasks stopped."""
+        ...
+
+    def is_busy(self, session: str) -> bool: ...
 
 
 class LateRegistration(RuntimeError):
@@ -78,6 +90,8 @@ class Registrations:
     health: dict[str, ComponentHealth] = field(default_factory=dict)
     # Views of components' background tasks per session (task_status, status bar).
     task_views: list[SessionTaskViews] = field(default_factory=list)
+    # Sessions a component restricts (a subagent's tools and budget).
+    session_scopes: list[SessionScope] = field(default_factory=list)
     # name → callable returning extra figures for /api/status (and /metrics)
     status_providers: dict[str, Callable[[], dict[str, Any]]] = field(default_factory=dict)
     # Where outgoing messages can go (chat platforms, …), besides the daemon's own chat.
@@ -91,9 +105,21 @@ class EventGate:
     def __init__(self) -> None:
         self._submit: Submit | None = None
         self._send: SendMessage | None = None
+        self._sessions: SessionControl | None = None
 
-    def open(self, submit: Submit, send: SendMessage) -> None:
-        self._submit, self._send = submit, send
+    def open(self, submit: Submit, send: SendMessage, sessions: SessionControl) -> None:
+        self._submit, self._send, self._sessions = submit, send, sessions
+
+    def sessions_for(self, name: str) -> SessionControl:
+        return _GatedSessions(self, name)
+
+    def opened_sessions(self, name: str) -> SessionControl:
+        if self._sessions is None:
+            raise LateRegistration(
+                f"component {name!r} used the sessions before every component was "
+                "configured; do it from run(), not configure()"
+            )
+        return self._sessions
 
     def for_component(self, name: str) -> Submit:
         async def submit(event: Event, *, cursor: Cursor | None = None) -> SubmitResult:
@@ -118,6 +144,20 @@ class EventGate:
         return send
 
 
+class _GatedSessions:
+    """A component's SessionControl: refused until the gate opens, like submit."""
+
+    def __init__(self, gate: EventGate, name: str) -> None:
+        self._gate = gate
+        self._name = name
+
+    async def close(self, session: str, cause: str) -> None:
+        await self._gate.opened_sessions(self._name).close(session, cause)
+
+    def is_busy(self, session: str) -> bool:
+        return self._gate.opened_sessions(self._name).is_busy(session)
+
+
 @dataclass
 class ComponentSetup:
     """Phase 1: what a component may read and declare."""
@@ -137,6 +177,8 @@ class ComponentSetup:
     send_message: SendMessage
     # The owner's decisions on waiting tool calls (chat buttons, "approve <id>").
     approvals: Approvals
+    # Ending a session for good; refused until the run phase, like submit.
+    sessions: SessionControl
 
     @property
     def state(self) -> ChannelState:
@@ -162,6 +204,11 @@ class ComponentSetup:
     def add_task_view(self, view: SessionTaskViews) -> None:
         self._check("a task view")
         self.registrations.task_views.append(view)
+
+    def add_session_scope(self, scope: SessionScope) -> None:
+        """Narrow some sessions: their tools (the array and every call) and their runs."""
+        self._check("a session scope")
+        self.registrations.session_scopes.append(scope)
 
     def add_channel(self, channel: Channel) -> None:
         """A destination for outgoing messages (the outbox delivers to it by name)."""

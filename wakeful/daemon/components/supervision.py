@@ -62,6 +62,7 @@ async def configure_all(
             submit=gate.for_component(component.name),
             send_message=gate.sender_for(component.name),
             approvals=approvals,
+            sessions=gate.sessions_for(component.name),
         )
         await component.configure(setup)
     registrations.frozen = True

@@ -15,6 +15,7 @@ from wakeful.daemon.context.config import DEFAULT_WINDOW, ContextSection
 from wakeful.daemon.feed import Feed
 from wakeful.daemon.loop.limits import LoopLimits
 from wakeful.daemon.loop.model_health import ModelHealth
+from wakeful.daemon.loop.session_scope import SessionScopes
 from wakeful.daemon.loop.task_views import SessionTaskViews
 from wakeful.daemon.loop.tool_tasks import ToolExecutor
 from wakeful.daemon.outbox.service import Outbox
@@ -67,6 +68,8 @@ class LoopDeps:
     context_window: int = DEFAULT_WINDOW
     # Resident schemas plus what the session loaded; None: every tool's definition.
     surface: SessionTools | None = None
+    # What components narrow per session (a subagent's tools and budget).
+    scopes: SessionScopes = field(default_factory=SessionScopes)
 
 
 @dataclass

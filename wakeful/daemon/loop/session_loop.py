@@ -115,6 +115,13 @@ class SessionLoop:
         self.draining = True
         await self._idle.wait()
 
+    def close(self, cause: str) -> None:
+        """Stop for good (a subagent cancelled): no new run, and a step under way is
+        cut short now, its running tools stopped (their placeholders name ``cause``)."""
+        self.draining = True
+        if self.busy:
+            self.interrupt(cause, stop_tools=True)
+
     def stop_now(self) -> None:
         """Force the safe point: drop a stream, placeholders for running tools."""
         if self.busy:
@@ -188,7 +195,7 @@ class SessionLoop:
                 self.answering = batch[-1].event
         elif not needs_model_response(await self.writer.messages()):
             return False
-        reason = run.exceeded()
+        reason = run.exceeded() or await self.deps.scopes.stop_reason(self.session)
         if reason is not None:
             self._stop_run(reason)
             return False
