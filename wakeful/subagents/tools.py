@@ -73,7 +73,8 @@ class SpawnSubagent:
 
 class SendMessageToSubagent:
     name = "send_message_to_subagent"
-    resident = True
+    # Deferred: listed by name, its schema loaded when first called (tool_surface.py)
+    resident = False
     description = (
         "Send more instructions or an answer to one of your subagents; it reads them at its "
         "next safe point (a finished one starts again) and its next answer arrives as a "
@@ -102,7 +103,8 @@ class SendMessageToSubagent:
 
 class GetSubagentStatus:
     name = "get_subagent_status"
-    resident = True
+    # Deferred: listed by name, its schema loaded when first called (tool_surface.py)
+    resident = False
     description = (
         "The state of one of your subagents (running, idle: answered and waiting, cancelled, "
         "exhausted: budget used up), its budget and what it has used, its last result. Omit "
@@ -144,7 +146,8 @@ class GetSubagentStatus:
 
 class CancelSubagent:
     name = "cancel_subagent"
-    resident = True
+    # Deferred: listed by name, its schema loaded when first called (tool_surface.py)
+    resident = False
     description = (
         "End one of your subagents for good: its model call and tool calls are stopped "
         "(shell commands with their whole process group), and so are its own subagents. "
@@ -178,7 +181,8 @@ class CancelSubagent:
 
 class ReportToParent:
     name = "report_to_parent"
-    resident = True
+    # Deferred: listed by name, its schema loaded when first called (tool_surface.py)
+    resident = False
     description = (
         "Only in a subagent: send something to your parent session now, before your final "
         "answer (a finding it needs early, a question). urgent=true interrupts the parent "
