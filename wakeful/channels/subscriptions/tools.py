@@ -22,7 +22,7 @@ class ConnectChannel:
         "the subscription id (it does not interrupt you); subscriptions survive restarts. "
         "Kinds and their fields: mailbox (account, folder='INBOX', sender and/or subject: "
         "globs such as '*@ci.example.com', or regular expressions with regex=true; new "
-        "mail only); webhook (conditions: [{field: 'a.b', equals: x} or {field, pattern}], "
+        "mail only); webhook (conditions: [{{field: 'a.b', equals: x}} or {{field, pattern}}], "
         "all must hold; you get a URL path and a bearer token, shown once); file (path: a "
         "file or directory in the workspace, glob: e.g. '*.csv'; changes are debounced "
         "into one event); shell_output (task_id of a running start_shell task, pattern: "

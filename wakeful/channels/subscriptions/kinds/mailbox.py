@@ -7,7 +7,7 @@ that keeps only the mail matching the filter. A mail is built into its event
 by the email channel (so it is trusted only when it is the owner's,
 authenticated by the receiving server) and then tagged as the
 subscription's. Mail already in the folder when it subscribes is not
-reported.
+reported: the cursor is set by the connect_channel call itself.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from typing import Any
 from wakeful.channels.email.accounts import MailAccounts
 from wakeful.channels.email.db import Cursor
 from wakeful.channels.email.health import MailboxHealth
+from wakeful.channels.email.imap import with_mailbox
 from wakeful.channels.email.inbound import build_event, email_id
 from wakeful.channels.email.message import ParsedEmail, parse_email
 from wakeful.channels.email.watcher import MailboxWatcher
@@ -70,6 +71,18 @@ class MailboxKind:
                         re.compile(value)
                     except re.error as exc:
                         raise Refusal(f"{name}: not a valid regular expression ({exc})") from None
+        # The folder is read now: a name that does not exist is this call's error, and
+        # mail is new from this moment, not from when the watch first connects.
+        folder = request.folder
+        try:
+            uidvalidity, uidnext = await with_mailbox(
+                account.config, account.password, None, lambda conn: conn.select(folder)
+            )
+        except Exception as exc:  # the server's words say what is wrong (no such folder, …)
+            raise Refusal(f"folder: cannot open {account.name}/{folder}: {exc}") from None
+        await SubscriptionCursor(self._state, asking.sub_id).set_cursor(
+            account.name, folder, Cursor(uidvalidity, max(0, uidnext - 1))
+        )
         return Planned(
             {
                 "account": account.name,
