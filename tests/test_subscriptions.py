@@ -11,6 +11,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import anyio
 import httpx
 import pytest
 from starlette.applications import Starlette
@@ -42,13 +43,12 @@ async def call_tool(h: Harness, name: str, args: dict[str, Any]) -> ToolOutput:
 
 
 def settings_for(tmp_path: Path, model: FakeModelServer, **sections: dict[str, Any]) -> Settings:
-    return daemon_settings(
-        tmp_path / "data",
-        model.base_url,
-        safety={"sandbox": "none", **sections.pop("safety", {})},
-        subscriptions={"debounce_ms": 100, "min_http_interval_s": 1, **sections.pop("subs", {})},
+    overrides: dict[str, dict[str, Any]] = {
+        "safety": {"sandbox": "none", **sections.pop("safety", {})},
+        "subscriptions": {"debounce_ms": 100, "min_http_interval_s": 1, **sections.pop("subs", {})},
         **sections,
-    )
+    }
+    return daemon_settings(tmp_path / "data", model.base_url, hooks=None, **overrides)
 
 
 async def subscribe(h: Harness, model: FakeModelServer, args: dict[str, Any]) -> str:
@@ -125,7 +125,7 @@ async def test_file_subscription_fires_filters_and_survives_a_restart(
 
 
 async def _write(path: Path, text: str) -> None:
-    path.write_text(text)
+    await anyio.Path(path).write_text(text)
 
 
 async def test_webhook_subscription_token_conditions_and_restart(
