@@ -21,22 +21,26 @@ def default_components(settings: Settings) -> list[Component]:
     from wakeful.channels.chat.component import PairingComponent
     from wakeful.channels.chat_web.component import ChatWebComponent
     from wakeful.channels.shell.component import ShellComponent
+    from wakeful.channels.subscriptions.component import SubscriptionsComponent
     from wakeful.channels.timers.component import TimersComponent
     from wakeful.channels.webhook.component import WebhookComponent
     from wakeful.subagents.component import SubagentsComponent
 
+    shell = ShellComponent()
     components: list[Component] = [
         WebhookComponent(),
-        ShellComponent(),
+        shell,
         TimersComponent(),
         PairingComponent(),
         ChatWebComponent(),
         SubagentsComponent(),
     ]
+    email = None
     if settings.email.accounts or settings.email.calendar_path is not None:
         from wakeful.channels.email.component import EmailComponent
 
-        components.append(EmailComponent())
+        email = EmailComponent()
+        components.append(email)
     if settings.chat.telegram:
         from wakeful.channels.telegram.component import TelegramComponent
 
@@ -49,4 +53,6 @@ def default_components(settings: Settings) -> list[Component]:
         from wakeful.channels.matrix.component import MatrixComponent
 
         components += [MatrixComponent(account) for account in settings.chat.matrix]
+    # After the shell and email components, whose task manager and accounts it uses.
+    components.append(SubscriptionsComponent(shell, email))
     return components

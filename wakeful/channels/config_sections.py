@@ -10,12 +10,19 @@ from __future__ import annotations
 from wakeful.channels.chat.sections import ChatSettings
 from wakeful.channels.email.config import EmailSettings
 from wakeful.channels.shell.config import ShellSettings
+from wakeful.channels.subscriptions.config import SubscriptionSettings
 from wakeful.channels.timers.config import TimerSettings
 from wakeful.channels.webhook.config import WebhookSettings
 from wakeful.subagents.config import SubagentSettings
 
 
 class ChannelSettings(
-    ShellSettings, WebhookSettings, EmailSettings, TimerSettings, ChatSettings, SubagentSettings
+    ShellSettings,
+    WebhookSettings,
+    EmailSettings,
+    TimerSettings,
+    ChatSettings,
+    SubscriptionSettings,
+    SubagentSettings,
 ):
     """Every channel's sections, as fields of one model."""

@@ -46,6 +46,17 @@ async def reach_of(tool: Tool, args: BaseModel) -> Reach:
     return found
 
 
+def effect_of(tool: Tool, args: BaseModel) -> Effect:
+    """What the call can do: the tool's effect, unless its calls differ by their arguments
+    (connect_channel: an http_check reaches the network, a file watch does not), when the
+    tool says it of this call."""
+    per_call = getattr(tool, "call_effect", None)
+    if per_call is None:
+        return tool.effect
+    found: Effect = per_call(args)
+    return found
+
+
 class PolicyChain:
     def __init__(
         self,
@@ -94,7 +105,7 @@ class PolicyChain:
             session=ctx.session,
             call_id=ctx.call_id,
             tool=tool.name,
-            effect=tool.effect,
+            effect=effect_of(tool, args),
             arguments=_arguments(args),
             reach=await reach_of(tool, args),
             taint=ctx.taint,

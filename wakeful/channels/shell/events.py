@@ -100,14 +100,28 @@ def lost_event(record: TaskRecord) -> Event:
     return _event(record, f"shell:{record.task_id}:exit", "shell.exited", text, _end_data(record))
 
 
-def output_event(record: TaskRecord, line_no: int, line: str, pattern: str, held: int) -> Event:
+def output_event(
+    record: TaskRecord,
+    line_no: int,
+    line: str,
+    pattern: str,
+    held: int,
+    subscription: str | None = None,
+) -> Event:
     text = f"Line {line_no} of {_header(record)} matched {pattern}:\n{line}"
     if held:
         text += (
             f"\n({held} earlier matching lines were held back by the rate limit; they are "
             f"in {record.output_file})"
         )
-    data = {"line_no": line_no, "line": line, "pattern": pattern, "suppressed_before": held}
+    data: dict[str, Any] = {
+        "line_no": line_no,
+        "line": line,
+        "pattern": pattern,
+        "suppressed_before": held,
+    }
+    if subscription is not None:  # set by connect_channel(kind="shell_output")
+        data["subscription"] = subscription
     event_id = f"shell:{record.task_id}:out:{line_no}"
     return _event(record, event_id, "shell.output", text, data)
 

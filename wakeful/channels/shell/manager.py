@@ -218,7 +218,9 @@ class ShellTaskManager:
             task.suppressed.set()
             return
         held = task.limiter.take_pending()
-        event = events.output_event(task.record, line_no, cut(line), pattern.describe(), held)
+        event = events.output_event(
+            task.record, line_no, cut(line), pattern.describe(), held, subscription=pattern.tag
+        )
         await self._submit_quietly(event)
 
     async def summarise_suppressed(self, task: ShellTask) -> None:

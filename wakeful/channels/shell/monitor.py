@@ -24,15 +24,17 @@ class Pattern:
     text: str
     regex: bool
     _compiled: re.Pattern[str] | None = field(default=None, compare=False)
+    # The connect_channel subscription that set it: its events carry that id.
+    tag: str | None = None
 
     @classmethod
-    def make(cls, text: str, *, regex: bool) -> Pattern:
+    def make(cls, text: str, *, regex: bool, tag: str | None = None) -> Pattern:
         if not text:
             raise PatternError("an empty pattern would match every line; give some text")
         if not regex:
-            return cls(text, False)
+            return cls(text, False, tag=tag)
         try:
-            return cls(text, True, re.compile(text))
+            return cls(text, True, re.compile(text), tag)
         except re.error as exc:
             raise PatternError(
                 f"{text!r} is not a valid Python regular expression ({exc}); fix it, or "
@@ -67,6 +69,10 @@ class Patterns:
                 )
             self._items.append(pattern)
         return list(self._items)
+
+    def remove_tagged(self, tag: str) -> None:
+        """Drop the patterns a subscription set (it was disconnected)."""
+        self._items = [p for p in self._items if p.tag != tag]
 
     def first_match(self, line: str) -> Pattern | None:
         return next((p for p in self._items if p.matches(line)), None)

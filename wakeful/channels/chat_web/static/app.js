@@ -338,6 +338,17 @@ function timerCard(timer) {
     el("div", { class: "detail", text: `${timer.schedule} · ${when}` }));
 }
 
+// Sources the agent connected itself (connect_channel), from /api/status.
+function subscriptionCard(sub) {
+  const filter = Object.entries(sub.filter || {})
+    .filter(([, v]) => v !== null && v !== "" && !(Array.isArray(v) && !v.length))
+    .map(([k, v]) => `${k}: ${typeof v === "string" ? v : JSON.stringify(v)}`).join(" · ");
+  const state = sub.state === "active" ? `fired ${sub.fired}×` : `ended: ${sub.ended_reason}`;
+  return el("li", { class: "card", "data-subscription": sub.subscription_id },
+    el("div", { class: "row" }, el("code", { text: sub.subscription_id }), el("span", { text: sub.note || sub.kind })),
+    el("div", { class: "detail", text: [sub.kind, filter, state, sub.detail].filter(Boolean).join(" · ") }));
+}
+
 async function refreshStatus() {
   const status = await api("GET", "/api/status");
   const sessions = status.sessions || {};
@@ -348,6 +359,8 @@ async function refreshStatus() {
   const timers = mine.tasks.filter((t) => t.kind === "timer" && t.state === "scheduled");
   $("tasks").replaceChildren(...tasks.map(taskCard));
   $("timers").replaceChildren(...timers.map(timerCard));
+  const subs = ((status.subscriptions || {}).subscriptions || []).filter((s) => s.session === state.session);
+  $("subscriptions").replaceChildren(...subs.map(subscriptionCard));
   showTrust(status.safety); // the same overview GET /api/safety answers
   // Progress comes from the task's output; poll only while something runs.
   clearTimeout(state.taskPoll);
@@ -777,6 +790,7 @@ async function start() {
   });
   $("tasks").dataset.empty = "No tasks running.";
   $("timers").dataset.empty = "No timers.";
+  $("subscriptions").dataset.empty = "No subscriptions.";
   $("approvals").dataset.empty = "Nothing waits for your approval.";
   $("pairing").dataset.empty = "Nobody asks to pair.";
   // Focus first, not after the session has loaded: whoever started typing meanwhile

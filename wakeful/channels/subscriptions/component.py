@@ -1,0 +1,73 @@
+"""The subscriptions component: the tools, the webhook route, the status, the watches.
+
+It is built with the shell and email components it borrows from (the shell
+manager's output patterns, the mail accounts), configured after them, and
+re-arms every stored subscription when its run phase starts.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import anyio
+from anyio.abc import TaskStatus
+from starlette.routing import Route
+
+from wakeful.channels.subscriptions.arming import Subscriptions
+from wakeful.channels.subscriptions.kinds.base import SourceKind
+from wakeful.channels.subscriptions.kinds.files import FileKind
+from wakeful.channels.subscriptions.kinds.http_check import HttpCheckKind
+from wakeful.channels.subscriptions.kinds.mailbox import MailboxKind
+from wakeful.channels.subscriptions.kinds.shell_output import ShellOutputKind
+from wakeful.channels.subscriptions.kinds.webhook import ROUTE, WebhookKind
+from wakeful.channels.subscriptions.records import SubscriptionBook
+from wakeful.channels.subscriptions.tools import ConnectChannel, DisconnectChannel, ListChannels
+from wakeful.daemon.components.context import ComponentHealth, ComponentSetup
+
+if TYPE_CHECKING:
+    from wakeful.channels.email.component import EmailComponent
+    from wakeful.channels.shell.component import ShellComponent
+
+
+class SubscriptionsComponent:
+    """connect_channel / list_channels / disconnect_channel and the sources they arm."""
+
+    name = "subscriptions"
+
+    def __init__(self, shell: ShellComponent, email: EmailComponent | None = None) -> None:
+        self._shell = shell
+        self._email = email
+
+    async def configure(self, setup: ComponentSetup) -> None:
+        section = setup.settings.subscriptions
+        book = SubscriptionBook(setup.state)
+        await book.load()
+        kinds: dict[str, SourceKind] = {}
+        subs = Subscriptions(book, kinds, setup.submit, setup.state, section)
+        # One thread per file watch, on a limiter of its own: the shared worker threads
+        # (SQLite, IMAP) never wait behind idle watches.
+        watch_threads = anyio.CapacityLimiter(max(1, section.max))
+        webhook = WebhookKind(book.get, subs.fire_for)
+        for kind in (
+            MailboxKind(self._email.accounts if self._email else None, setup.state),
+            webhook,
+            FileKind(section.watch_paths, section.debounce_ms, watch_threads),
+            ShellOutputKind(self._shell.manager),
+            HttpCheckKind(tuple(setup.settings.safety.http_allow), section.min_http_interval_s),
+        ):
+            kinds[kind.kind] = kind
+        subs.kinds.update(kinds)
+        self.subscriptions = subs
+        setup.add_tool(ConnectChannel(subs, section.min_http_interval_s))
+        setup.add_tool(ListChannels(subs))
+        setup.add_tool(DisconnectChannel(subs))
+        setup.add_route(Route(ROUTE, webhook.handle, methods=["POST"]))
+        setup.add_status("subscriptions", subs.status)
+        setup.set_health("subscriptions", ComponentHealth(True, "ready"))
+
+    async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        # This group owns every watch; the daemon stopping cancels them all.
+        async with anyio.create_task_group() as group:
+            self.subscriptions.start(group)
+            task_status.started()
+            await anyio.sleep_forever()

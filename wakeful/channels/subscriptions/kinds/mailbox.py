@@ -1,0 +1,175 @@
+"""``mailbox``: an IMAP folder of a configured account, filtered by sender and subject.
+
+The email channel's watcher does the work (IDLE, reconnects with backoff, a
+cursor moved only after the event is committed); this kind gives it a
+cursor of its own, kept in the store's channel state, and a delivery step
+that keeps only the mail matching the filter. A mail is built into its event
+by the email channel (so it is trusted only when it is the owner's,
+authenticated by the receiving server) and then tagged as the
+subscription's. Mail already in the folder when it subscribes is not
+reported: the cursor is set by the connect_channel call itself.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+from fnmatch import fnmatch
+from typing import Any
+
+from wakeful.channels.email.accounts import MailAccounts
+from wakeful.channels.email.db import Cursor
+from wakeful.channels.email.health import MailboxHealth
+from wakeful.channels.email.imap import with_mailbox
+from wakeful.channels.email.inbound import build_event, email_id
+from wakeful.channels.email.message import ParsedEmail, parse_email
+from wakeful.channels.email.watcher import MailboxWatcher
+from wakeful.channels.subscriptions.events import tagged
+from wakeful.channels.subscriptions.kinds.base import Asking, Fire, Planned, Refusal, Report
+from wakeful.channels.subscriptions.records import Kind, Subscription
+from wakeful.channels.subscriptions.request import ConnectRequest
+from wakeful.daemon.front_door import SubmitResult
+from wakeful.daemon.store.base import ChannelState
+from wakeful.events import Event
+from wakeful.safety.effects import Effect, Reach
+
+CURSOR_PREFIX = "subscription-cursor:"
+
+
+class MailboxKind:
+    kind: Kind = "mailbox"
+    effect = Effect.MAILBOX  # reads the owner's own mail; nothing leaves
+
+    def __init__(self, accounts: MailAccounts | None, state: ChannelState) -> None:
+        self._accounts = accounts
+        self._state = state
+
+    def reach(self, request: ConnectRequest) -> Reach:
+        return Reach()
+
+    async def plan(self, request: ConnectRequest, asking: Asking) -> Planned:
+        if not self._accounts:
+            raise Refusal(
+                "kind: no mail account is configured ([[email.accounts]]), so there is no "
+                "mailbox to watch"
+            )
+        try:
+            account = self._accounts.get(request.account)
+        except KeyError as exc:
+            raise Refusal(f"account: {exc.args[0]}") from None
+        if not request.sender and not request.subject:
+            raise Refusal(
+                "sender or subject: a mailbox subscription needs a filter, e.g. "
+                '{"kind": "mailbox", "sender": "*@ci.example.com", "subject": "*failed*"}'
+            )
+        if request.regex:
+            for name in ("sender", "subject"):
+                value = getattr(request, name)
+                if value:
+                    try:
+                        re.compile(value)
+                    except re.error as exc:
+                        raise Refusal(f"{name}: not a valid regular expression ({exc})") from None
+        # The folder is read now: a name that does not exist is this call's error, and
+        # mail is new from this moment, not from when the watch first connects.
+        folder = request.folder
+        try:
+            uidvalidity, uidnext = await with_mailbox(
+                account.config, account.password, None, lambda conn: conn.select(folder)
+            )
+        except Exception as exc:  # the server's words say what is wrong (no such folder, …)
+            raise Refusal(f"folder: cannot open {account.name}/{folder}: {exc}") from None
+        await SubscriptionCursor(self._state, asking.sub_id).set_cursor(
+            account.name, folder, Cursor(uidvalidity, max(0, uidnext - 1))
+        )
+        return Planned(
+            {
+                "account": account.name,
+                "folder": request.folder,
+                "sender": request.sender,
+                "subject": request.subject,
+                "regex": request.regex,
+            }
+        )
+
+    async def watch(self, sub: Subscription, fire: Fire, report: Report) -> None:
+        if not self._accounts:
+            raise RuntimeError("no mail account is configured any more")
+        account = self._accounts.get(sub.spec["account"])
+        config = account.config.model_copy(update={"session": sub.session, "initial_sync": "new"})
+
+        async def submit(event: Event) -> SubmitResult:
+            await fire(tagged(event, sub))
+            return SubmitResult(event.id, False)
+
+        def health(state: MailboxHealth) -> None:
+            pass  # the subscription's detail says what it is doing (below)
+
+        cursors = SubscriptionCursor(self._state, sub.id)
+        watcher = FilteredWatcher(
+            sub, config, account.password, sub.spec["folder"], cursors, submit, health
+        )
+        await report(f"watching {account.name}/{sub.spec['folder']}")
+        await watcher.run()
+
+    def disarmed(self, sub: Subscription) -> None:
+        pass  # the cursor key is removed with the record (see arming.disconnect)
+
+
+class FilteredWatcher(MailboxWatcher):
+    """The email channel's watcher, delivering only the subscription's matching mail."""
+
+    def __init__(self, sub: Subscription, *args: Any) -> None:
+        super().__init__(*args)
+        self._sub = sub
+
+    async def _deliver_one(self, cursor: Cursor, uid: int, raw: bytes) -> Cursor:
+        mail = parse_email(raw)
+        event_id = email_id(self.account.name, self.mailbox, cursor.uidvalidity, uid)
+        if matches(self._sub.spec, mail):
+            await self._submit(
+                build_event(self.account, self.mailbox, cursor.uidvalidity, uid, mail)
+            )
+        cursor = dataclasses.replace(cursor, last_uid=uid)
+        await self._db.advance(self.account.name, self.mailbox, cursor, mail.message_id, event_id)
+        return cursor
+
+
+def matches(spec: dict[str, Any], mail: ParsedEmail) -> bool:
+    """Sender and subject (whichever are given) both match: globs ignore case; regular
+    expressions are searched."""
+    for name, value in (("sender", mail.sender), ("subject", mail.subject)):
+        wanted = spec.get(name)
+        if not wanted:
+            continue
+        if spec.get("regex"):
+            if re.search(wanted, value) is None:
+                return False
+        elif not fnmatch(value.lower(), wanted.lower()):
+            return False
+    return True
+
+
+class SubscriptionCursor:
+    """The watcher's cursor as one channel-state value. It keeps no Message-IDs: after a
+    UIDVALIDITY change (rare: the folder was rebuilt) its matching mail is reported again."""
+
+    def __init__(self, state: ChannelState, sub_id: str) -> None:
+        self._state = state
+        self._key = CURSOR_PREFIX + sub_id
+
+    async def cursor(self, account: str, mailbox: str) -> Cursor | None:
+        stored = await self._state.get_state(self._key)
+        return None if stored is None else Cursor(**json.loads(stored))
+
+    async def set_cursor(self, account: str, mailbox: str, cursor: Cursor) -> None:
+        await self._state.put_state(self._key, json.dumps(dataclasses.asdict(cursor)))
+
+    async def advance(
+        self, account: str, mailbox: str, cursor: Cursor, message_id: str, event_id: str
+    ) -> None:
+        await self.set_cursor(account, mailbox, cursor)
+
+    async def seen(self, account: str, mailbox: str, message_id: str) -> str | None:
+        return None
