@@ -47,4 +47,8 @@ def default_components(settings: Settings) -> list[Component]:
         from wakeful.channels.matrix.component import MatrixComponent
 
         components += [MatrixComponent(account) for account in settings.chat.matrix]
+    if settings.mcp.servers:
+        from wakeful.mcp.component import McpComponent
+
+        components.append(McpComponent())
     return components

@@ -12,7 +12,10 @@ from wakeful.channels.email.config import EmailSettings
 from wakeful.channels.shell.config import ShellSettings
 from wakeful.channels.timers.config import TimerSettings
 from wakeful.channels.webhook.config import WebhookSettings
+from wakeful.mcp.config import McpSettings
 
 
-class ChannelSettings(ShellSettings, WebhookSettings, EmailSettings, TimerSettings, ChatSettings):
+class ChannelSettings(
+    ShellSettings, WebhookSettings, EmailSettings, TimerSettings, ChatSettings, McpSettings
+):
     """Every channel's sections, as fields of one model."""
