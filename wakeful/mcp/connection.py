@@ -72,6 +72,7 @@ class McpConnection:
         self._lost = anyio.Event()  # set when the current connection ends
         self._changed = anyio.Event()  # the server said its tool list changed
         self.restarts = 0
+        self._served = False  # the current attempt got as far as a connection
         self.detail = "not connected yet"
 
     @property
@@ -110,12 +111,14 @@ class McpConnection:
         backoff = BACKOFF_FIRST_S
         while True:
             started = time.monotonic()
+            self._served = False
             try:
                 await self._serve_once()
                 reason = "the connection closed"
             except Exception as exc:
                 reason = describe_failure(exc)
-            self._down(f"disconnected ({reason}); reconnecting in {backoff:g} s")
+            what = "disconnected" if self._served else "cannot connect"
+            self._down(f"{what} ({reason}); trying again in {backoff:g} s")
             log.warning("mcp server disconnected", server=self.name, reason=reason, retry_s=backoff)
             if time.monotonic() - started >= STABLE_S:
                 backoff = BACKOFF_FIRST_S
@@ -174,6 +177,7 @@ class McpConnection:
                     await self._on_tools(tools)
                     self._lost = anyio.Event()
                     self._client = client
+                    self._served = True
                     self._up.set()
                     self.detail = f"connected, {len(tools)} tools"
                     self._on_health(True, self.detail)
