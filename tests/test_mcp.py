@@ -9,6 +9,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -37,18 +38,14 @@ def http_server(tmp_path: Path) -> Iterator[str]:
     command += ["--tools", str(HTTP_TOOLS), "--offset", "100", "--port-file", str(port_file)]
     process = subprocess.Popen(command, cwd=ROOT, stderr=subprocess.DEVNULL)
     try:
-        with anyio.from_thread.start_blocking_portal() as portal:
-            portal.call(_wait_for_file, port_file)
+        deadline = time.monotonic() + 30
+        while not port_file.exists() or not port_file.read_text():  # another process writes it
+            assert time.monotonic() < deadline and process.poll() is None, "no MCP HTTP server"
+            time.sleep(0.05)
         yield f"http://127.0.0.1:{port_file.read_text()}/mcp"
     finally:
         process.kill()
         process.wait()
-
-
-async def _wait_for_file(path: Path) -> None:
-    with anyio.fail_after(30):
-        while not path.exists() or not path.read_text():
-            await anyio.sleep(0.05)  # another process writes it: nothing to await
 
 
 def stdio_server(tmp_path: Path, **extra: Any) -> dict[str, Any]:
@@ -63,9 +60,7 @@ def stdio_server(tmp_path: Path, **extra: Any) -> dict[str, Any]:
 
 
 def settings(tmp_path: Path, model_server: FakeModelServer, *servers: dict[str, Any]) -> Any:
-    return daemon_settings(
-        tmp_path / "data", model_server.base_url, mcp={"servers": list(servers)}
-    )
+    return daemon_settings(tmp_path / "data", model_server.base_url, mcp={"servers": list(servers)})
 
 
 @asynccontextmanager
@@ -92,7 +87,7 @@ async def until(condition: Any, timeout_s: float = 20.0) -> None:
     """Until ``condition()`` holds: for state another process changes (a server's
     restart, its tool list), where there is no event to await."""
     with anyio.fail_after(timeout_s):
-        while not condition():
+        while not condition():  # noqa: ASYNC110  # no event to await: see above
             await anyio.sleep(0.05)
 
 
@@ -106,18 +101,19 @@ async def test_150_tools_deferred_called_by_name_searched_and_tainting(
     tmp_path: Path, model_server: FakeModelServer, http_server: str
 ) -> None:
     """Both servers' tools are named in the prompt, not sent; a call by name on the
-    first turn runs (with progress in task_status), an untrusted server's result taints
-    the session, a trusted one's does not, and search_tools finds and loads a tool."""
+    first turn runs, a trusted server's result does not taint, an untrusted one's does;
+    then a tool declared read still runs, a consequential one waits for the owner, and
+    search_tools finds and loads a tool."""
     model_server.push(
         Reply(tool_calls=[ToolCallSpec("crm__create_deployment", {"query": "api v2"})]),
-        Reply(tool_calls=[ToolCallSpec("files__slow_count", {"steps": 3, "delay_s": 0.05})]),
-        Reply(tool_calls=[ToolCallSpec("search_tools", {"query": "archive an incident"})]),
         Reply(tool_calls=[ToolCallSpec("files__weather_report", {"city": "Porto"})]),
+        Reply(tool_calls=[ToolCallSpec("files__slow_count", {"steps": 3, "delay_s": 0.05})]),
+        Reply(tool_calls=[ToolCallSpec("files__whoami", {})]),
+        Reply(tool_calls=[ToolCallSpec("search_tools", {"query": "archive an incident"})]),
         Reply(text="Done."),
     )
-    config = settings(
-        tmp_path, model_server, stdio_server(tmp_path), {"name": "crm", "url": http_server}
-    )
+    files = stdio_server(tmp_path, effects={"slow_count": "read"})
+    config = settings(tmp_path, model_server, files, {"name": "crm", "url": http_server})
     config.mcp.servers[1].trusted = True
     async with daemon(config) as h:
         await run_turn(h, "deploy, count, find, weather")
@@ -134,15 +130,16 @@ async def test_150_tools_deferred_called_by_name_searched_and_tainting(
     # The trusted HTTP server's tool ran and did not taint ...
     assert tool_results(model_server, 1) == ["create_deployment answered 'api v2' (limit 10)"]
     assert names(model_server.requests[1].body["tools"])[-1] == "crm__create_deployment"
-    # ... progress reached the call's task view; search_tools found the HTTP server's tool.
-    assert tool_results(model_server, 2)[-1] == "counted to 3"
-    search = tool_results(model_server, 3)[-1]
-    assert "crm__archive_incident (loaded" in search
-    assert "crm__archive_incident" in names(model_server.requests[3].body["tools"])
-    # The untrusted stdio server's weather report is a stranger's words.
-    assert INJECTION in tool_results(model_server, 4)[-1]
+    # The untrusted stdio server's weather report is a stranger's words: it taints.
+    assert INJECTION in tool_results(model_server, 2)[-1]
     assert taint is not None and taint.summary().startswith("mcp files weather_report")
-    assert len(taint.sources) == 1
+    # Tainted: a tool declared read runs, one left "network" waits for the owner.
+    assert tool_results(model_server, 3)[-1] == "counted to 3"
+    assert "waiting for the owner's approval" in tool_results(model_server, 4)[-1]
+    # search_tools found the HTTP server's tool and loaded it.
+    search = tool_results(model_server, 5)[-1]
+    assert "crm__archive_incident (loaded" in search
+    assert "crm__archive_incident" in names(model_server.requests[5].body["tools"])
     health = status["components"]
     assert health["mcp:files"]["ok"] and health["mcp:crm"]["ok"], health
     # Every request kept the same system prompt and resident block.
@@ -158,16 +155,16 @@ async def test_progress_reaches_task_status(tmp_path: Path, model_server: FakeMo
         Reply(tool_calls=[ToolCallSpec("files__slow_count", {"steps": 40, "delay_s": 0.05})]),
         Reply(text="Counted."),
     )
-    async with daemon(settings(tmp_path, model_server, stdio_server(tmp_path))) as h:
-        async with watch_feed(h) as feed:
-            await h.send("count slowly")
-            await feed.wait_for(lambda i: i["type"] == "tool" and i["state"] == "started", 30)
-            loop = h.daemon.dispatcher.sessions.get("main")
-            await until(lambda: any("progress" in t for t in loop.all_tasks.running()))
-            [task] = [t for t in loop.all_tasks.running() if t.get("kind") == "mcp_call"]
-            assert task["tool"] == "files__slow_count"
-            assert "/40 (" in task["progress"] and "%): counted " in task["progress"]
-            await feed.wait_for(lambda i: i["type"] == "run" and i["state"] == "idle", 30)
+    config = settings(tmp_path, model_server, stdio_server(tmp_path))
+    async with daemon(config) as h, watch_feed(h) as feed:
+        await h.send("count slowly")
+        await feed.wait_for(lambda i: i["type"] == "tool" and i["state"] == "started", 30)
+        loop = h.daemon.dispatcher.sessions.get("main")
+        await until(lambda: any("progress" in t for t in loop.all_tasks.running()))
+        [task] = [t for t in loop.all_tasks.running() if t.get("kind") == "mcp_call"]
+        assert task["tool"] == "files__slow_count"
+        assert "/40 (" in task["progress"] and "%): counted " in task["progress"]
+        await feed.wait_for(lambda i: i["type"] == "run" and i["state"] == "idle", 30)
     assert tool_results(model_server, 1) == ["counted to 40"]
 
 
@@ -206,30 +203,34 @@ async def test_list_changed_adds_and_withdraws_tools_without_touching_the_prefix
     model_server.push(
         Reply(tool_calls=[ToolCallSpec("files__reshape_tools", {})]),
         Reply(text="Reshaped."),
+        # The prompt's listing stays as it was: the new tool is found by search_tools.
+        Reply(tool_calls=[ToolCallSpec("search_tools", {"query": "fresh tool added"})]),
         Reply(
             tool_calls=[
                 ToolCallSpec("files__fresh_tool", {"note": "hi"}),
                 ToolCallSpec("files__whoami", {}),
             ]
         ),
-        Reply(tool_calls=[ToolCallSpec("search_tools", {"query": "fresh tool added"})]),
         Reply(text="Done."),
     )
-    async with daemon(settings(tmp_path, model_server, stdio_server(tmp_path))) as h:
+    # Trusted, so its results do not put the later calls behind the owner's approval.
+    server = stdio_server(tmp_path, trusted=True)
+    async with daemon(settings(tmp_path, model_server, server)) as h:
         await run_turn(h, "reshape")
         await until(lambda: "files__fresh_tool" in mcp_status(h)["servers"]["files"]["tools"])
         await run_turn(h, "use the new tool")
         status = mcp_status(h)["servers"]["files"]
     assert status["withdrawn"] == ["files__whoami"]
-    fresh, gone = tool_results(model_server, 3)[-2:]
+    assert "files__fresh_tool (loaded" in tool_results(model_server, 3)[-1]
+    fresh, gone = tool_results(model_server, 4)[-2:]
     assert fresh == "fresh_tool got hi"
     assert gone.startswith("files__whoami is no longer offered by MCP server files")
-    assert "files__fresh_tool" in tool_results(model_server, 4)[-1]
     first, *later = (r.body for r in model_server.requests)
     resident = len(first["tools"])
     for body in later:
         assert body["messages"][0] == first["messages"][0]  # the listing was not rewritten
         assert json.dumps(body["tools"][:resident]) == json.dumps(first["tools"])
+    # Loaded in calling order after the block (a withdrawn tool called by name too).
     assert names(later[-1]["tools"])[resident:] == [
         "files__reshape_tools",
         "files__fresh_tool",

@@ -85,21 +85,19 @@ def build(prefix_offset: int, count: int) -> MCPServer:
     return server
 
 
-async def serve_http(server: MCPServer, port_file: Path) -> None:
-    app = server.streamable_http_app()
+def listening_socket(port_file: Path) -> socket.socket:
+    """Bound to a free port and listening before uvicorn starts (a client connecting
+    early waits in the backlog); its port is written to ``port_file``."""
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
-    config = uvicorn.Config(app, log_level="warning", lifespan="on")
-    web = uvicorn.Server(config)
+    sock.listen(128)
+    port_file.write_text(str(sock.getsockname()[1]))
+    return sock
 
-    async def announce() -> None:
-        while not web.started:
-            await anyio.sleep(0.02)
-        port_file.write_text(str(sock.getsockname()[1]))
 
-    async with anyio.create_task_group() as group:
-        group.start_soon(announce)
-        await web.serve(sockets=[sock])
+async def serve_http(server: MCPServer, sock: socket.socket) -> None:
+    config = uvicorn.Config(server.streamable_http_app(), log_level="warning", lifespan="on")
+    await uvicorn.Server(config).serve(sockets=[sock])
 
 
 def main() -> None:
@@ -117,7 +115,7 @@ def main() -> None:
         server.run("stdio")
     else:
         assert options.port_file is not None
-        anyio.run(serve_http, server, options.port_file)
+        anyio.run(serve_http, server, listening_socket(options.port_file))
 
 
 if __name__ == "__main__":

@@ -20,6 +20,7 @@ from typing import Any, TextIO
 import anyio
 import mcp_types as types
 import structlog
+from anyio.abc import TaskStatus
 from mcp import Client
 from mcp.client.session import IncomingMessage
 from mcp.client.subscriptions import ListenNotSupportedError
@@ -171,11 +172,14 @@ class McpConnection:
 
             group.start_soon(deadline)
             with self._stderr() as errlog:
-                async with self._open(errlog) as client:
+                async with self._open(errlog) as client, anyio.create_task_group() as watch:
+                    self._lost = anyio.Event()
+                    # Subscribed before the first call, so no change is missed.
+                    await watch.start(self._lifeline, client)
                     tools = await _list_tools(client)
                     connected.set()
                     await self._on_tools(tools)
-                    self._lost = anyio.Event()
+                    watch.start_soon(self._refresh_on_change, client)
                     self._client = client
                     self._served = True
                     self._up.set()
@@ -183,31 +187,28 @@ class McpConnection:
                     self._on_health(True, self.detail)
                     log.info("mcp server connected", server=self.name, tools=len(tools))
                     try:
-                        await self._watch(client)
+                        await self._lost.wait()
                     finally:
                         self._client = None
                         self._up = anyio.Event()
                         self._lost.set()
+                        watch.cancel_scope.cancel()
         if timed_out:
             raise TimeoutError(f"did not connect within {self._connect_timeout_s:g} s")
 
-    async def _watch(self, client: Client) -> None:
-        """Until the connection ends; a tools/list_changed re-reads the tool list."""
-        async with anyio.create_task_group() as group:
-            group.start_soon(self._lifeline, client)
-            group.start_soon(self._refresh_on_change, client)
-            await self._lost.wait()
-            group.cancel_scope.cancel()
-
-    async def _lifeline(self, client: Client) -> None:
+    async def _lifeline(
+        self, client: Client, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED
+    ) -> None:
         """A ``subscriptions/listen`` stream (2026 servers): it ends when the server dies,
         so an idle dead server is noticed without polling. Older servers are found dead
         by the next call, and send list_changed without a subscription."""
         try:
             async with client.listen(tools_list_changed=True) as subscription:
+                task_status.started()
                 async for _ in subscription:
-                    pass  # the same change also reaches _message (it sets _changed)
+                    self._changed.set()  # only tools_list_changed was asked for
         except ListenNotSupportedError:
+            task_status.started()
             await anyio.sleep_forever()
         except Exception as exc:
             log.info("mcp listen stream ended", server=self.name, reason=describe_failure(exc))
