@@ -15,6 +15,7 @@ import time
 from typing import Any, ClassVar
 
 import mcp_types as types
+from mcp.shared.exceptions import MCPError
 from pydantic import BaseModel, ConfigDict
 
 from wakeful.handlers.base import ToolContext, ToolOutput
@@ -109,6 +110,12 @@ class McpTool:
                     "Nothing was sent to it; try again later or tell the user.",
                     is_error=True,
                 )
+            except MCPError as exc:  # the server refused the call (a JSON-RPC error)
+                return ToolOutput(
+                    f"{self.name} failed on MCP server {self.server}: {exc}",
+                    is_error=True,
+                    untrusted_source=self._untrusted(),
+                )
             except ConnectionLost:
                 return ToolOutput(
                     f"{self.name} (call {ctx.call_id}) lost its MCP server {self.server} after "
@@ -121,10 +128,13 @@ class McpTool:
 
     def _output(self, result: types.CallToolResult) -> ToolOutput:
         text = result_text(result)
-        untrusted = None if self._trusted else f"mcp {self.server} {self.remote_name}"
         if result.is_error:
             text = f"{self.name} failed on MCP server {self.server}: {text}"
-        return ToolOutput(text, is_error=bool(result.is_error), untrusted_source=untrusted)
+        return ToolOutput(text, is_error=bool(result.is_error), untrusted_source=self._untrusted())
+
+    def _untrusted(self) -> str | None:
+        """What an untrusted server's words are named as in the session's taint."""
+        return None if self._trusted else f"mcp {self.server} {self.remote_name}"
 
 
 def result_text(result: types.CallToolResult) -> str:

@@ -74,13 +74,14 @@ class ServerTools:
         new = [t for name, t in admitted.items() if name not in self.tools]
         for listed_tool in new:
             adapter = McpTool(self.config, listed_tool, self.connection, self._calls)
-            if len(adapter.name) > 64:
-                log.warning("mcp tool name too long; skipped", tool=adapter.name)
+            try:
+                if self.registry.frozen:
+                    self.registry.add_deferred(adapter)  # after the fixed prefix
+                else:
+                    self._setup.add_tool(adapter)
+            except ValueError as exc:  # a name model APIs refuse (dots, spaces, too long)
+                log.warning("mcp tool skipped", server=self.config.name, reason=str(exc))
                 continue
-            if self.registry.frozen:
-                self.registry.add_deferred(adapter)  # after the fixed prefix
-            else:
-                self._setup.add_tool(adapter)
             self.tools[listed_tool.name] = adapter
         if new and self.registry.frozen:
             log.info(
