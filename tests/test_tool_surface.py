@@ -285,3 +285,22 @@ async def test_a_side_session_sends_the_main_loops_tools_array(
     main = model_server.requests[0].body
     assert side and len(main["tools"]) <= 30
     assert all(json.dumps(body["tools"]) == json.dumps(main["tools"]) for body in side)
+
+
+async def test_tools_joining_after_the_freeze_do_not_switch_deferral_on() -> None:
+    """registry.add_deferred (an MCP server listing new tools) leaves the surface as it was
+    decided at the freeze: below the threshold every tool stays in the block, nothing
+    moves to a tail, while search_tools finds the newcomers."""
+    registry = default_registry()
+    surface = ToolSurface(registry, MemoryState())
+    search = SearchTools(registry, surface)
+    registry.register(search)
+    registry.freeze()
+    block = surface.resident_definitions()
+    assert not surface.deferring()
+    for tool in fake_tool_set()[:40]:
+        registry.add_deferred(tool)
+    assert not surface.deferring() and surface.resident_definitions() == block
+    assert await surface.loaded("s") == []
+    found = await search.run(SearchTools.Args(query="assign a ticket"), context(Path("/tmp")))
+    assert "assign_ticket" in found.data["matches"]

@@ -53,6 +53,10 @@ def default_components(settings: Settings) -> list[Component]:
         from wakeful.channels.matrix.component import MatrixComponent
 
         components += [MatrixComponent(account) for account in settings.chat.matrix]
+    if settings.mcp.servers:
+        from wakeful.mcp.component import McpComponent
+
+        components.append(McpComponent())
     # After the shell and email components, whose task manager and accounts it uses.
     components.append(SubscriptionsComponent(shell, email))
     return components

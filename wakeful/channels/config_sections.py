@@ -13,6 +13,7 @@ from wakeful.channels.shell.config import ShellSettings
 from wakeful.channels.subscriptions.config import SubscriptionSettings
 from wakeful.channels.timers.config import TimerSettings
 from wakeful.channels.webhook.config import WebhookSettings
+from wakeful.mcp.config import McpSettings
 from wakeful.subagents.config import SubagentSettings
 
 
@@ -24,5 +25,6 @@ class ChannelSettings(
     ChatSettings,
     SubscriptionSettings,
     SubagentSettings,
+    McpSettings,
 ):
     """Every channel's sections, as fields of one model."""

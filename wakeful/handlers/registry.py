@@ -72,6 +72,7 @@ class ToolRegistry:
         self._outputs_max_bytes = outputs_max_bytes
         self._definitions: dict[bool, list[dict[str, Any]]] = {}
         self._frozen = False
+        self.version = 0  # counts changes after start-up (tools added to the deferred set)
         self._policy: CallPolicy | None = None
         self._call_watchers: list[CallWatcher] = []
 
@@ -103,6 +104,20 @@ class ToolRegistry:
             raise ValueError(f"a tool named {tool.name!r} is already registered")
         self._tools[tool.name] = tool
         self._definitions.clear()
+
+    def add_deferred(self, tool: Tool) -> None:
+        """After the freeze: a deferred tool joins (an MCP server listed a new tool). The
+        resident block and the prompt's listing stay as they were fixed; the tool is
+        callable by name, search_tools finds it and a session that loads it appends its
+        schema after its tail."""
+        if getattr(tool, "resident", False):
+            raise ValueError(f"tool {tool.name!r}: only deferred tools may join after start-up")
+        frozen, self._frozen = self._frozen, False
+        try:
+            self.register(tool)
+        finally:
+            self._frozen = frozen
+        self.version += 1
 
     def get(self, name: str) -> Tool | None:
         return self._tools.get(name)

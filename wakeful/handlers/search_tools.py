@@ -51,6 +51,7 @@ class SearchTools:
         self._registry = registry
         self._surface = surface
         self._index: ToolIndex | None = None  # built at the first call: the registry is frozen
+        self._index_version = -1  # rebuilt when tools joined later (registry.add_deferred)
 
     async def run(self, args: SearchToolsArgs, ctx: ToolContext) -> ToolOutput:
         matches = [name for name, _ in self._ranked(args.query, args.limit)]
@@ -67,7 +68,8 @@ class SearchTools:
         return ToolOutput("\n".join(lines), data={"matches": matches, "loaded": loaded})
 
     def _ranked(self, query: str, limit: int) -> list[tuple[str, float]]:
-        if self._index is None:
+        if self._index is None or self._index_version != self._registry.version:
+            self._index_version = self._registry.version
             self._index = ToolIndex(
                 _document(self._registry.definition(name))
                 for name in self._registry.names()

@@ -5,8 +5,8 @@ hundreds of tools. BM25 (Okapi, k1=1.2, b=0.75) scores each tool's words; a
 light stemmer folds "tickets"/"ticketing" onto "ticket", and a small table of
 everyday synonyms ("make" for "create", "remove" for "delete") adds the words a
 tool's author would have used, at half weight so an exact word still wins. The
-index is built once from the frozen registry: tools do not change while the
-daemon runs. No dependency: the whole ranking is a few dozen lines.
+index is built from the frozen registry, and again when tools join later (an
+MCP server changed its list). No dependency: the whole ranking is a few dozen lines.
 """
 
 from __future__ import annotations

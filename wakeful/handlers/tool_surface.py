@@ -81,12 +81,21 @@ class ToolSurface:
         self._defer_above = defer_above
         self._definitions: dict[str, dict[str, Any]] = {}
         self._resident: list[dict[str, Any]] | None = None
+        self._deferring: bool | None = None  # decided once the registry is frozen
         registry.watch_calls(self._note_call)
 
     def deferring(self) -> bool:
+        if self._deferring is not None:
+            return self._deferring
         if self._defer == "auto":
-            return len(self._registry.names()) > self._defer_above
-        return self._defer == "always"
+            deferring = len(self._registry.names()) > self._defer_above
+        else:
+            deferring = self._defer == "always"
+        # Fixed at the freeze: tools joining later (registry.add_deferred) must not
+        # switch a running session's tools array from "everything" to "block + tail".
+        if self._registry.frozen:
+            self._deferring = deferring
+        return deferring
 
     def is_deferred(self, name: str) -> bool:
         tool = self._registry.get(name)
