@@ -132,7 +132,12 @@ class ImapConnection:
         """
         client = self.client
         client.idle()
-        readable, _, _ = select.select([client.socket()], [], [], timeout_s)
+        # The server may say "* 3 EXISTS" (mail that came since the last search) in the
+        # same segment as IDLE's "+ idling": then it already sits in the client's read
+        # buffer, and a select on the socket would wait the whole interval for it.
+        readable: list[Any] = [True] if _already_read(client) else []
+        if not readable:
+            readable, _, _ = select.select([client.socket()], [], [], timeout_s)
         if self._interrupted.is_set():
             raise Interrupted()
         _, responses = client.idle_done()
@@ -140,6 +145,22 @@ class ImapConnection:
 
     def noop(self) -> None:
         self.client.noop()
+
+
+def _already_read(client: IMAPClient) -> bool:
+    """Is a response waiting in the client's buffers, where a select cannot see it?"""
+    sock = client.socket()
+    if isinstance(sock, ssl.SSLSocket) and sock.pending():
+        return True  # decrypted by the TLS layer, not yet read
+    reader = client._imap.file  # imaplib's buffered reader over the socket
+    timeout = sock.gettimeout()
+    sock.setblocking(False)  # a peek must not wait when nothing is buffered
+    try:
+        return bool(reader.peek(1))
+    except (BlockingIOError, ssl.SSLWantReadError, ssl.SSLWantWriteError):
+        return False
+    finally:
+        sock.settimeout(timeout)
 
 
 def _is_change(response: Any) -> bool:
