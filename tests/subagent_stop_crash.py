@@ -22,7 +22,7 @@ async def _die_at_a_stop(self: manager.SubagentManager, received: manager._Signa
     await _handle(self, received)
 
 
-manager.SubagentManager._handle = _die_at_a_stop  # type: ignore[method-assign]
+manager.SubagentManager._handle = _die_at_a_stop  # type: ignore[method-assign,assignment]
 
 if __name__ == "__main__":
     sys.exit(main())
