@@ -117,8 +117,9 @@ async def test_stopping_the_parent_cancels_children_and_their_process_groups(
         assert "cancelled" in placeholder["content"]  # its shell_exec call was cut short
         assert child_a[-1]["role"] == "user"
         assert child_a[-1]["content"].startswith(UNHANDLED_NOTE)
-        assert "the subagent was cancelled (its parent main was told to stop)" in (
-            child_a[-1]["content"]
+        assert (
+            "the subagent was cancelled (its parent main was told to stop)"
+            in (child_a[-1]["content"])
         )
         shown = (await h.client.get("/api/status")).json()["sessions"][sessions["A"]]
         assert shown["pending"] == 0
