@@ -41,3 +41,19 @@ def overhead(body: dict[str, Any]) -> Reply:
         command = f"while [ ! -e {text.split()[-1]} ]; do sleep 0.01; done; echo finished"
         return Reply(tool_calls=[ToolCallSpec("shell_exec", {"command": command})])
     return Reply(text="ok")
+
+
+SUBAGENT_MARK = "[You are a subagent"
+CHILD_ANSWER_DELAY_S = 0.2  # so its parent has answered the spawn and is idle by then
+
+
+def subagents(body: dict[str, Any]) -> Reply:
+    """`spawn` delegates to a child, which answers at once (after a short delay); text else."""
+    users = [m for m in body["messages"] if m["role"] == "user"]
+    if users and SUBAGENT_MARK in str(users[0].get("content") or ""):
+        return Reply(text="done", first_token_delay_s=CHILD_ANSWER_DELAY_S)
+    tool_turn = any(m["role"] == "tool" for m in body["messages"])
+    if last_user_text(body).endswith(" spawn") and not tool_turn:
+        arguments = {"task": "say done", "tools": ["get_time"]}
+        return Reply(tool_calls=[ToolCallSpec("spawn_subagent", arguments)])
+    return Reply(text="ok")

@@ -69,9 +69,15 @@ class DaemonProcess:
     """A `wakeful run` child whose log lines are collected as they are written."""
 
     def __init__(
-        self, config: Path, port: int, *, open_files: tuple[int, int] | None = None
+        self,
+        config: Path,
+        port: int,
+        *,
+        open_files: tuple[int, int] | None = None,
+        module: str = "wakeful",
     ) -> None:
         self.config = config
+        self.module = module  # `python -m MODULE`: a test's wrapper may inject a fault
         self.open_files = open_files  # RLIMIT_NOFILE (soft, hard) for the child
         self.url = f"http://127.0.0.1:{port}"
         self.lines: list[str] = []
@@ -81,7 +87,7 @@ class DaemonProcess:
     def start(self, timeout_s: float = 20.0) -> DaemonProcess:
         env = {**os.environ, "PYTHONUNBUFFERED": "1"}
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "wakeful", "-c", str(self.config), "run"],
+            [sys.executable, "-m", self.module, "-c", str(self.config), "run"],
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             text=True,

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from tests.fakes.model_server import FakeModelServer, Reply
-from wakeful.daemon.router import Decision, Router, Strategy
+from wakeful.daemon.router import Decision, Router, Strategy, stopped_tools
 from wakeful.daemon.router.classifier import ModelClassifier
 from wakeful.events import Event, user_message
 from wakeful.llm import OpenAIProvider
@@ -271,3 +271,27 @@ async def test_classifier_not_asked_when_rules_decide(
     ]:
         await classifier_router.decide(ev, busy=busy)
     assert model_server.requests == []
+
+
+# --- a stored decision's stop, derived again (subagents after a restart) -----------
+
+
+@pytest.mark.parametrize(
+    ("ev", "strategy", "stopped"),
+    [
+        (user_message("stop everything", kind="user.interrupt"), "cancel", True),
+        (user_message("wait, I was wrong", kind="user.interrupt"), "cancel", False),
+        (user_message("stop now"), "cancel", True),  # by phrase, while busy
+        (user_message("wait, use the other file"), "cancel", False),
+        (user_message("the report is about Q3"), "cancel", True),  # the classifier's cancel
+        (user_message("the report is about Q3"), "queue", False),
+        (event("subagent.result", priority="urgent"), "cancel", False),
+        (event("agent.interrupt"), "cancel", False),
+        (user_message("stop everything", kind="user.interrupt"), None, False),  # never routed
+    ],
+)
+def test_a_stored_decision_says_again_whether_it_stopped_tools(
+    ev: Event, strategy: str | None, stopped: bool
+) -> None:
+    """The store keeps a decision's strategy, not its stop flag: the same rules give it."""
+    assert stopped_tools(ev, strategy) is stopped

@@ -14,6 +14,7 @@ import pytest
 from tests.daemon_harness import Harness, daemon_settings, harness, watch_feed
 from tests.fakes.model_server import FakeModelServer
 from tests.subagent_model import ASK, DelegatingModel, conversation, poll, spawned_ids
+from wakeful.daemon.trajectory.rules import UNHANDLED_NOTE
 
 pytestmark = pytest.mark.anyio
 
@@ -100,9 +101,28 @@ async def test_stopping_the_parent_cancels_children_and_their_process_groups(
         status = (await h.client.get("/api/status")).json()
         children = [t for t in status["sessions"]["main"]["tasks"] if t.get("kind") == "subagent"]
         assert [t["state"] for t in children] == ["cancelled", "cancelled"]
-        by_letter = {t["task"][-1]: await h.trajectory(t["session"]) for t in children}
-        placeholder = by_letter["A"][-1]  # its shell_exec call was cut short, and says so
-        assert placeholder["role"] == "tool" and "cancelled" in placeholder["content"]
+        sessions = {t["task"][-1]: t["session"] for t in children}
+
+        async def late_result_recorded() -> bool:
+            # A's cut-short call reports late; its closed session records the result as
+            # not handled rather than keeping it pending for ever.
+            log = await h.daemon.event_log(sessions["A"])
+            return any(e["kind"] == "tool.result" for e in log) and all(
+                e["status"] == "consumed" for e in log
+            )
+
+        await poll(late_result_recorded)
+        child_a = await h.trajectory(sessions["A"])
+        placeholder = [m for m in child_a if m["role"] == "tool"][-1]
+        assert "cancelled" in placeholder["content"]  # its shell_exec call was cut short
+        assert child_a[-1]["role"] == "user"
+        assert child_a[-1]["content"].startswith(UNHANDLED_NOTE)
+        assert (
+            "the subagent was cancelled (its parent main was told to stop)"
+            in (child_a[-1]["content"])
+        )
+        shown = (await h.client.get("/api/status")).json()["sessions"][sessions["A"]]
+        assert shown["pending"] == 0
         await anyio.sleep(0.5)  # a closed child must not call the model again
         child_calls = [
             r

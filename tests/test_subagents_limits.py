@@ -89,7 +89,9 @@ async def test_limits_refuse_with_clear_errors_and_budgets_stop_children(
         assert "budget.seconds = 1e+09 is above" in too_long
         assert "[subagents] default_budget_seconds" in too_long
         assert "unknown subagent 'sub-nope'" in no_such
-        assert "report_to_parent works only in a subagent's session" in no_parent
+        # A top-level session is not offered report_to_parent; called by name, the
+        # policy chain refuses it (tests/test_subagents_scope.py).
+        assert "report_to_parent is not among this session's tools" in no_parent
 
         # max_depth = 1: a child is not sent the family's tools, and calling one by name
         # is refused by the policy chain.

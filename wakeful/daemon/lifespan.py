@@ -49,7 +49,7 @@ from wakeful.daemon.router import Router
 from wakeful.daemon.router.classifier import ModelClassifier
 from wakeful.daemon.store.base import Store
 from wakeful.daemon.store.factory import open_store
-from wakeful.daemon.system_prompt import compose_system_prompt
+from wakeful.daemon.system_prompt import SystemPrompts
 from wakeful.handlers.output import saved_outputs_dir
 from wakeful.handlers.registry import ToolRegistry, default_registry
 from wakeful.handlers.search_tools import SearchTools
@@ -232,12 +232,13 @@ async def _start(
         tools=tools,
         feed=feed,
         limits=loop_limits(settings),
-        # Read now, once: the prefix stays byte-stable until the daemon restarts.
-        system_prompt=compose_system_prompt(
+        # Read now, once: the prefix stays byte-stable until the daemon restarts. The
+        # registry is frozen: every tool is known to the deferred-tool index.
+        prompts=SystemPrompts(
             settings.daemon.system_prompt,
-            read_agents_md(workspace),
-            skills.listing(),
-            surface.deferred_listing(),  # the registry is frozen: every tool is known
+            [read_agents_md(workspace), skills.listing()],
+            surface.deferred_listing,
+            scopes,
         ),
         workspace=workspace,
         output_dir=output_dir,

@@ -117,14 +117,15 @@ class ToolSurface:
             self._resident = block
         return self._resident
 
-    def deferred_listing(self) -> str:
-        """The system prompt's section naming every deferred tool; "" when none are.
-        Groups and names sorted, so the text does not depend on component order."""
+    def deferred_listing(self, allowed: frozenset[str] | None = None) -> str:
+        """The system prompt's section naming every deferred tool (of ``allowed``, when
+        given: a session restricted to some tools is not told of the others); "" when
+        none are. Groups and names sorted, so the text does not depend on component order."""
         if not self.deferring():
             return ""
         groups: dict[str, list[str]] = {}
         for tool in self._registry.tools():
-            if not is_resident(tool):
+            if not is_resident(tool) and (allowed is None or tool.name in allowed):
                 groups.setdefault(group_of(tool), []).append(tool.name)
         if not groups:
             return ""

@@ -1,5 +1,6 @@
 """Chain step 0, the session's tool scope: a session restricted to some tools
-(a subagent) calls only those, whatever name it sends.
+(a subagent) calls only those, whatever name it sends; and a tool meant only for
+such sessions (report_to_parent) is refused in every other.
 
 The tools array such a session is sent already leaves the others out; this
 step is what makes that a rule rather than a hint (a tool called by name
@@ -12,6 +13,9 @@ from __future__ import annotations
 from typing import Protocol
 
 from wakeful.safety.ruling import PolicyCall, Ruling, Verdict
+
+# The most allowed tools a refusal names.
+LISTED = 20
 
 
 class ToolScope(Protocol):
@@ -28,7 +32,10 @@ class ScopeStep:
         allowed = await self._scope.allowed_tools(call.session)
         if allowed is None or call.tool in allowed:
             return None
-        listing = ", ".join(sorted(allowed)) or "(none)"
+        names = sorted(allowed)
+        listing = ", ".join(names[:LISTED]) or "(none)"
+        if len(names) > LISTED:  # a top-level session may use nearly every tool
+            listing += f" and {len(names) - LISTED} more (search_tools finds them)"
         return Ruling(
             Verdict.DENY,
             f"{call.tool} is not among this session's tools; it may use only: {listing}",

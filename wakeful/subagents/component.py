@@ -53,7 +53,7 @@ class SubagentsComponent:
             ReportToParent(manager),
         ):
             setup.add_tool(tool)
-        setup.add_session_scope(SubagentScope(manager))
+        setup.add_session_scope(SubagentScope(manager, tools))
         tools.watch_calls(partial(note_call, manager))
 
         def view(session: str) -> TaskView:

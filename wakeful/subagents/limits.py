@@ -17,6 +17,10 @@ FAMILY = frozenset(
     {"spawn_subagent", "send_message_to_subagent", "get_subagent_status", "cancel_subagent"}
 )
 REPORT = "report_to_parent"  # every child has it; a top-level session cannot use it
+# A child talks to its parent (its results, report_to_parent), never to the user: what
+# the user should read reaches them through the parent. Its replies are not delivered
+# either (SubagentScope.delivers_replies).
+USER_FACING = frozenset({"reply_to_user", "send_user_notification"})
 
 
 class Refused(ValueError):
@@ -59,9 +63,10 @@ def child_tools(
     depth: int,
     options: SubagentsSection,
 ) -> list[str]:
-    """The parent's tools, intersected with those asked for; without the family at the
-    deepest level; always with report_to_parent. In the parent's order."""
-    available = [name for name in parent_tools if name != REPORT]
+    """The parent's tools, intersected with those asked for; never those that talk to the
+    user; without the family at the deepest level; always with report_to_parent. In the
+    parent's order."""
+    available = [name for name in parent_tools if name != REPORT and name not in USER_FACING]
     if depth >= options.max_depth:
         available = [name for name in available if name not in FAMILY]
     if asked is not None:

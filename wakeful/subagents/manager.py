@@ -26,7 +26,8 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 from wakeful.daemon.components.context import SessionControl
 from wakeful.daemon.feed import FeedItem
 from wakeful.daemon.front_door import SubmitResult
-from wakeful.daemon.store.base import Store
+from wakeful.daemon.router import stopped_tools
+from wakeful.daemon.store.base import Store, StoredEvent
 from wakeful.events import Event
 from wakeful.safety.session_taint import KEY_PREFIX as TAINT_KEY_PREFIX
 from wakeful.safety.taint import Taint
@@ -45,6 +46,7 @@ from wakeful.subagents.records import RecordBook, State, SubagentRecord
 log = structlog.get_logger(__name__)
 
 Submit = Callable[[Event], Awaitable[SubmitResult]]
+PAGE = 200  # events read at a time when looking for a parent's stops after a restart
 Message = dict[str, Any]
 
 
@@ -102,8 +104,10 @@ class SubagentManager:
         existing = self.book.get(subagent_id)
         if existing is not None:
             return existing
+        newest = await self._store.event_log_newest(parent, limit=1)
         async with self._spawning:  # one at a time: the fan-out check counts the others
             record = self._new_record(subagent_id, parent, task, tools, budget, tainted_by)
+            record.parent_seq = newest.events[-1].seq if newest.events else 0
             await self._save(record)  # first: after a crash the record says what to resubmit
         await self._submit(events.task_event(record))
         log.info("subagent spawned", subagent_id=subagent_id, parent=parent, depth=record.depth)
@@ -155,6 +159,10 @@ class SubagentManager:
         await self._save(record)
         log.info("subagent cancelled", subagent_id=record.subagent_id, reason=reason)
         await self._sessions.close(record.session, f"the subagent was cancelled ({reason})")
+        # Its loop's task view ends them too while it runs; not so at start, before the
+        # sessions resume (and a crash may have come between the two).
+        for child in self._live_children(record.session):
+            await self.cancel(child, f"its parent {record.subagent_id} was cancelled")
 
     async def report(self, child_session: str, call_id: str, text: str, urgent: bool) -> str:
         record = self.book.by_session(child_session)
@@ -321,14 +329,49 @@ class SubagentManager:
     # -- after a restart -------------------------------------------------------------------
 
     async def recover(self) -> None:
-        """Before sessions resume: ended children stay closed; a working child's task is
-        submitted again (the store drops it if it was in), in case the crash fell between
-        its record and its event. Its results come when its loop goes idle."""
-        for record in await self.book.load():
+        """Before sessions resume: ended children stay closed, and so do the children a
+        crash kept from being ended (a parent's stop stored, or a parent cancelled, before
+        they were); a working child's task is submitted again (the store drops it if it
+        was in), in case the crash fell between its record and its event. Its results
+        come when its loop goes idle."""
+        records = await self.book.load()
+        for record in records:
             if record.state.ended:
                 await self._sessions.close(record.session, f"the subagent ended ({record.reason})")
-            elif record.state is State.RUNNING:
+        await self._end_what_a_crash_left()
+        for record in self.book.all():
+            if record.state is State.RUNNING:
                 await self._submit(events.task_event(record))
+
+    async def _end_what_a_crash_left(self) -> None:
+        """The stop signal comes from the in-memory feed, so a crash after the stop was
+        stored and before its children were cancelled would leave them running. The
+        stored routing decisions say it again: a child is cancelled if its parent was
+        told to stop after it was spawned, or if its parent is a child that ended."""
+        parents: dict[str, list[SubagentRecord]] = {}
+        for record in self.book.all():
+            if not record.state.ended:
+                parents.setdefault(record.parent, []).append(record)
+        for parent, children in parents.items():
+            ended_parent = self.book.by_session(parent)
+            if ended_parent is not None and ended_parent.state.ended:
+                for child in children:
+                    await self.cancel(child, f"its parent {ended_parent.subagent_id} had ended")
+                continue
+            for stop in await self._stops(parent, after=min(r.parent_seq for r in children)):
+                for child in children:
+                    if _spawned_before(child, stop):
+                        await self.cancel(child, f"its parent {parent} was told to stop")
+
+    async def _stops(self, session: str, *, after: int) -> list[StoredEvent]:
+        """The session's events after seq ``after`` whose decision stopped its tools."""
+        found: list[StoredEvent] = []
+        while page := await self._store.event_log(session, after_seq=after, limit=PAGE):
+            found += [s for s in page if stopped_tools(s.event, s.strategy)]
+            after = page[-1].seq
+            if len(page) < PAGE:
+                break
+        return found
 
     # -- helpers ---------------------------------------------------------------------------
 
@@ -344,6 +387,12 @@ class SubagentManager:
         await self.book.save(record)
         self._changed.set()
         self._changed = anyio.Event()
+
+
+def _spawned_before(child: SubagentRecord, stop: StoredEvent) -> bool:
+    if child.parent_seq:
+        return stop.seq > child.parent_seq
+    return stop.accepted_at >= child.created_at  # a record from before parent_seq was kept
 
 
 def _is_final_answer(message: Message) -> bool:

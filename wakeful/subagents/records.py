@@ -54,6 +54,10 @@ class SubagentRecord:
     # Tools outside its scope it called by name anyway: refused, but its requests define
     # them from then on (a request must define every function its history calls).
     called_anyway: list[str] = field(default_factory=list)
+    # The seq of its parent's newest event when it was spawned: a stop of the parent
+    # stored after it ends this child, even if a crash came before the cancelling did.
+    # 0: a record from before this was kept (its created_at is compared instead).
+    parent_seq: int = 0
 
     @property
     def session(self) -> str:

@@ -1,28 +1,53 @@
-"""A child's restrictions as the daemon enforces them (a SessionScope): its tools, its budget."""
+"""A child's restrictions as the daemon enforces them (a SessionScope): its tools, its budget,
+its words (for its parent, not the user); and the one tool every other session is denied."""
 
 from __future__ import annotations
 
 from wakeful.handlers.base import Tool, ToolContext
+from wakeful.handlers.registry import ToolRegistry
+from wakeful.subagents.limits import REPORT
 from wakeful.subagents.manager import SubagentManager
 
 
 class SubagentScope:
-    """Only children are restricted; every other session is left alone (None)."""
+    """A child may use only its own tools. Every other session may use every tool but
+    ``report_to_parent`` (it has no parent): not listed in its prompt, refused by name."""
 
-    def __init__(self, manager: SubagentManager) -> None:
+    def __init__(self, manager: SubagentManager, registry: ToolRegistry) -> None:
         self._manager = manager
+        self._registry = registry
+        self._top_level: frozenset[str] | None = None  # once the registry is frozen
 
     async def allowed_tools(self, session: str) -> frozenset[str] | None:
         record = self._manager.book.by_session(session)
-        return frozenset(record.tools) if record is not None else None
+        if record is not None:
+            return frozenset(record.tools)
+        return self._top_level_tools()
+
+    def _top_level_tools(self) -> frozenset[str]:
+        if self._top_level is not None:
+            return self._top_level
+        names = frozenset(self._registry.names()) - {REPORT}
+        if self._registry.frozen:  # asked on every call and request: computed once
+            self._top_level = names
+        return names
 
     async def shown_tools(self, session: str) -> frozenset[str] | None:
         record = self._manager.book.by_session(session)
-        return frozenset([*record.tools, *record.called_anyway]) if record is not None else None
+        if record is None:
+            # The tools array of a top-level session is left as it is: report_to_parent
+            # is deferred, so it is in the array only if the session's history calls it
+            # (and a request must define every function its history calls).
+            return None
+        return frozenset([*record.tools, *record.called_anyway])
 
     async def stop_reason(self, session: str) -> str | None:
         spent = await self._manager.budget_spent(session)
         return None if spent is None else f"the subagent's {spent.removeprefix('its ')}"
+
+    def delivers_replies(self, session: str) -> bool:
+        # A child's replies are for its parent (its result events), kept in its trajectory.
+        return self._manager.book.by_session(session) is None
 
 
 async def note_call(manager: SubagentManager, tool: Tool, ctx: ToolContext) -> None:

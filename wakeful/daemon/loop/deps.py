@@ -20,6 +20,7 @@ from wakeful.daemon.loop.task_views import SessionTaskViews
 from wakeful.daemon.loop.tool_tasks import ToolExecutor
 from wakeful.daemon.outbox.service import Outbox
 from wakeful.daemon.store.base import Store, StoredEvent
+from wakeful.daemon.system_prompt import SystemPrompts
 from wakeful.events import Event
 from wakeful.llm.base import ModelProvider
 from wakeful.safety.approvals import Approvals
@@ -53,7 +54,7 @@ class LoopDeps:
     tools: ToolCatalog
     feed: Feed
     limits: LoopLimits
-    system_prompt: str
+    prompts: SystemPrompts  # each session's system prompt
     workspace: Path
     output_dir: Path
     outbox: Outbox  # everything the agent says leaves through here

@@ -81,7 +81,8 @@ async def _side_session(loop: SessionLoop, event: Event) -> str:
     allowed = {tool["function"]["name"] for tool in deps.tools.definitions(read_only=True)}
     # A copy: the main loop goes on appending to its trajectory meanwhile.
     main = list(await loop.writer.messages())
-    _, running = side_request_messages(deps.system_prompt, main, [])
+    prompt = await deps.prompts.for_session(loop.session)  # the main loop's: same prefix
+    _, running = side_request_messages(prompt, main, [])
     allowed_note = "Tools you may use here: " + ", ".join(sorted(allowed))
     ask = "\n".join(
         filter(None, [SIDE_QUESTION_NOTE, allowed_note, running_note(running), question])
@@ -89,7 +90,7 @@ async def _side_session(loop: SessionLoop, event: Event) -> str:
     side: list[Message] = [{"role": "user", "content": ask}]
     replies: list[str] = []
     for _ in range(deps.limits.parallel_max_model_calls):
-        messages, _ = side_request_messages(deps.system_prompt, main, side)
+        messages, _ = side_request_messages(prompt, main, side)
         response = await deps.provider.complete(ModelRequest(messages=messages, tools=tools))
         if not response.tool_calls:
             if response.content and response.content not in replies:

@@ -77,6 +77,7 @@ class SessionLoop:
         self._interrupt: Interrupt | None = None
         self._step_scope: anyio.CancelScope | None = None
         self.draining = False  # the daemon is stopping: start nothing new
+        self.closed: str | None = None  # why it was ended for good (a cancelled subagent)
         self.forced_stop = False  # the stop could not wait for a safe point
         self._idle = anyio.Event()
         self._idle.set()
@@ -117,10 +118,14 @@ class SessionLoop:
 
     def close(self, cause: str) -> None:
         """Stop for good (a subagent cancelled): no new run, and a step under way is
-        cut short now, its running tools stopped (their placeholders name ``cause``)."""
+        cut short now, its running tools stopped (their placeholders name ``cause``).
+        What arrives from then on (a stopped call's late result) is recorded as not
+        handled, so nothing waits in its queue forever."""
         self.draining = True
+        self.closed = cause
         if self.busy:
             self.interrupt(cause, stop_tools=True)
+        self._wakeup.set()
 
     def stop_now(self) -> None:
         """Force the safe point: drop a stream, placeholders for running tools."""
@@ -136,12 +141,16 @@ class SessionLoop:
             repaired = await self.writer.repair_after_restart()
             metrics.PLACEHOLDERS.inc(len(repaired.placeholders), session=self.session)
             await self._settle_unpaid_promises()
-            await send_owed_reply(self.session, await self.writer.messages(), self.deps.outbox)
+            if self.deps.scopes.delivers_replies(self.session):
+                messages = await self.writer.messages()
+                await send_owed_reply(self.session, messages, self.deps.outbox)
             self._wakeup.set()  # events or a reply may be owed from before a restart
             while True:
                 await self._wakeup.wait()
                 self._wakeup = anyio.Event()
-                if not self.draining:
+                if self.closed is not None:
+                    await self._record_unhandled(self.closed)
+                elif not self.draining:
                     await self._run_until_idle()
 
     async def _run_until_idle(self) -> None:
@@ -206,7 +215,7 @@ class SessionLoop:
         await self.writer.record_assistant_message(response)
         if self.gate is not None:
             self.gate.answered()
-        if response.content:
+        if response.content and self.deps.scopes.delivers_replies(self.session):
             key = reply_key(self.session, position)
             await self.deps.outbox.send(
                 self.session, response.content, key=key, answering=self.answering
@@ -307,7 +316,7 @@ class SessionLoop:
             if self.deps.approvals
             else (),
         )
-        system = {"role": "system", "content": self.deps.system_prompt}
+        system = {"role": "system", "content": await self.deps.prompts.for_session(self.session)}
         surface = self.deps.surface
         tools = await surface.tools_for(self.session) if surface else self.deps.tools.definitions()
         # Within the budget: pruned or compacted when it would not be (ContextFull if
@@ -422,6 +431,23 @@ class SessionLoop:
             await self._submit(event)
         except Exception:
             log.exception("could not enqueue a late tool result", event_id=event.id)
+
+    async def _record_unhandled(self, cause: str) -> None:
+        """A closed session's pending events leave its queue into its trajectory with
+        the reason they were not handled (no model sees them)."""
+        pending = await self.deps.store.pending(self.session)
+        if not pending:
+            return
+        try:
+            await self.writer.record_unhandled(pending, cause)
+        except ConsumeConflict:
+            self._wakeup.set()  # taken meanwhile (a parallel answer): look again
+            return
+        log.info(
+            "events not handled: the session is closed",
+            event_ids=[s.event.id for s in pending],
+            cause=cause,
+        )
 
     # -- helpers ------------------------------------------------------------------
 

@@ -4,9 +4,15 @@ Most sessions are unrestricted. A component that starts sessions of its own
 (subagents) declares a :class:`SessionScope` in ``configure``; the daemon
 asks every declared scope, through one :class:`SessionScopes`, in the three
 places that enforce it: the tools array a request carries (the tool
-surface), every call (a step of the policy chain, so a tool left out cannot
-be called by name either) and the loop's safe point (a run stops when a
-scope says so, like at its own limits).
+surface) and the system prompt's index of the other tools, every call (a
+step of the policy chain, so a tool left out cannot be called by name
+either), the loop's safe point (a run stops when a scope says so, like at
+its own limits) and the loop's replies (a session whose words are for
+another session, not the user, delivers none).
+
+A scope may narrow top-level sessions too: a tool that only makes sense in
+the sessions it starts (``report_to_parent``) is left out of every other
+session's allowed tools.
 """
 
 from __future__ import annotations
@@ -28,6 +34,11 @@ class SessionScope(Protocol):
 
     async def stop_reason(self, session: str) -> str | None:
         """Why ``session``'s run must stop at this safe point (a budget used up); None: go on."""
+        ...
+
+    def delivers_replies(self, session: str) -> bool:
+        """False: the session's replies stay in its trajectory, no chat channel gets them
+        (a subagent answers its parent through events, not the user)."""
         ...
 
 
@@ -59,3 +70,6 @@ class SessionScopes:
             if reason is not None:
                 return reason
         return None
+
+    def delivers_replies(self, session: str) -> bool:
+        return all(scope.delivers_replies(session) for scope in self._scopes)

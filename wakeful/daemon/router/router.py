@@ -7,7 +7,7 @@ so only kinds that mean "now" and messages that clearly say stop cancel.
 from __future__ import annotations
 
 from wakeful.daemon.router.classifier import Classifier
-from wakeful.daemon.router.decision import Decision
+from wakeful.daemon.router.decision import Decision, Strategy
 from wakeful.daemon.router.phrases import is_hold_request, is_quick_question, is_stop_request
 from wakeful.events import Event
 
@@ -49,3 +49,16 @@ class Router:
         if self._classifier is None:
             return Decision.queue("no stop or quick-question phrase; no classifier: queued")
         return None
+
+
+def stopped_tools(event: Event, strategy: str | None) -> bool:
+    """Whether a stored decision stopped the session's running tools (a "stop", not a
+    "wait, …"). The store keeps a decision's strategy and reason, not this flag, so it
+    is derived again from the event by the same rules; a cancel those rules would not
+    make was the classifier's, and the classifier's cancel always stops."""
+    if strategy != Strategy.CANCEL:
+        return False
+    by_rules = Router().decide_fast(event, busy=True)  # a user.input cancelled: it was busy
+    if by_rules is None or by_rules.strategy is not Strategy.CANCEL:
+        return True
+    return by_rules.stop_tools

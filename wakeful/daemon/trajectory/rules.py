@@ -37,6 +37,9 @@ from wakeful.llm.base import ModelResponse
 Message = dict[str, Any]
 log = structlog.get_logger(__name__)
 
+# Opens the note of events a closed session received and never handled.
+UNHANDLED_NOTE = "[Not handled: this session was closed for good"
+
 
 class CallInFlight(Protocol):
     """A tool call the loop started: what rules 2 and 3 need to know of it.
@@ -130,6 +133,23 @@ class TrajectoryWriter:
         )
         cached.extend(messages)
         return messages
+
+    async def record_unhandled(self, events: list[StoredEvent], cause: str) -> Message:
+        """A closed session's events (it takes no more work): out of its queue, in one
+        transaction with a note that names each and why it was not handled. Not rendered
+        for a model: no model call follows."""
+        listed = "; ".join(
+            f"{stored.event.kind} {stored.event.id}: {stored.event.content.text[:200]}"
+            for stored in events
+        )
+        message = {"role": "user", "content": f"{UNHANDLED_NOTE} ({cause}): {listed}"}
+        ids = [stored.event.id for stored in events]
+        cached = await self.messages()
+        await self.store.consume(
+            self.session, ids, [message], meta={"event_ids": ids, "unhandled": cause}
+        )
+        cached.append(message)
+        return message
 
     def begin_model_step(self) -> PartialOutput:
         """Where the next model step's streamed text is held until it is whole."""
