@@ -59,6 +59,22 @@ NEEDS = {
     "file a bug in the repo": "create_issue",
 }
 
+# Needs written before the ranking's second tuning (issue 13's leftovers) and never
+# tuned on: the test measures how well the ranking generalises, not what it memorised.
+HELD_OUT_NEEDS = {
+    "who has been logging into the admin panel lately": "list_audit_log",
+    "turn on my auto-reply while I'm away": "set_out_of_office",
+    "sign Jana out of her laptop and phone": "revoke_sessions",
+    "how long has the checkout service been up this month": "get_uptime",
+    "order more paper from our supplier": "create_purchase_order",
+    "push back the deadline of the migration task to Friday": "update_task_due_date",
+    "is the CI build green": "get_build_status",
+    "get me a car at the Lisbon airport": "rent_car",
+    "what did I earn in March": "get_payslip",
+    "end our agreement with the cleaning company": "terminate_contract",
+    "how many people opened the newsletter": "get_campaign_stats",
+}
+
 
 class Integrations:
     """A component bringing the 200-tool set, as an MCP bridge would."""
