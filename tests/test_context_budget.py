@@ -202,3 +202,84 @@ async def test_the_summary_keeps_promised_results_by_code() -> None:
     summary = await write_summary(summarize, messages, max_chars=10_000)
     assert summary.startswith("The user asked to build it.")
     assert "results promised for calls call_7 may still arrive" in summary
+
+
+def long_summaries(body: dict[str, Any]) -> Reply:
+    """A model whose summaries never shrink anything: it repeats what it was shown,
+    twice. Every other request gets a short answer."""
+    if is_summary_request(body):
+        return text_reply(body["messages"][1]["content"] * 2)
+    return text_reply("noted")
+
+
+def summary_requests(model_server: FakeModelServer) -> int:
+    return sum(1 for r in model_server.requests if is_summary_request(r.body))
+
+
+async def send_and_settle(h: Harness, text: str) -> list[dict[str, Any]]:
+    """The alerts of the run that ``text`` starts."""
+    async with watch_feed(h) as feed:
+        await h.send(text)
+        await feed.wait_for(lambda i: i["type"] == "run" and i["state"] == "idle", timeout_s=30)
+    return [i for i in feed.items if i["type"] == "alert"]
+
+
+async def test_compactions_that_do_not_shrink_trip_the_breaker_across_events(
+    tmp_path: Path, model_server: FakeModelServer
+) -> None:
+    """Each over-budget message would ask for a summary that helps nothing; after 3 in
+    a row (the default) the session asks for none until the operator resets it, and
+    every run says why, naming the session."""
+    model_server.responder = long_summaries
+    context = {"max_tokens": 9000, "reserve_tokens": 1000, "keep_user_messages": 2}
+    settings = daemon_settings(tmp_path, model_server.base_url, context=context)
+    note = "x" * 2400  # ~600 tokens a message: the budget fills after a handful
+    async with harness(settings) as h:
+        alerts: list[dict[str, Any]] = []
+        for step in range(14):
+            alerts += await send_and_settle(h, f"note {step}: {note}")
+        tripped = summary_requests(model_server)
+        status = (await h.client.get("/api/status")).json()["sessions"]["main"]["context"]
+        answer = await h.client.post("/api/sessions/main/context/reset")
+        after_reset = await send_and_settle(h, f"note 14: {note}")
+        unknown = await h.client.post("/api/sessions/nobody/context/reset")
+    assert tripped == 3  # bounded: three summaries, then none for eleven more messages
+    assert status["compaction_breaker"] == "open" and status["failed_compactions"] == 3
+    assert "session main" in status["last_problem"]
+    stopped = [a["text"] for a in alerts if "run stopped" in a["text"]]
+    assert "did not shrink the request" in stopped[0]
+    assert "the compaction breaker is open" in stopped[-1]
+    assert "session main's context cannot fit" in stopped[-1]
+    assert "`wakeful context reset main`" in stopped[-1]
+    assert answer.json() == {"session": "main", "had_failures": True}
+    assert summary_requests(model_server) == 4  # the reset let exactly one more through
+    assert "session main's context cannot fit" in after_reset[-1]["text"]
+    assert unknown.status_code == 404
+
+
+def test_the_breaker_cools_down_to_one_try() -> None:
+    from wakeful.daemon.context.breaker import CompactionBreaker, closed
+    from wakeful.daemon.context.view import ContextView
+
+    now = [1000.0]
+    breaker = CompactionBreaker(failures_to_trip=2, cooldown_s=60, clock=lambda: now[0])
+    view = breaker.failed(ContextView())
+    assert breaker.state(view) == "closed" and breaker.refusal(view, "s") is None
+    view = breaker.failed(view)
+    assert breaker.state(view) == "open"
+    assert "tried again in 60 s" in (breaker.refusal(view, "s") or "")
+    now[0] += 61
+    assert breaker.state(view) == "half-open" and breaker.refusal(view, "s") is None
+    view = breaker.failed(view)  # the one try failed: open again at once
+    assert breaker.state(view) == "open" and view.failed_compactions == 3
+    assert breaker.state(closed(view)) == "closed"
+    assert ContextView.from_json(view.to_json()) == view  # kept in the store as it is
+
+
+def test_status_line_shows_an_open_breaker() -> None:
+    from wakeful.daemon.cli_status import context_line
+
+    line = context_line(
+        {"tokens": 9100, "budget": 8000, "compaction_breaker": "open", "failed_compactions": 3}
+    )
+    assert line == "9100 of 8000 tokens, compaction breaker open after 3 failed compactions"

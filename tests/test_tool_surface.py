@@ -28,12 +28,12 @@ from wakeful.handlers.base import ToolContext
 from wakeful.handlers.registry import ToolRegistry, default_registry
 from wakeful.handlers.search_tools import SearchTools
 from wakeful.handlers.tool_surface import ToolSurface
+from wakeful.handlers.tool_words import TIME_WEIGHT, stem, terms, words
 
 pytestmark = pytest.mark.anyio
 
 # Needs written before the ranking was tuned, in words other than the tools' own
-# where a user would say it differently. Three of them the ranking still misses
-# (see test_search_tools_finds_paraphrased_needs).
+# where a user would say it differently; the ranking finds every one in its top 3.
 NEEDS = {
     "give this ticket to Maria": "assign_ticket",
     "assign a ticket": "assign_ticket",
@@ -57,6 +57,22 @@ NEEDS = {
     "send a message to the team channel": "post_message",
     "will it rain in Porto tomorrow": "get_weather",
     "file a bug in the repo": "create_issue",
+}
+
+# Needs written before the ranking's second tuning (issue 13's leftovers) and never
+# tuned on: the test measures how well the ranking generalises, not what it memorised.
+HELD_OUT_NEEDS = {
+    "who has been logging into the admin panel lately": "list_audit_log",
+    "turn on my auto-reply while I'm away": "set_out_of_office",
+    "sign Jana out of her laptop and phone": "revoke_sessions",
+    "how long has the checkout service been up this month": "get_uptime",
+    "order more paper from our supplier": "create_purchase_order",
+    "push back the deadline of the migration task to Friday": "update_task_due_date",
+    "is the CI build green": "get_build_status",
+    "get me a car at the Lisbon airport": "rent_car",
+    "what did I earn in March": "get_payslip",
+    "end our agreement with the cleaning company": "terminate_contract",
+    "how many people opened the newsletter": "get_campaign_stats",
 }
 
 
@@ -236,18 +252,39 @@ async def test_search_tools_says_plainly_when_nothing_matches(tmp_path: Path) ->
     assert output.text.startswith("No tool matches 'zxqv blorp'. Try other words")
 
 
-async def test_search_tools_finds_paraphrased_needs(tmp_path: Path) -> None:
-    """The right tool is in the top 3 for at least 19 of the 22 needs (the misses
-    today: a "bill" that pay_bill matches better, "paged" for on-call, "run out" for
-    low stock — words no tool uses)."""
-    registry, _ = big_registry()
+async def top_three_misses(registry: ToolRegistry, needs: dict[str, str], work: Path) -> list[str]:
     missed = []
-    for need, wanted in NEEDS.items():
+    for need, wanted in needs.items():
         arguments = json.dumps({"query": need, "limit": 3})
-        output = await registry.execute("search_tools", arguments, context(tmp_path, need))
+        output = await registry.execute("search_tools", arguments, context(work, need))
         if wanted not in output.data.get("matches", []):
-            missed.append(need)
-    assert len(NEEDS) - len(missed) >= 19, missed
+            missed.append(f"{need!r}: wanted {wanted}, got {output.data.get('matches')}")
+    return missed
+
+
+async def test_search_tools_finds_paraphrased_needs(tmp_path: Path) -> None:
+    """The right tool is in the top 3 for every one of the 22 needs the ranking was
+    tuned on, and for at least 6 of the 11 held out (6 when they were written; the
+    misses need words no tool uses: "earn" for a payslip, "agreement" for a
+    contract, "opened the newsletter" for campaign stats)."""
+    registry, _ = big_registry()
+    assert await top_three_misses(registry, NEEDS, tmp_path) == []
+    held_out_missed = await top_three_misses(registry, HELD_OUT_NEEDS, tmp_path)
+    hits = len(HELD_OUT_NEEDS) - len(held_out_missed)
+    print(f"held-out needs in the top 3: {hits}/{len(HELD_OUT_NEEDS)}")
+    assert hits >= 6, held_out_missed
+
+
+async def test_phrases_and_word_forms_meet() -> None:
+    """The words a search compares: verb forms fold onto the noun's stem, a phrase
+    is one term wherever it is said, and time words count for less."""
+    assert words("pages") == words("page") == ["page"]
+    assert words("stopped stops") == ["stop", "stop"]
+    assert words("paged") == ["on_call"]  # a word taken as written: someone was paged
+    assert words("creates created creating") == [stem("create")] * 3
+    assert words("get_on_call") == words("who is on call") == ["on_call"]
+    assert words("running out of milk") == ["low_stock", "milk"]
+    assert [t.weight for t in terms("invoice last month")] == [1.0, TIME_WEIGHT, TIME_WEIGHT]
 
 
 async def test_resident_block_and_listing_are_byte_stable() -> None:

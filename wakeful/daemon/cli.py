@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from wakeful.daemon import cli_pairing, cli_safety
+from wakeful.daemon import cli_context, cli_pairing, cli_safety
 from wakeful.daemon.cli_chat import ChatScreen, run_chat
 from wakeful.daemon.cli_client import CliError, DaemonClient
 from wakeful.daemon.cli_events import require_session, show_events
@@ -283,6 +283,10 @@ def cmd_safety(args: argparse.Namespace) -> int:
     return cli_safety.run(args, _client(args))
 
 
+def cmd_context(args: argparse.Namespace) -> int:
+    return cli_context.run(args, _client(args))
+
+
 # --- argument parsing ---------------------------------------------------------
 
 
@@ -345,6 +349,7 @@ def _parser() -> argparse.ArgumentParser:
         pairing, lambda name, text: _add(pairing_actions, name, cmd_pairing, text)
     )
     cli_safety.add_arguments(sub, lambda where, name, text: _add(where, name, cmd_safety, text))
+    cli_context.add_arguments(sub, lambda where, name, text: _add(where, name, cmd_context, text))
     web = _add(sub, "open", cmd_open, "print the web page's log-in link (and open it on a desktop)")
     web.add_argument("--no-browser", action="store_true", help="only print the link")
     return parser

@@ -76,6 +76,11 @@ def context_line(context: dict[str, Any]) -> str:
         line += f", {context['compactions']} compactions"
     if context.get("pruned_results"):
         line += f", {context['pruned_results']} results pruned"
+    if context.get("compaction_breaker", "closed") != "closed":
+        line += (
+            f", compaction breaker {context['compaction_breaker']} after "
+            f"{context.get('failed_compactions', '?')} failed compactions"
+        )
     if context.get("last_problem"):
         line += f"; PROBLEM: {context['last_problem']}"
     return line

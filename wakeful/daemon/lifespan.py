@@ -27,6 +27,7 @@ from wakeful.daemon.components.context import (
 )
 from wakeful.daemon.components.supervision import configure_all, run_all
 from wakeful.daemon.config import LlmSection, Settings
+from wakeful.daemon.context.http_routes import context_routes
 from wakeful.daemon.data_dir_lock import hold_data_dir_lock
 from wakeful.daemon.data_dir_perms import secure_data_dir
 from wakeful.daemon.dispatcher import Dispatcher
@@ -277,7 +278,11 @@ async def _start(
             *registrations.routes,
             *observability_routes(daemon, labels=settings.server.metrics_labels),
         ],
-        admin_routes=[*registrations.admin_routes, *safety_routes(safety)],
+        admin_routes=[
+            *registrations.admin_routes,
+            *safety_routes(safety),
+            *context_routes(daemon.known_sessions, lambda s: dispatcher.sessions.get(s).context),
+        ],
         outbox=outbox,
     )
     host, port = settings.server.host_port()

@@ -1,7 +1,7 @@
 """search_tools: find the tool for a need among every registered tool, with its arguments.
 
 When deferral is on, most tools are only names in the system prompt. The model
-describes what it wants to do; this tool ranks every tool (BM25, see
+describes what it wants to do; this tool ranks every tool (BM25F, see
 ``tool_index.py``), answers with the best matches and their argument schemas,
 and loads those schemas into the session's tools array for the next request.
 """

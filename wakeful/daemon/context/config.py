@@ -62,5 +62,22 @@ class ContextSection(Section):
         description="Pruning never stubs the newest this many tool results.",
     )
 
+    compaction_failures_to_trip: int = Field(
+        default=3,
+        ge=1,
+        examples=[3],
+        description=(
+            "After this many failed compactions in a row (the summary failed, or did not "
+            "bring the request within the budget) a session asks for no more until "
+            "compaction_cooldown_s pass or `wakeful context reset SESSION`."
+        ),
+    )
+    compaction_cooldown_s: float = Field(
+        default=600,
+        ge=0,
+        examples=[600],
+        description="How long the compaction breaker stays open before one more try.",
+    )
+
     def window(self, model: str) -> int:
         return self.max_tokens or model_window(model)

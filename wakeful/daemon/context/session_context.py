@@ -16,6 +16,7 @@ from typing import Any
 
 import structlog
 
+from wakeful.daemon.context.breaker import CompactionBreaker, closed
 from wakeful.daemon.context.compaction import Summarize, write_summary
 from wakeful.daemon.context.config import ContextSection
 from wakeful.daemon.context.tokens import TokenEstimator, raw_estimate
@@ -66,6 +67,9 @@ class SessionContext:
         self._learned: int | None = None
         self._counts: dict[int, tuple[Message, int]] = {}
         self.last_compaction_ms: float | None = None  # how long the last one took
+        self.breaker = CompactionBreaker(
+            settings.compaction_failures_to_trip, settings.compaction_cooldown_s
+        )
 
     @property
     def budget(self) -> int:
@@ -218,6 +222,9 @@ class SessionContext:
         chosen = [b for b in boundaries if b <= newest_kept]
         if not chosen:
             raise await self._full("no place to compact that keeps tool calls with their results")
+        refusal = self.breaker.refusal(view, self.session)
+        if refusal is not None:  # no model call: the last ones did not help
+            raise await self._full(refusal)
         boundary = self._boundary_keeping_most(full, view, chosen, fixed)
         compacted = view.apply(full[:boundary]) if view.start < boundary else []
         before = self._measure(normalize(view.apply(full)).messages, fixed)
@@ -227,8 +234,7 @@ class SessionContext:
                 self._summarize, compacted, max_chars=int(self.budget * 2)
             )
         except Exception as exc:  # a failed summary must stop the run, not loop
-            log.warning("compaction failed", session=self.session, error=str(exc))
-            raise await self._full(f"the compaction's summary failed ({exc})") from None
+            raise await self._failed(view, f"the compaction's summary failed ({exc})") from None
         stubs = {i: s for i, s in view.stubs.items() if i >= boundary}
         new = ContextView(
             start=boundary,
@@ -240,8 +246,15 @@ class SessionContext:
         )
         after = self._measure(normalize(new.apply(full)).messages, fixed)
         if after >= before:
-            raise await self._full(f"a compaction did not shrink the request ({before} → {after})")
-        await self._save(new)
+            raise await self._failed(
+                view, f"a compaction did not shrink the request ({before} → {after} tokens)"
+            )
+        if after > self.budget:
+            # Kept (it is progress) but counted: pruning may still make it fit, yet a
+            # model whose summaries stay this long must not be asked on every event.
+            await self._failed(new, f"a compaction left {after} tokens, over the {self.budget}")
+        else:
+            await self._save(closed(new))
         self.last_compaction_ms = round((time.monotonic() - began) * 1000, 1)
         log.info(
             "context compacted",
@@ -274,6 +287,32 @@ class SessionContext:
                 fits = index
         return fits if fits is not None else chosen[-1]
 
+    async def _failed(self, view: ContextView, why: str) -> ContextFull:
+        """Count a failed compaction (``view``: what to keep of it); the ContextFull to
+        raise if the caller stops here."""
+        view = self.breaker.failed(view)
+        await self._save(view)
+        log.warning(
+            "compaction failed",
+            session=self.session,
+            error=why,
+            failed_in_a_row=view.failed_compactions,
+            breaker=self.breaker.state(view),
+        )
+        if view.breaker_opened_at is not None:
+            why += (
+                f"; after {view.failed_compactions} in a row the compaction breaker is open for "
+                f"{self.breaker.cooldown_s:.0f} s (`wakeful context reset {self.session}`)"
+            )
+        return await self._full(why)
+
+    async def reset_breaker(self) -> bool:
+        """The operator's reset: compactions may be asked for again at once. Whether the
+        breaker had counted any failure."""
+        view = await self.view()
+        await self._save(dataclasses.replace(closed(view), last_problem=None))
+        return view.failed_compactions > 0
+
     async def _full(self, why: str) -> ContextFull:
         view = await self.view()
         message = f"session {self.session}'s context cannot fit the model's window: {why}"
@@ -287,6 +326,7 @@ class SessionContext:
             info["last_compaction_ms"] = self.last_compaction_ms
         if self._view is not None:
             info.update(self._view.describe())
+            info["compaction_breaker"] = self.breaker.state(self._view)
         return info
 
     async def fitted(self) -> None:

@@ -27,6 +27,8 @@ class ContextView:
     compactions: int = 0
     prunes: int = 0
     last_problem: str | None = None  # why the context could not be made to fit, if so
+    failed_compactions: int = 0  # in a row; see breaker.py
+    breaker_opened_at: float | None = None  # epoch seconds the compaction breaker opened
 
     def apply(self, full: list[Message]) -> list[Message]:
         shown: list[Message] = []
@@ -56,6 +58,7 @@ class ContextView:
             "prunes": self.prunes,
             "pruned_results": len(self.stubs),
             "last_problem": self.last_problem,
+            "failed_compactions": self.failed_compactions,
         }
 
 
