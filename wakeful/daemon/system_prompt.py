@@ -46,11 +46,19 @@ class SystemPrompts:
         self._index = index
         self._scope = scope
         self._texts: dict[frozenset[str] | None, str] = {}
+        # A session keeps the text it was first given until the daemon restarts, even when
+        # its allowed tools grow (an MCP server added some: they are found by search_tools
+        # and by name, and the cached prefix stays); sessions sharing a text share the string.
+        self._by_session: dict[str, str] = {}
 
     async def for_session(self, session: str) -> str:
+        given = self._by_session.get(session)
+        if given is not None:
+            return given
         allowed = await self._scope.allowed_tools(session) if self._scope else None
         text = self._texts.get(allowed)
         if text is None:
             text = compose_system_prompt(self._base, *self._sections, self._index(allowed))
             self._texts[allowed] = text
+        self._by_session[session] = text
         return text

@@ -16,7 +16,9 @@ class SubagentScope:
     def __init__(self, manager: SubagentManager, registry: ToolRegistry) -> None:
         self._manager = manager
         self._registry = registry
-        self._top_level: frozenset[str] | None = None  # once the registry is frozen
+        # Computed once per registry version (asked on every call and request); tools
+        # may join after the freeze (an MCP server changed its list).
+        self._top_level: tuple[int, frozenset[str]] | None = None
 
     async def allowed_tools(self, session: str) -> frozenset[str] | None:
         record = self._manager.book.by_session(session)
@@ -25,11 +27,12 @@ class SubagentScope:
         return self._top_level_tools()
 
     def _top_level_tools(self) -> frozenset[str]:
-        if self._top_level is not None:
-            return self._top_level
+        version = self._registry.version
+        if self._top_level is not None and self._top_level[0] == version:
+            return self._top_level[1]
         names = frozenset(self._registry.names()) - {REPORT}
-        if self._registry.frozen:  # asked on every call and request: computed once
-            self._top_level = names
+        if self._registry.frozen:
+            self._top_level = (version, names)
         return names
 
     async def shown_tools(self, session: str) -> frozenset[str] | None:
