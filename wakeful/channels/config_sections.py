@@ -10,9 +10,12 @@ from __future__ import annotations
 from wakeful.channels.chat.sections import ChatSettings
 from wakeful.channels.email.config import EmailSettings
 from wakeful.channels.shell.config import ShellSettings
+from wakeful.channels.system.config import SystemSettings
 from wakeful.channels.timers.config import TimerSettings
 from wakeful.channels.webhook.config import WebhookSettings
 
 
-class ChannelSettings(ShellSettings, WebhookSettings, EmailSettings, TimerSettings, ChatSettings):
+class ChannelSettings(
+    ShellSettings, WebhookSettings, EmailSettings, TimerSettings, ChatSettings, SystemSettings
+):
     """Every channel's sections, as fields of one model."""
