@@ -81,7 +81,7 @@ class StartShell:
             )
         except PatternError as exc:
             return ToolOutput(f"invalid pattern: {exc}; nothing was started", is_error=True)
-        info = {
+        info: dict[str, Any] = {
             "task_id": task.task_id,
             "state": "running",
             "output_file": task.record.output_file,

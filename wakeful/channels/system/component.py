@@ -52,6 +52,7 @@ class SystemComponent:
 
     async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         await self.book.load()
+        await self.resources.first_check()
         with self.setup.feed.observe(self._observe):
             async with anyio.create_task_group() as group:
                 group.start_soon(self.resources.run, name="system: disk and memory")

@@ -33,7 +33,16 @@ class ResourceWatch:
         self.trigger_note = "off ([system] memory_psi_stall_ms is not set)"
         self.checks = 0
 
+    async def first_check(self) -> None:
+        """At start-up, before the daemon is ready: what is wrong is said at once, and
+        episodes from before a restart whose condition has gone are resolved."""
+        await self.check(stalled=False)
+        why = "the condition was gone when the daemon started again"
+        await self._book.settle_unseen(disk.CONDITION, why)
+        await self._book.settle_unseen(memory.CONDITION, why)
+
     async def run(self) -> None:
+        """After :meth:`first_check`: check on the timer or when the kernel says so."""
         trigger = self._open_trigger()
         async with anyio.create_task_group() as group:
             if trigger is not None:
@@ -59,17 +68,11 @@ class ResourceWatch:
             trigger.close()
 
     async def _check_forever(self) -> None:
-        first = True
         while True:
+            await until_change_or(self._stalled, time.time() + self._config.check_interval_s)
             stalled = self._stalled.is_set()
             self._stalled = anyio.Event()
             await self.check(stalled=stalled)
-            if first:  # episodes from before a restart whose condition has gone
-                first = False
-                why = "the condition was gone when the daemon started again"
-                await self._book.settle_unseen(disk.CONDITION, why)
-                await self._book.settle_unseen(memory.CONDITION, why)
-            await until_change_or(self._stalled, time.time() + self._config.check_interval_s)
 
     async def check(self, *, stalled: bool) -> None:
         self.checks += 1
