@@ -43,7 +43,7 @@ QUIET: dict[str, Any] = {
 
 
 def settings(tmp_path: Path, server: FakeModelServer, **system: Any) -> Settings:
-    return daemon_settings(tmp_path, server.base_url, system={**QUIET, **system})
+    return daemon_settings(tmp_path, server.base_url, system={**QUIET, "enabled": True, **system})
 
 
 def alert(condition: str, *, resolved: bool = False) -> Any:
