@@ -38,7 +38,7 @@ class SystemComponent:
         setup.on_component_failure(self.failures.on_failure)
         self.pending = (
             PendingAgeWatch(setup.store, self.book, config.pending_age_max_s)
-            if config.pending_age_max_s is not None
+            if config.pending_age_max_s
             else None
         )
         after_s = config.user_inactive_after_s()

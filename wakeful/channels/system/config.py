@@ -12,7 +12,8 @@ from wakeful.events import SESSION_PATTERN
 class SystemSection(Section):
     """System events: ``system.alert`` for resource pressure and failing components,
     ``user.inactive`` after a silence. Every check is event-driven or runs at most
-    once per ``check_interval_s``: an idle daemon is not woken more often."""
+    once per ``check_interval_s``: an idle daemon is not woken more often.
+    A threshold of 0 turns its check off."""
 
     enabled: bool = Field(default=True, examples=[True])
     # Where alerts go; user.inactive goes to the session that fell silent.
@@ -23,15 +24,15 @@ class SystemSection(Section):
     disk_free_min_mb: float | None = Field(default=512.0, ge=0, examples=[512])
     disk_free_min_percent: float | None = Field(default=5.0, ge=0, le=100, examples=[5])
     # system.alert when the daemon's resident memory exceeds this.
-    rss_max_mb: float | None = Field(default=1024.0, gt=0, examples=[1024])
+    rss_max_mb: float | None = Field(default=1024.0, ge=0, examples=[1024])
     # system.alert when the host's MemAvailable (/proc/meminfo) falls below this.
     mem_available_min_mb: float | None = Field(default=200.0, ge=0, examples=[200])
     # A kernel memory-pressure trigger (/proc/pressure/memory, where it exists): woken
     # when tasks stalled on memory this many ms within memory_psi_window_s.
-    memory_psi_stall_ms: int | None = Field(default=500, gt=0, examples=[500])
+    memory_psi_stall_ms: int | None = Field(default=500, ge=0, examples=[500])
     memory_psi_window_s: float = Field(default=10.0, ge=2.0, le=10.0, examples=[10])
     # system.alert when a session's oldest waiting event is older than this.
-    pending_age_max_s: float | None = Field(default=600.0, gt=0, examples=[600])
+    pending_age_max_s: float | None = Field(default=600.0, ge=0, examples=[600])
     # system.alert when a component was restarted this many times within the window.
     component_failures: int = Field(default=3, ge=1, examples=[3])
     component_failure_window_s: float = Field(default=600.0, gt=0, examples=[600])

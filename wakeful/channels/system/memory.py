@@ -48,7 +48,7 @@ def memory_problem(reading: MemoryReading, config: SystemSection, *, stalled: bo
     """What is wrong, with the fix, or None. ``stalled``: the kernel's PSI trigger
     fired since the last reading (tasks waited on memory beyond the set stall)."""
     problems = []
-    if config.rss_max_mb is not None and (reading.rss_mb or 0) > config.rss_max_mb:
+    if config.rss_max_mb and (reading.rss_mb or 0) > config.rss_max_mb:
         problems.append(
             f"the daemon uses {reading.rss_mb:.0f} MB of memory (RSS), over "
             f"[system] rss_max_mb = {config.rss_max_mb:g}"

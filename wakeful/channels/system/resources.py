@@ -30,7 +30,7 @@ class ResourceWatch:
         self._config = config
         self._data_dir = data_dir
         self._stalled = anyio.Event()
-        self.trigger_note = "off ([system] memory_psi_stall_ms is not set)"
+        self.trigger_note = "off ([system] memory_psi_stall_ms = 0)"
         self.checks = 0
 
     async def first_check(self) -> None:
@@ -51,7 +51,7 @@ class ResourceWatch:
 
     def _open_trigger(self) -> PressureTrigger | None:
         stall_ms = self._config.memory_psi_stall_ms
-        if stall_ms is None:
+        if not stall_ms:
             return None
         opened = open_trigger(stall_ms, self._config.memory_psi_window_s)
         if isinstance(opened, str):
@@ -77,7 +77,7 @@ class ResourceWatch:
     async def check(self, *, stalled: bool) -> None:
         self.checks += 1
         config = self._config
-        if config.disk_free_min_mb is not None or config.disk_free_min_percent is not None:
+        if config.disk_free_min_mb or config.disk_free_min_percent:
             reading = await anyio.to_thread.run_sync(disk.read_disk, self._data_dir)
             problem = disk.disk_problem(reading, config)
             if problem is not None:
