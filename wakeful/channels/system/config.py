@@ -10,35 +10,93 @@ from wakeful.events import SESSION_PATTERN
 
 
 class SystemSection(Section):
-    """System events: ``system.alert`` for resource pressure and failing components,
-    ``user.inactive`` after a silence. Every check is event-driven or runs at most
-    once per ``check_interval_s``: an idle daemon is not woken more often.
-    A threshold of 0 turns its check off."""
+    """System events: alerts about the daemon itself, and `user.inactive` (docs/system-events.md).
 
-    enabled: bool = Field(default=True, examples=[True])
-    # Where alerts go; user.inactive goes to the session that fell silent.
-    session: str = Field(default="main", examples=["main"])
-    # Disk and memory are measured this often (each measurement wakes the daemon).
-    check_interval_s: float = Field(default=60.0, ge=1.0, examples=[60])
-    # system.alert when the file system of data_dir has less free space than either.
-    disk_free_min_mb: float | None = Field(default=512.0, ge=0, examples=[512])
-    disk_free_min_percent: float | None = Field(default=5.0, ge=0, le=100, examples=[5])
-    # system.alert when the daemon's resident memory exceeds this.
-    rss_max_mb: float | None = Field(default=1024.0, ge=0, examples=[1024])
-    # system.alert when the host's MemAvailable (/proc/meminfo) falls below this.
-    mem_available_min_mb: float | None = Field(default=200.0, ge=0, examples=[200])
-    # A kernel memory-pressure trigger (/proc/pressure/memory, where it exists): woken
-    # when tasks stalled on memory this many ms within memory_psi_window_s.
-    memory_psi_stall_ms: int | None = Field(default=500, ge=0, examples=[500])
-    memory_psi_window_s: float = Field(default=10.0, ge=2.0, le=10.0, examples=[10])
-    # system.alert when a session's oldest waiting event is older than this.
-    pending_age_max_s: float | None = Field(default=600.0, ge=0, examples=[600])
-    # system.alert when a component was restarted this many times within the window.
-    component_failures: int = Field(default=3, ge=1, examples=[3])
-    component_failure_window_s: float = Field(default=600.0, gt=0, examples=[600])
-    # user.inactive after this much silence from the owner in a session ("8h", "30m");
-    # off by default: each one wakes the model, which costs a call.
-    user_inactive_after: str | None = Field(default=None, examples=["8h"])
+    Every check is event-driven or runs at most once per ``check_interval_s``, so an
+    idle daemon is not woken more often. A threshold of 0 turns its check off.
+    """
+
+    enabled: bool = Field(
+        default=True,
+        description="false: no system.alert and no user.inactive (process.timeout stays).",
+        examples=[True],
+    )
+    session: str = Field(
+        default="main",
+        description="The session alerts go to (user.inactive goes to the silent session).",
+        examples=["main"],
+    )
+    check_interval_s: float = Field(
+        default=60.0,
+        ge=1.0,
+        description="How often disk and memory are measured; each measurement wakes the daemon.",
+        examples=[60],
+    )
+    disk_free_min_mb: float | None = Field(
+        default=512.0,
+        ge=0,
+        description="system.alert when the data directory's file system has less free space.",
+        examples=[512],
+    )
+    disk_free_min_percent: float | None = Field(
+        default=5.0,
+        ge=0,
+        le=100,
+        description="The same, as a share of the file system's size.",
+        examples=[5],
+    )
+    rss_max_mb: float | None = Field(
+        default=1024.0,
+        ge=0,
+        description="system.alert when the daemon's resident memory (RSS) is over this.",
+        examples=[1024],
+    )
+    mem_available_min_mb: float | None = Field(
+        default=200.0,
+        ge=0,
+        description="system.alert when the host's MemAvailable (/proc/meminfo) is under this.",
+        examples=[200],
+    )
+    memory_psi_stall_ms: int | None = Field(
+        default=500,
+        ge=0,
+        description="Where the kernel has PSI (/proc/pressure/memory): a trigger wakes the "
+        "memory check at once when tasks stalled on memory this long within "
+        "memory_psi_window_s.",
+        examples=[500],
+    )
+    memory_psi_window_s: float = Field(
+        default=10.0,
+        ge=2.0,
+        le=10.0,
+        description="The trigger's window (the kernel allows 2 to 10 s).",
+        examples=[10],
+    )
+    pending_age_max_s: float | None = Field(
+        default=600.0,
+        ge=0,
+        description="system.alert when a session's oldest waiting event is older than this.",
+        examples=[600],
+    )
+    component_failures: int = Field(
+        default=3,
+        ge=1,
+        description="system.alert when a component was restarted this many times within "
+        "component_failure_window_s.",
+        examples=[3],
+    )
+    component_failure_window_s: float = Field(
+        default=600.0,
+        gt=0,
+        description="The window of component_failures; the alert ends after one without failures.",
+        examples=[600],
+    )
+    user_inactive_after: str | None = Field(
+        default=None,
+        description="user.inactive after this much silence from the user in a session "
+        "('8h', '30m'), once per silence; unset: off, since each one costs a model call.",
+        examples=["8h"],
+    )
 
     @field_validator("session")
     @classmethod
