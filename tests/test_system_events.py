@@ -20,7 +20,14 @@ import anyio
 import pytest
 from anyio.abc import TaskStatus
 
-from tests.daemon_harness import FeedWatcher, Harness, daemon_settings, harness, watch_feed
+from tests.daemon_harness import (
+    FeedWatcher,
+    Harness,
+    daemon_settings,
+    harness,
+    last_user_text,
+    watch_feed,
+)
 from tests.fakes.model_server import FakeModelServer, Reply, ToolCallSpec
 from wakeful.channels import default_components
 from wakeful.channels.system.alerts import AlertBook
@@ -211,6 +218,8 @@ async def test_user_inactive_fires_once_per_silence(
         # The model answers it; the silence goes on, and no second one comes.
         await wait_after(feed, first, lambda i: i.get("type") == "run" and i.get("state") == "idle")
         assert (await system_status(h))["user_inactive_sent"] == 1
+        shown = [last_user_text(r.body) for r in model_server.requests]
+        assert any("The user has been silent: The user has not written" in t for t in shown)
         # A new message starts a new silence: one more.
         await h.send("back again")
         await feed.wait_for(
