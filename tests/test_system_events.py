@@ -321,6 +321,13 @@ async def test_alert_book_one_episode_per_condition() -> None:
     assert resolved.content.data["state"] == "resolved"
     assert again.id != first.id
     assert recorder.state.keys() == {"system:alert:disk"}
+    # After a restart the open episode is sent once more under its own id (the store
+    # drops the copy if the first one had arrived), then not again.
+    restarted = AlertBook(recorder.submit, recorder, "main")
+    await restarted.load()
+    await restarted.raise_("disk", "full")
+    await restarted.raise_("disk", "full")
+    assert [e.id for e in recorder.events[3:]] == [again.id]
 
 
 def test_defaults_are_event_driven() -> None:

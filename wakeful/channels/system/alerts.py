@@ -60,6 +60,10 @@ class AlertBook:
         self.active: dict[str, Episode] = {}
         self.raised_since_start: set[str] = set()
         self.resolved_count = 0
+        # Episodes whose alert this process has sent (or seen sent). One loaded from
+        # before a restart is sent once more when raised: a crash may have come between
+        # recording it and sending it, and the store drops the copy if it had arrived.
+        self._sent: set[str] = set()
 
     async def load(self) -> None:
         """Episodes open when the daemon last stopped."""
@@ -78,6 +82,10 @@ class AlertBook:
         """Start an episode unless one is open; True when an alert was sent."""
         self.raised_since_start.add(condition)
         if condition in self.active:
+            episode = self.active[condition]
+            if condition not in self._sent:
+                await self._send(episode, "active", episode.text, episode.priority)
+                self._sent.add(condition)
             return False
         episode = Episode(condition, time.time(), text, priority, data)
         # Recorded before it is sent: a crash between the two resends the same id.
@@ -89,6 +97,7 @@ class AlertBook:
             del self.active[condition]
             await self._state.put_state(STATE_PREFIX + condition, None)
             raise
+        self._sent.add(condition)
         log.warning("system alert", condition=condition, alert_id=episode.alert_id)
         return True
 
@@ -101,6 +110,7 @@ class AlertBook:
         await self._send(episode, "resolved", text, "normal")
         await self._state.put_state(STATE_PREFIX + condition, None)
         del self.active[condition]
+        self._sent.discard(condition)
         self.resolved_count += 1
         log.info("system alert resolved", condition=condition, alert_id=episode.alert_id)
         return True
