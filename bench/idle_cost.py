@@ -149,17 +149,19 @@ def measure(subjects: list[Subject], seconds: float) -> list[list[str]]:
     for subject in subjects:
         pid = subject.process.pid
         if subject.process.poll() is not None:
-            rows.append([subject.name, "exited", "", "", ""])
+            rows.append([subject.name, "exited", "", "", "", ""])
             continue
         cpu = proc_cpu_seconds(pid) - subject.cpu_start
-        wakeups = (proc_context_switches(pid) - subject.switches_start) / elapsed
+        switches = proc_context_switches(pid) - subject.switches_start
         rss = proc_rss_mib(pid)
         rows.append(
             [
                 subject.name,
                 f"{cpu:.2f}",
                 f"{100 * cpu / elapsed:.3f}",
-                f"{wakeups:.1f}",
+                # The total too: a wake-up a minute is 0.0 per second at one decimal.
+                str(switches),
+                f"{switches / elapsed:.2f}",
                 f"{rss:.1f}",
             ]
         )
@@ -195,7 +197,8 @@ def main(seconds: float) -> None:
             time.sleep(1)  # the baselines' imports are done by now
             rows = measure(subjects, seconds)
     print(f"idle cost over {seconds:g} s, after one message (CPU % is of one core)")
-    print_table(["process", "CPU s", "CPU %", "ctx switches/s", "RSS MiB"], rows)
+    header = ["process", "CPU s", "CPU %", "ctx switches", "ctx switches/s", "RSS MiB"]
+    print_table(header, rows)
     print(f"model requests served by the fake server: {len(server.requests)}")
 
 
