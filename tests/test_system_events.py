@@ -30,10 +30,12 @@ from tests.daemon_harness import (
 )
 from tests.fakes.model_server import FakeModelServer, Reply, ToolCallSpec
 from wakeful.channels import default_components
+from wakeful.channels.system import memory
 from wakeful.channels.system.alerts import AlertBook
 from wakeful.channels.system.config import SystemSection
 from wakeful.channels.system.pending_age import PendingAgeWatch
 from wakeful.channels.system.pressure_trigger import open_trigger
+from wakeful.channels.system.resources import ResourceWatch
 from wakeful.daemon.components.context import ComponentSetup
 from wakeful.daemon.config import ConfigError, Settings, load_settings
 from wakeful.daemon.feed import FeedItem
@@ -394,3 +396,25 @@ async def test_memory_pressure_trigger_is_armed_or_says_why_not() -> None:
         assert threading.active_count() <= threads + 1  # anyio keeps its idle worker
     finally:
         opened.close()
+
+
+async def test_a_memory_stall_alerts_and_ends_when_the_pressure_is_gone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The PSI trigger fired: an alert naming the stall; it lasts while the 10 s average
+    shows stalls, and ends at the first check that shows none."""
+    pressure = tmp_path / "memory"
+    monkeypatch.setattr(memory, "PRESSURE_FILE", pressure)
+    recorder = Recorder()
+    book = AlertBook(recorder.submit, recorder, "main")
+    watch = ResourceWatch(book, SystemSection(**QUIET), tmp_path)
+    pressure.write_text("some avg10=12.50 avg60=3.00 avg300=1.00 total=123\n")
+    await watch.check(stalled=True)
+    (alert,) = recorder.events
+    assert "stalled waiting for memory (PSI some avg10 12.5 %)" in alert.content.text
+    assert alert.context.priority == "urgent"
+    await watch.check(stalled=False)  # the average still shows the stall
+    assert len(recorder.events) == 1
+    pressure.write_text("some avg10=0.00 avg60=2.00 avg300=1.00 total=124\n")
+    await watch.check(stalled=False)
+    assert recorder.events[-1].id == alert.id + ":resolved"
