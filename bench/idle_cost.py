@@ -81,7 +81,7 @@ def write_config(
 
 
 def start_daemon(
-    directory: Path, token: str, model_url: str | None, name: str, extra: str = ""
+    directory: Path, token: str, model_url: str | None, name: str = "", extra: str = ""
 ) -> tuple[Subject, str]:
     directory.mkdir()
     config, url = write_config(directory, token, model_url, extra)
@@ -92,6 +92,7 @@ def start_daemon(
         stdout=log,
         stderr=subprocess.STDOUT,
     )
+    name = name or ("wakeful run, with model" if model_url else "wakeful run, no model")
     return Subject(name, process), url
 
 
@@ -138,7 +139,11 @@ def stopped_at_exit(subjects: list[Subject]) -> Iterator[None]:
                 subject.process.wait()
 
 
+MEASURE_HEADER = ["process", "CPU s", "CPU %", "ctx switches", "ctx switches/s", "RSS MiB"]
+
+
 def measure(subjects: list[Subject], seconds: float) -> list[list[str]]:
+    """One row per subject, under MEASURE_HEADER."""
     for subject in subjects:
         subject.cpu_start = proc_cpu_seconds(subject.process.pid)
         subject.switches_start = proc_context_switches(subject.process.pid)
@@ -197,8 +202,7 @@ def main(seconds: float) -> None:
             time.sleep(1)  # the baselines' imports are done by now
             rows = measure(subjects, seconds)
     print(f"idle cost over {seconds:g} s, after one message (CPU % is of one core)")
-    header = ["process", "CPU s", "CPU %", "ctx switches", "ctx switches/s", "RSS MiB"]
-    print_table(header, rows)
+    print_table(MEASURE_HEADER, rows)
     print(f"model requests served by the fake server: {len(server.requests)}")
 
 
