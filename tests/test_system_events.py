@@ -21,6 +21,7 @@ import pytest
 from anyio.abc import TaskStatus
 
 from tests.daemon_harness import (
+    ADMIN_TOKEN,
     FeedWatcher,
     Harness,
     daemon_settings,
@@ -127,18 +128,6 @@ async def test_disk_nearly_full_alerts_once_and_resolves_after_a_restart(
         assert resolved["content"]["text"].startswith("Resolved: ")
         assert resolved["content"]["data"]["state"] == "resolved"
         assert (await system_status(h))["active_alerts"] == 0
-
-
-async def test_daemon_rss_over_its_limit_alerts_the_configured_session(
-    tmp_path: Path, model_server: FakeModelServer
-) -> None:
-    config = settings(tmp_path, model_server, rss_max_mb=1, session="ops")
-    async with harness(config) as h:
-        (event,) = await events_of(h, "system.alert")
-        assert event["id"].startswith("alert:system:memory:")
-        assert "rss_max_mb = 1" in event["content"]["text"]
-        assert event["content"]["data"]["rss_mb"] > 1
-        assert event["session"] == "ops"
 
 
 async def test_an_old_pending_event_alerts_and_resolves_when_the_session_takes_it(
@@ -418,3 +407,33 @@ async def test_a_memory_stall_alerts_and_ends_when_the_pressure_is_gone(
     pressure.write_text("some avg10=0.00 avg60=2.00 avg300=1.00 total=124\n")
     await watch.check(stalled=False)
     assert recorder.events[-1].id == alert.id + ":resolved"
+
+
+async def test_rss_over_its_limit_alerts_the_configured_session_and_status_lists_it(
+    tmp_path: Path, model_server: FakeModelServer
+) -> None:
+    """An RSS limit the daemon is over: an alert in [system] session, and the
+    `wakeful status` command (a real CLI process) shows the open alert's line."""
+    config = settings(tmp_path, model_server, rss_max_mb=1, session="ops")
+    async with harness(config) as h:
+        (event,) = await events_of(h, "system.alert")
+        assert event["id"].startswith("alert:system:memory:")
+        assert "rss_max_mb = 1" in event["content"]["text"]
+        assert event["content"]["data"]["rss_mb"] > 1
+        assert event["session"] == "ops"
+        cli_config = tmp_path / "cli.toml"
+        host_port = h.running.url.removeprefix("http://")
+        cli_config.write_text(
+            f'[daemon]\ndata_dir = "{tmp_path}"\n'
+            f'[server]\nbind = "{host_port}"\nadmin_token = "{ADMIN_TOKEN}"\n',
+            encoding="utf-8",
+        )
+        done = await anyio.run_process(
+            [sys.executable, "-m", "wakeful", "-c", str(cli_config), "status"], check=False
+        )
+    assert done.returncode == 0, done.stderr.decode()
+    lines = done.stdout.decode().splitlines()
+    where = lines.index("  alerts:")
+    assert "system:" in lines[:where]
+    assert lines[where + 1].startswith("    - memory: since ")
+    assert "rss_max_mb = 1" in lines[where + 1]
