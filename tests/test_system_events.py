@@ -279,9 +279,17 @@ class Recorder:
     def __init__(self) -> None:
         self.events: list[Event] = []
         self.state: dict[str, str] = {}
+        self.changed = anyio.Event()
 
     async def submit(self, event: Event) -> None:
         self.events.append(event)
+        self.changed.set()
+        self.changed = anyio.Event()
+
+    async def wait_for_events(self, n: int) -> None:
+        with anyio.fail_after(10):
+            while len(self.events) < n:
+                await self.changed.wait()
 
     async def get_state(self, key: str) -> str | None:
         return self.state.get(key)
@@ -437,3 +445,30 @@ async def test_rss_over_its_limit_alerts_the_configured_session_and_status_lists
     assert "system:" in lines[:where]
     assert lines[where + 1].startswith("    - memory: since ")
     assert "rss_max_mb = 1" in lines[where + 1]
+
+
+async def test_each_kernel_stall_wakes_a_check_at_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The PSI trigger's callback wakes the check between intervals, every time: a stall
+    alerts, the next timed check resolves it once the average is back to 0, and a second
+    stall alerts again."""
+    pressure = tmp_path / "memory"
+    monkeypatch.setattr(memory, "PRESSURE_FILE", pressure)
+    recorder = Recorder()
+    book = AlertBook(recorder.submit, recorder, "main")
+    watch = ResourceWatch(book, SystemSection(**{**QUIET, "check_interval_s": 1}), tmp_path)
+    async with anyio.create_task_group() as group:
+        group.start_soon(watch.run)  # memory_psi_stall_ms off: no real trigger
+        pressure.write_text("some avg10=20.00 avg60=0 avg300=0 total=1\n")
+        watch.on_stall()
+        await recorder.wait_for_events(1)
+        pressure.write_text("some avg10=0.00 avg60=0 avg300=0 total=2\n")
+        await recorder.wait_for_events(2)  # the timed check: resolved
+        pressure.write_text("some avg10=20.00 avg60=0 avg300=0 total=3\n")
+        watch.on_stall()
+        await recorder.wait_for_events(3)
+        group.cancel_scope.cancel()
+    first, resolved, again = recorder.events
+    assert resolved.id == first.id + ":resolved"
+    assert "stalled waiting for memory" in again.content.text and again.id != first.id

@@ -63,9 +63,13 @@ class ResourceWatch:
 
     async def _watch_pressure(self, trigger: PressureTrigger) -> None:
         try:
-            await trigger.watch(self._stalled.set)
+            await trigger.watch(self.on_stall)
         finally:
             trigger.close()
+
+    def on_stall(self) -> None:
+        """The kernel reported a memory stall: check now, not at the next interval."""
+        self._stalled.set()  # the current event: each check replaces it
 
     async def _check_forever(self) -> None:
         while True:
