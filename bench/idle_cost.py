@@ -1,8 +1,10 @@
 """Idle cost: CPU and memory of a `wakeful run` daemon that has nothing to do.
 
-Two daemons run as subprocesses (`python -m wakeful -c CONFIG run`, the same
+Three daemons run as subprocesses (`python -m wakeful -c CONFIG run`, the same
 entry point as the `wakeful` command): one with a model (the fake server, in a
-thread of this process) and one with none configured. Each is started, waited
+thread of this process) and its system checks on (the defaults, plus
+``user_inactive_after`` armed), the same with ``[system] enabled = false``,
+and one with no model configured. Each is started, waited
 for on /healthz, sent one message (the one with a model must also have
 answered it: an assistant message in its trajectory); then, over one shared
 window (default 60 s), CPU seconds come from /proc/PID/stat (utime + stime),
@@ -58,22 +60,31 @@ def free_port() -> int:
     return port
 
 
-def write_config(directory: Path, token: str, model_url: str | None) -> tuple[Path, str]:
+SYSTEM_ON = '[system]\nuser_inactive_after = "8h"\n'
+SYSTEM_OFF = "[system]\nenabled = false\n"
+
+
+def write_config(
+    directory: Path, token: str, model_url: str | None, extra: str = ""
+) -> tuple[Path, str]:
     port = free_port()
     llm = f'base_url = "{model_url}"\nmodel = "fake-model"\napi_key = "unused"\nmax_retries = 0\n'
     text = (
         f'[daemon]\ndata_dir = "{directory / "data"}"\nlog_level = "info"\n\n'
         f'[server]\nbind = "127.0.0.1:{port}"\nadmin_token = "{token}"\n\n'
-        + (f"[llm]\n{llm}" if model_url else "")
+        + (f"[llm]\n{llm}\n" if model_url else "")
+        + extra
     )
     path = directory / "wakeful.toml"
     path.write_text(text, encoding="utf-8")
     return path, f"http://127.0.0.1:{port}"
 
 
-def start_daemon(directory: Path, token: str, model_url: str | None) -> tuple[Subject, str]:
+def start_daemon(
+    directory: Path, token: str, model_url: str | None, name: str = "", extra: str = ""
+) -> tuple[Subject, str]:
     directory.mkdir()
-    config, url = write_config(directory, token, model_url)
+    config, url = write_config(directory, token, model_url, extra)
     log = (directory / "daemon.log").open("wb")
     process = subprocess.Popen(
         [sys.executable, "-m", "wakeful", "-c", str(config), "run"],
@@ -81,7 +92,7 @@ def start_daemon(directory: Path, token: str, model_url: str | None) -> tuple[Su
         stdout=log,
         stderr=subprocess.STDOUT,
     )
-    name = "wakeful run, with model" if model_url else "wakeful run, no model"
+    name = name or ("wakeful run, with model" if model_url else "wakeful run, no model")
     return Subject(name, process), url
 
 
@@ -128,7 +139,11 @@ def stopped_at_exit(subjects: list[Subject]) -> Iterator[None]:
                 subject.process.wait()
 
 
+MEASURE_HEADER = ["process", "CPU s", "CPU %", "ctx switches", "ctx switches/s", "RSS MiB"]
+
+
 def measure(subjects: list[Subject], seconds: float) -> list[list[str]]:
+    """One row per subject, under MEASURE_HEADER."""
     for subject in subjects:
         subject.cpu_start = proc_cpu_seconds(subject.process.pid)
         subject.switches_start = proc_context_switches(subject.process.pid)
@@ -139,17 +154,19 @@ def measure(subjects: list[Subject], seconds: float) -> list[list[str]]:
     for subject in subjects:
         pid = subject.process.pid
         if subject.process.poll() is not None:
-            rows.append([subject.name, "exited", "", "", ""])
+            rows.append([subject.name, "exited", "", "", "", ""])
             continue
         cpu = proc_cpu_seconds(pid) - subject.cpu_start
-        wakeups = (proc_context_switches(pid) - subject.switches_start) / elapsed
+        switches = proc_context_switches(pid) - subject.switches_start
         rss = proc_rss_mib(pid)
         rows.append(
             [
                 subject.name,
                 f"{cpu:.2f}",
                 f"{100 * cpu / elapsed:.3f}",
-                f"{wakeups:.1f}",
+                # The total too: a wake-up a minute is 0.0 per second at one decimal.
+                str(switches),
+                f"{switches / elapsed:.2f}",
                 f"{rss:.1f}",
             ]
         )
@@ -160,10 +177,17 @@ def main(seconds: float) -> None:
     token = secrets.token_urlsafe(24)
     linger = seconds + 120
     with FakeModelServer() as server, tempfile.TemporaryDirectory() as tmp:
-        with_model, url_model = start_daemon(Path(tmp) / "model", token, server.base_url)
-        no_model, url_none = start_daemon(Path(tmp) / "none", token, None)
+        tmp_dir, url = Path(tmp), server.base_url
+        with_model, url_model = start_daemon(
+            tmp_dir / "model", token, url, "wakeful run, model, system checks on", SYSTEM_ON
+        )
+        checks_off, url_off = start_daemon(
+            tmp_dir / "off", token, url, "wakeful run, model, system checks off", SYSTEM_OFF
+        )
+        no_model, url_none = start_daemon(tmp_dir / "none", token, None, "wakeful run, no model")
         subjects = [
             with_model,
+            checks_off,
             no_model,
             start_baseline("baseline: python time.sleep", f"import time; time.sleep({linger})"),
             start_baseline(
@@ -173,11 +197,12 @@ def main(seconds: float) -> None:
         ]
         with stopped_at_exit(subjects):
             wake_once(url_model, token, expect_reply=True)
+            wake_once(url_off, token, expect_reply=True)
             wake_once(url_none, token, expect_reply=False)
             time.sleep(1)  # the baselines' imports are done by now
             rows = measure(subjects, seconds)
     print(f"idle cost over {seconds:g} s, after one message (CPU % is of one core)")
-    print_table(["process", "CPU s", "CPU %", "ctx switches/s", "RSS MiB"], rows)
+    print_table(MEASURE_HEADER, rows)
     print(f"model requests served by the fake server: {len(server.requests)}")
 
 

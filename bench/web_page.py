@@ -32,7 +32,14 @@ from typing import Any
 import httpx
 
 from bench.common import REPO_ROOT, FakeModelServer, print_table
-from bench.idle_cost import measure, start_baseline, start_daemon, stopped_at_exit, wake_once
+from bench.idle_cost import (
+    MEASURE_HEADER,
+    measure,
+    start_baseline,
+    start_daemon,
+    stopped_at_exit,
+    wake_once,
+)
 from tests.browser import chromium, find, wait_for
 
 # Files the page loads (its API calls and live feed are not "the page").
@@ -138,7 +145,7 @@ def main(seconds: float, loads: int) -> None:
     listing = ", ".join(files)
     print(f"gzip bodies of / and all it loads: {compressed} B ({listing}); target < 100 KB")
     print(f"\nidle CPU over {seconds:g} s (CPU % is of one core; target ≤ 0.1 % with a page open)")
-    print_table(["process", "CPU s", "CPU %", "ctx switches/s", "RSS MiB"], rows)
+    print_table(MEASURE_HEADER, rows)
     print(f"the page's feed was still live at the end: {still_live}")
 
 

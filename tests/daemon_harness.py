@@ -33,6 +33,9 @@ def daemon_settings(
         # Scenarios run scripts from the test's temporary directory, which the sandbox
         # hides; tests/test_sandbox.py covers the sandbox itself.
         "safety": {"sandbox": "none"},
+        # Resource alerts depend on the host (a nearly full disk on a CI runner would put
+        # one into every test's main session); tests/test_system_events.py turns them on.
+        "system": {"enabled": False},
     }
     for section, values in overrides.items():
         sections.setdefault(section, {}).update(values)

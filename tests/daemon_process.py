@@ -53,6 +53,9 @@ def write_config(data_dir: Path, model_url: str | None, port: int) -> Path:
         # orphans the restart tests need, and it hides the test's directory.
         "[safety]",
         'sandbox = "none"',
+        # Resource alerts depend on the host (see tests/daemon_harness.py).
+        "[system]",
+        "enabled = false",
     ]
     if model_url:
         lines[lines.index("[llm]") + 1 : lines.index("[llm]") + 1] = [

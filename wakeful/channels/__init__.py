@@ -35,6 +35,10 @@ def default_components(settings: Settings) -> list[Component]:
         ChatWebComponent(),
         SubagentsComponent(),
     ]
+    if settings.system.enabled:
+        from wakeful.channels.system.component import SystemComponent
+
+        components.append(SystemComponent())
     email = None
     if settings.email.accounts or settings.email.calendar_path is not None:
         from wakeful.channels.email.component import EmailComponent

@@ -11,6 +11,7 @@ from wakeful.channels.chat.sections import ChatSettings
 from wakeful.channels.email.config import EmailSettings
 from wakeful.channels.shell.config import ShellSettings
 from wakeful.channels.subscriptions.config import SubscriptionSettings
+from wakeful.channels.system.config import SystemSettings
 from wakeful.channels.timers.config import TimerSettings
 from wakeful.channels.webhook.config import WebhookSettings
 from wakeful.mcp.config import McpSettings
@@ -26,5 +27,6 @@ class ChannelSettings(
     SubscriptionSettings,
     SubagentSettings,
     McpSettings,
+    SystemSettings,
 ):
     """Every channel's sections, as fields of one model."""

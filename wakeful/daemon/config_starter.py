@@ -143,4 +143,14 @@ retain_days = 7                         # then records and output files of ended
 # [notify]
 # prefer = ["chat:telegram:tg#123456789", "chat:web"]
 # urgent = ["chat:telegram:tg#123456789"]
+
+# System events (docs/system-events.md): system.alert when a limit is crossed and
+# again when it is over; each is checked once a minute or woken by the kernel.
+# [system]
+# session = "main"                      # where alerts go
+# disk_free_min_mb = 512                # the data directory's disk: alert below either
+# disk_free_min_percent = 5
+# rss_max_mb = 1024                     # the daemon's own memory
+# pending_age_max_s = 600               # an event waiting longer than this in a queue
+# user_inactive_after = "8h"            # user.inactive after this silence (default: off)
 """

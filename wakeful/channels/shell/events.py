@@ -100,6 +100,31 @@ def lost_event(record: TaskRecord) -> Event:
     return _event(record, f"shell:{record.task_id}:exit", "shell.exited", text, _end_data(record))
 
 
+def timeout_event(record: TaskRecord, runtime_s: float, grace_s: float) -> Event:
+    """The task is still running past its declared limit; says what happens to it."""
+    if record.kill_on_timeout:
+        fate = (
+            "It is being stopped (kill_on_timeout): its whole process group gets SIGTERM, "
+            f"then SIGKILL after {grace_s:g} s; its shell.exited event follows."
+        )
+    else:
+        fate = (
+            "It was left running: decide whether to wait (its shell.exited event still "
+            "comes when it ends), look at it with task_status, or stop it with cancel_task."
+        )
+    text = (
+        f"{_header(record)} is still running after {runtime_s:.0f} s, past its declared "
+        f"limit of {record.limit_s:g} s (limit_s). {fate}"
+    )
+    data = {
+        "command": record.command,
+        "limit_s": record.limit_s,
+        "runtime_s": round(runtime_s, 1),
+        "kill_on_timeout": record.kill_on_timeout,
+    }
+    return _event(record, f"shell:{record.task_id}:timeout", "process.timeout", text, data)
+
+
 def output_event(
     record: TaskRecord,
     line_no: int,

@@ -22,6 +22,7 @@ import structlog
 from anyio.abc import Process, TaskGroup
 
 from wakeful.channels.shell import events
+from wakeful.channels.shell.limits import watch_limit
 from wakeful.channels.shell.lines import OutputTail, cut
 from wakeful.channels.shell.monitor import Pattern, Patterns, RateLimiter
 from wakeful.channels.shell.records import RecordStore, TaskRecord, boot_id, start_ticks
@@ -92,13 +93,18 @@ class ShellTaskManager:
         *,
         home: Path | None = None,
         tainted_by: str | None = None,
+        limit_s: float | None = None,
+        kill_on_timeout: bool = False,
     ) -> ShellTask:
         """Spawn ``command`` in a new process group; a task of ours watches it.
         ``home``: its HOME (the workspace; ``cwd`` when not given). ``tainted_by``:
-        the taint of the run that started it, carried into its events."""
+        the taint of the run that started it, carried into its events. ``limit_s``:
+        its declared limit (see ``limits.py``)."""
         task_id = f"shell-{uuid.uuid4().hex[:8]}"
         task = self._new_task(session, task_id, command, cwd)
         task.record.tainted_by = tainted_by
+        task.record.limit_s = limit_s
+        task.record.kill_on_timeout = kill_on_timeout
         task.patterns.add(patterns)
         proc = await anyio.open_process(
             self.sandbox.argv(command, cwd=cwd),
@@ -125,6 +131,8 @@ class ShellTaskManager:
         if self._group is None:  # tools exist only once components run; a bug if reached
             raise RuntimeError("shell tasks started before the shell component runs")
         self._group.start_soon(self._run, task, proc, name=f"shell task {task_id}")
+        if limit_s is not None:
+            self._group.start_soon(watch_limit, task, self, name=f"limit of {task_id}")
         log.info("shell task started", task_id=task_id, session=session, pgid=proc.pid)
         return task
 
@@ -180,7 +188,7 @@ class ShellTaskManager:
         record.last_lines = task.tail.last(RECORD_LINES)
         record.progress = task.tail.progress
         record.reason = _reason(task) or self._limit_hit(task, proc.returncode)
-        if task.stop in (Stop.CANCEL, Stop.SHUTDOWN):
+        if task.stop in (Stop.CANCEL, Stop.SHUTDOWN):  # TIMEOUT: "failed", reported
             record.state = "cancelled"
         else:
             record.state = "done" if record.exit_code == 0 and task.stop is None else "failed"
@@ -221,7 +229,7 @@ class ShellTaskManager:
         event = events.output_event(
             task.record, line_no, cut(line), pattern.describe(), held, subscription=pattern.tag
         )
-        await self._submit_quietly(event)
+        await self.report_quietly(event)
 
     async def summarise_suppressed(self, task: ShellTask) -> None:
         held = task.limiter.take_pending()
@@ -230,9 +238,10 @@ class ShellTaskManager:
             event = events.suppressed_event(
                 task.record, held, limiter.last_suppressed_no, limiter.last_suppressed_line
             )
-            await self._submit_quietly(event)
+            await self.report_quietly(event)
 
-    async def _submit_quietly(self, event: Event) -> None:
+    async def report_quietly(self, event: Event) -> None:
+        """Submit an event about a running task; a failure is logged, not raised."""
         try:
             await self._submit(event)
         except Exception as exc:

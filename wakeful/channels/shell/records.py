@@ -49,6 +49,11 @@ class TaskRecord:
     # Started by a tainted run: its events are untrusted too (what a stranger
     # asked for must not come back later as the daemon's own word).
     tainted_by: str | None = None
+    # The limit declared at start (start_shell's limit_s): past it a process.timeout
+    # event goes to the session, and the task is stopped only with kill_on_timeout.
+    limit_s: float | None = None
+    kill_on_timeout: bool = False
+    timed_out: bool = False
 
     @classmethod
     def from_json(cls, raw: str) -> TaskRecord:

@@ -23,6 +23,7 @@ class Stop(StrEnum):
     CANCEL = "cancelled with cancel_task"
     SHUTDOWN = "the daemon stopped"
     ERROR = "wakeful stopped it after an internal error"
+    TIMEOUT = "stopped at its declared limit_s (kill_on_timeout)"
 
 
 @dataclass
@@ -86,6 +87,10 @@ class ShellTask:
             info["exit_code"] = self.record.exit_code
             if self.record.reason:
                 info["reason"] = self.record.reason
+        if self.record.limit_s is not None:
+            info["limit_s"] = self.record.limit_s
+            info["kill_on_timeout"] = self.record.kill_on_timeout
+            info["past_limit"] = self.record.timed_out
         if self.patterns:
             info["monitored_patterns"] = self.patterns.describe()
         if self.limiter.suppressed_total:

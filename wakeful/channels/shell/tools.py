@@ -27,7 +27,9 @@ class StartShell:
         "are texts: each output line containing one raises a shell.output event "
         "(rate-limited). task_status(task_id) shows its state, runtime, last lines and "
         "progress (the last percentage it printed); cancel_task(task_id) stops its whole "
-        "process group. It cannot be interactive (stdin is empty). Obviously destructive "
+        "process group. limit_s (optional) declares how long it should take: past it a "
+        "process.timeout event arrives and it keeps running, unless kill_on_timeout is true. "
+        "It cannot be interactive (stdin is empty). Obviously destructive "
         "commands are refused. "
         'Example: {"command": "make -j4 all", "patterns": ["error:"]}'
     )
@@ -40,6 +42,15 @@ class StartShell:
         patterns: list[str] = Field(
             default_factory=list,
             description="texts that, when an output line contains one, raise a shell.output event",
+        )
+        limit_s: float | None = Field(
+            default=None,
+            gt=0,
+            description="how long it should take at most, in seconds: past it a "
+            "process.timeout event arrives (it keeps running unless kill_on_timeout)",
+        )
+        kill_on_timeout: bool = Field(
+            default=False, description="true: stop its process group when limit_s passes"
         )
 
     read_only = False
@@ -65,15 +76,19 @@ class StartShell:
                 patterns,
                 home=ctx.workspace,
                 tainted_by=ctx.taint.summary() if ctx.taint else None,
+                limit_s=a.limit_s,
+                kill_on_timeout=a.kill_on_timeout,
             )
         except PatternError as exc:
             return ToolOutput(f"invalid pattern: {exc}; nothing was started", is_error=True)
-        info = {
+        info: dict[str, Any] = {
             "task_id": task.task_id,
             "state": "running",
             "output_file": task.record.output_file,
             "monitored_patterns": task.patterns.describe(),
         }
+        if a.limit_s is not None:
+            info |= {"limit_s": a.limit_s, "kill_on_timeout": a.kill_on_timeout}
         return ToolOutput(
             f"started {task.task_id} in the background; a shell.exited event will arrive when "
             f"it finishes.\n{_dump(info)}",

@@ -96,6 +96,9 @@ class Registrations:
     status_providers: dict[str, Callable[[], dict[str, Any]]] = field(default_factory=dict)
     # Where outgoing messages can go (chat platforms, …), besides the daemon's own chat.
     channels: list[Channel] = field(default_factory=list)
+    # Told (component name, what failed) each time a component's run fails; the
+    # supervisor calls them in the event loop, so they must not block.
+    failure_listeners: list[Callable[[str, str], None]] = field(default_factory=list)
     frozen: bool = False
 
 
@@ -218,6 +221,11 @@ class ComponentSetup:
     def add_status(self, name: str, provide: Callable[[], dict[str, Any]]) -> None:
         self._check(f"status figures {name!r}")
         self.registrations.status_providers[name] = provide
+
+    def on_component_failure(self, listener: Callable[[str, str], None]) -> None:
+        """Be told (component name, what failed) each time a component's run fails."""
+        self._check("a component failure listener")
+        self.registrations.failure_listeners.append(listener)
 
     def set_health(self, key: str, health: ComponentHealth) -> None:
         """Allowed in either phase: health is reported as it changes."""

@@ -108,11 +108,20 @@ async def supervise(
             registrations.health[health_key] = ComponentHealth(
                 False, f"failed ({describe_failure(exc)}); restarting in {backoff:.0f} s"
             )
+            _tell_listeners(registrations, component.name, describe_failure(exc))
         if not started:  # start-up goes on without it; it keeps being retried
             started = True
             task_status.started()
         await anyio.sleep(backoff)
         backoff = min(backoff * 2, BACKOFF_MAX_S)
+
+
+def _tell_listeners(registrations: Registrations, name: str, failure: str) -> None:
+    for listener in registrations.failure_listeners:
+        try:
+            listener(name, failure)
+        except Exception:  # a listener's bug must not stop the restart
+            log.exception("component failure listener failed", component=name)
 
 
 async def _run_once(

@@ -33,10 +33,15 @@ _CATEGORIES: dict[str, tuple[str, str]] = {
     "approval": ("approval decision", "approval decisions"),
 }
 _SYSTEM = ("system reminder", "system reminders")
+# Kinds whose prefix would name the wrong category ("user.inactive" is no message).
+_KIND_CATEGORIES: dict[str, tuple[str, str]] = {
+    "user.inactive": _SYSTEM,
+    "process.timeout": _CATEGORIES["shell"],
+}
 
 
 def category(kind: str) -> tuple[str, str]:
-    return _CATEGORIES.get(kind.split(".", 1)[0], _SYSTEM)
+    return _KIND_CATEGORIES.get(kind) or _CATEGORIES.get(kind.split(".", 1)[0], _SYSTEM)
 
 
 def format_elapsed(seconds: float) -> str:
@@ -210,6 +215,9 @@ def _label(event: Event) -> str:
         "email.received": "Email received",
         "shell.output": f"Output matched on {event.channel}",
         "shell.exited": f"Background command on {event.channel} exited",
+        "process.timeout": f"Background command on {event.channel} is past its limit",
+        "system.alert": "System alert",
+        "user.inactive": "The user has been silent",
         "supervisor.instruction": "Supervisor instruction",
         "agent.input": "Message from another agent",
         "agent.interrupt": "Urgent message from another agent",
