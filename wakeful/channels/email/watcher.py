@@ -17,11 +17,12 @@ import anyio
 import structlog
 
 from wakeful.channels.email.config import EmailAccountConfig
-from wakeful.channels.email.db import Cursor, MailDb
+from wakeful.channels.email.db import Cursor
 from wakeful.channels.email.health import MailboxHealth, backoff_s
 from wakeful.channels.email.imap import AuthFailed, ImapConnection, in_thread
 from wakeful.channels.email.inbound import build_event, email_id, skip_reason
 from wakeful.channels.email.message import parse_email
+from wakeful.channels.email.state_port import MailState
 from wakeful.daemon.front_door import DaemonUnavailable, SubmitResult
 from wakeful.events import Event
 
@@ -38,7 +39,7 @@ class MailboxWatcher:
         account: EmailAccountConfig,
         password: str,
         mailbox: str,
-        db: MailDb,
+        db: MailState,
         submit: Submit,
         on_health: OnHealth,
     ) -> None:
@@ -50,6 +51,10 @@ class MailboxWatcher:
         self._on_health = on_health
         self.health = MailboxHealth(account.name, mailbox, account.session, account.alert_after_s)
         self._attempt = 0
+
+    def standby(self) -> None:
+        """Another daemon of the fleet watches this mailbox; this one waits to take over."""
+        self._set_state("standby")
 
     def _set_state(self, state: str) -> None:
         self.health.working(state)

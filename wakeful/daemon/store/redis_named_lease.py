@@ -151,8 +151,9 @@ async def _acquire_or_wait(lease: NamedLease, retry_s: float) -> bool:
     except RedisError as exc:
         log.warning("cannot reach Redis for a lease", key=lease.key, error=str(exc))
         wait_s = retry_s
-    # Woken once the holder's TTL would run out (it may renew first: then wait again).
-    await anyio.sleep(min(max(wait_s, 0.05), lease.ttl_s))
+    # Looked at again when the holder's TTL would run out (it may renew first), or
+    # after a third of the TTL at most: a holder that released early is replaced soon.
+    await anyio.sleep(min(max(wait_s, 0.05), lease.ttl_s / 3))
     return False
 
 
