@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+from anyio.abc import TaskStatus
 
 from tests.daemon_harness import daemon_settings
 from tests.redis_server import REDIS_URL
@@ -48,7 +49,13 @@ class FleetMember:
     store: RedisStore
     registrations: Registrations
     submitted: list[Event] = field(default_factory=list)
+    stopped: anyio.Event = field(default_factory=anyio.Event)
     _arrived: anyio.Event = field(default_factory=anyio.Event)
+    _running: anyio.CancelScope = field(default_factory=anyio.CancelScope)
+
+    def stop(self) -> None:
+        """Stop the component as the daemon stopping would (its tasks cancelled)."""
+        self._running.cancel()
 
     async def submit(self, event: Event, *, cursor: Cursor | None = None) -> SubmitResult:
         self.submitted.append(event)
@@ -88,9 +95,15 @@ async def run_member(
                 approvals=Approvals(store, timeout_s=60),
             )
             await component.configure(setup)
+
+            async def run(*, task_status: TaskStatus[None]) -> None:
+                with member._running:
+                    await component.run(task_status=task_status)
+                member.stopped.set()
+
             async with anyio.create_task_group() as group:
-                await group.start(component.run)
+                await group.start(run)
                 yield member
-                group.cancel_scope.cancel()
+                member.stop()
     finally:
         await store.aclose()
