@@ -100,6 +100,18 @@ def lost_event(record: TaskRecord) -> Event:
     return _event(record, f"shell:{record.task_id}:exit", "shell.exited", text, _end_data(record))
 
 
+def owner_gone_event(record: TaskRecord) -> Event:
+    """Reported by another daemon of the fleet: the daemon running the task is gone."""
+    started = datetime.fromtimestamp(record.started_at, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+    text = (
+        f"{_header(record)}, started {started}, was lost: the daemon running it stopped, "
+        f"so its exit status is unknown (state lost). {record.reason} It may have partially "
+        f"executed - check its effects before running it again. Its output file: "
+        f"{record.output_file}"
+    )
+    return _event(record, f"shell:{record.task_id}:exit", "shell.exited", text, _end_data(record))
+
+
 def output_event(record: TaskRecord, line_no: int, line: str, pattern: str, held: int) -> Event:
     text = f"Line {line_no} of {_header(record)} matched {pattern}:\n{line}"
     if held:
