@@ -30,6 +30,7 @@ from wakeful.channels.shell.manager import Submit
 from wakeful.channels.shell.records import RUNNING, RecordStore, TaskRecord
 from wakeful.channels.shell.task import Stop
 from wakeful.daemon.front_door import DaemonUnavailable
+from wakeful.daemon.store.base import StoreUnavailable
 from wakeful.daemon.store.redis_named_lease import (
     NamedLease,
     hold_while,
@@ -96,9 +97,12 @@ class TaskRoster:
             return 0
         reported = 0
         for task_id, raw in entries.items():
-            owner = str(json.loads(raw)["owner"])
-            if owner != self.owner and await self._gone(owner):
-                reported += await self._report(str(task_id), str(raw), submit)
+            try:
+                owner = str(json.loads(raw)["owner"])
+                if owner != self.owner and await self._gone(owner):
+                    reported += await self._report(str(task_id), str(raw), submit)
+            except Exception:  # one bad entry (or a store blip) must not stop the others
+                log.exception("cannot report a shell task of the fleet", task_id=task_id)
         return reported
 
     async def _gone(self, owner: str) -> bool:
@@ -110,7 +114,7 @@ class TaskRoster:
         event = orphan_event(record, str(entry["owner"]))
         try:
             await submit(event)  # first: a sweeper dying here leaves the entry for the next
-        except DaemonUnavailable as exc:
+        except (DaemonUnavailable, StoreUnavailable) as exc:
             log.warning("shell task of a gone daemon not reported yet", task_id=task_id,
                         error=str(exc))  # fmt: skip
             return 0

@@ -38,6 +38,7 @@ from apscheduler.job import Job
 from apscheduler.jobstores.base import JobLookupError
 from apscheduler.jobstores.memory import MemoryJobStore
 from redis.asyncio import Redis
+from redis.asyncio.client import PubSub
 from redis.exceptions import RedisError
 
 from wakeful.channels.timers.jobstore import PendingFire
@@ -45,6 +46,7 @@ from wakeful.daemon.store.redis_named_lease import process_holder_id
 
 log = structlog.get_logger(__name__)
 
+RESUBSCRIBE_S = 1.0
 CLAIM_RETENTION_S = 86_400.0  # longer than any daemon's schedule can lag behind another's
 
 # ARGV: prefix, job id, run time, fires field, fire body, retention ms -> ours | taken | gone
@@ -210,15 +212,38 @@ class RedisJobStore(MemoryJobStore):  # type: ignore[misc]
     async def _follow_changes(
         self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED
     ) -> None:
-        async with self._client.pubsub() as pubsub:
-            await pubsub.subscribe(self._channel)
-            task_status.started()
-            async for message in pubsub.listen():
-                if message.get("type") != "message":
-                    continue
-                origin, _, job_id = str(message["data"]).partition(" ")
-                if origin != self._origin:
-                    await self._apply_change(job_id)
+        """Apply other daemons' announcements; after a lost subscription (Redis
+        restarted), subscribe again and re-read every job, since some may be missed."""
+        started = False
+        while True:
+            try:
+                async with self._client.pubsub() as pubsub:
+                    await pubsub.subscribe(self._channel)
+                    if started:
+                        await self._reload_all()
+                    else:
+                        started = True
+                        task_status.started()
+                    await self._listen(pubsub)
+            except RedisError as exc:
+                log.warning("lost the timer change feed; subscribing again", error=str(exc))
+                await anyio.sleep(RESUBSCRIBE_S)
+
+    async def _listen(self, pubsub: PubSub) -> None:
+        async for message in pubsub.listen():
+            if message.get("type") != "message":
+                continue
+            origin, _, job_id = str(message["data"]).partition(" ")
+            if origin != self._origin:
+                await self._apply_change(job_id)
+
+    async def _reload_all(self) -> None:
+        stored = await self._client.hgetall(self._jobs_key)
+        for job in super().get_all_jobs():
+            if job.id not in stored:
+                self._forget(job.id)
+        for job_id in stored:
+            await self._apply_change(str(job_id))
 
     async def _apply_change(self, job_id: str) -> None:
         """Make our in-memory copy of one job what Redis holds now (no write back)."""
