@@ -99,3 +99,23 @@ async def test_redis_state_keeps_cursors_forward_and_drafts(redis_prefix: str) -
         assert [r.draft_id for r in await state.drafts_in(DeliveryState.SENDING)] == ["draft-1"]
     finally:
         await state.aclose()
+
+
+async def test_a_live_daemons_send_is_not_reconciled_by_another(redis_prefix: str) -> None:
+    """A draft another running daemon is sending is left to it; once its lease is gone,
+    the draft may be reconciled (found in Sent, or marked unknown)."""
+    settings = fleet_settings(Path("/nonexistent"), redis_prefix)
+    sender = RedisMailState(component_redis(settings.store, "a"), redis_prefix, "host:1:a")
+    other = RedisMailState(component_redis(settings.store, "b"), redis_prefix, "host:2:b")
+    try:
+        assert await sender.owner_lease.acquire()
+        row = OutboxRow("<s@x>", "draft-s", "work", DeliveryState.PENDING, ["a@x"], b"raw", "")
+        await sender.add_draft(row, 0.0)
+        assert await sender.move_draft("<s@x>", ("pending",), DeliveryState.SENDING, "smtp")
+        assert await other.sending_elsewhere(row)
+        assert not await sender.sending_elsewhere(row)  # its own send: the caller decides
+        await sender.owner_lease.release()  # the sending daemon stopped
+        assert not await other.sending_elsewhere(row)
+    finally:
+        await sender.aclose()
+        await other.aclose()

@@ -93,7 +93,9 @@ class EmailComponent:
 
     async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         # Cancelled when the daemon stops; a blocked IDLE is woken by shutting its socket.
+        await self.backend.claim_ownership()
         async with anyio.create_task_group() as group:
+            group.start_soon(self.backend.hold_ownership, name="email send ownership")
             if self.accounts:
                 group.start_soon(_reconcile, self.outbox)
             for watcher in self.watchers:

@@ -172,6 +172,9 @@ class MailDb:
         )
         return [_draft(row) for row in rows]
 
+    async def sending_elsewhere(self, row: OutboxRow) -> bool:
+        return False  # one daemon per SQLite file
+
 
 _COLUMNS = "message_id, draft_id, account, state, recipients, raw, detail"
 

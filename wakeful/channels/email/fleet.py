@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import anyio
 from redis.asyncio import Redis
 
 from wakeful.channels.email.db import MailDb
@@ -46,6 +47,16 @@ class MailBackend:
         watcher.standby()
         await hold_while(lease, watcher.run, on_lost=watcher.standby)
 
+    async def claim_ownership(self) -> None:
+        """On Redis: take the lease that marks this daemon's sends as its own (before any)."""
+        if isinstance(self.state, RedisMailState):
+            await self.state.owner_lease.acquire()
+
+    async def hold_ownership(self) -> None:
+        """On Redis: renew that lease until cancelled (released then)."""
+        if isinstance(self.state, RedisMailState):
+            await hold_while(self.state.owner_lease, anyio.sleep_forever)
+
 
 def open_mail_backend(setup: ComponentSetup, lease_ttl_s: float = DEFAULT_TTL_S) -> MailBackend:
     section = setup.settings.store
@@ -55,5 +66,6 @@ def open_mail_backend(setup: ComponentSetup, lease_ttl_s: float = DEFAULT_TTL_S)
 
     # Per mailbox one connection may sit in a lease wait; the state's calls share the rest.
     client = component_redis(section, "email", max_connections=8)
-    state = RedisMailState(client, section.redis_prefix)
-    return MailBackend(state, client, section.redis_prefix, lease_ttl_s, process_holder_id())
+    holder = process_holder_id()
+    state = RedisMailState(client, section.redis_prefix, holder, lease_ttl_s)
+    return MailBackend(state, client, section.redis_prefix, lease_ttl_s, holder)

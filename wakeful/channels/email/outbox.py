@@ -64,6 +64,10 @@ class Outbox:
                 state=State.UNKNOWN,
             )
         if row.state is State.SENDING:
+            if await self._db.sending_elsewhere(row):
+                return SendOutcome(
+                    "another daemon is sending this draft right now", False, row.state
+                )
             row = await self.reconcile(row)
         if row.state is not State.PENDING:
             return _already(row)
@@ -146,7 +150,8 @@ class Outbox:
 
     async def reconcile_all(self) -> None:
         for row in await self._db.drafts_in(State.SENDING):
-            await self.reconcile(row)
+            if not await self._db.sending_elsewhere(row):  # a live daemon's send is its own
+                await self.reconcile(row)
 
 
 def _already(row: OutboxRow) -> SendOutcome:

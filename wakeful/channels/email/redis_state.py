@@ -5,7 +5,9 @@ The same contents as the SQLite ``MailDb``, under the event store's prefix:
 - ``email:cursor`` (hash): ``<account>\\n<mailbox>`` → the cursor as JSON;
 - ``email:seen`` (hash): ``<account>\\n<mailbox>\\n<Message-ID>`` → event id;
 - ``email:draft:<Message-ID>`` (hash) per draft, ``email:draft-id`` (hash)
-  draft id → Message-ID, and ``email:drafts:<state>`` (sets) for lookups.
+  draft id → Message-ID, and ``email:drafts:<state>`` (sets) for lookups. A
+  draft moved to ``sending`` names its daemon (``owner``), which holds the lease
+  ``email:owner:<daemon>`` while it runs: only a gone daemon's sends are reconciled.
 
 A cursor only moves forward: ``advance`` is a script that ignores a cursor
 older than the stored one, so a watcher that lost its mailbox's lease (and is
@@ -26,6 +28,12 @@ from redis.typing import EncodableT, FieldT
 from wakeful.channels.email.db import Cursor
 from wakeful.channels.email.draft_record import OutboxRow
 from wakeful.daemon.outbox.states import DeliveryState
+from wakeful.daemon.store.redis_named_lease import (
+    DEFAULT_TTL_S,
+    NamedLease,
+    holder_process_gone,
+    process_holder_id,
+)
 
 # KEYS: cursors, seen. ARGV: field, cursor JSON, uidvalidity, last uid, seen field, event id.
 _ADVANCE = """
@@ -41,13 +49,14 @@ if ARGV[5] ~= '' then redis.call('HSETNX', KEYS[2], ARGV[5], ARGV[6]) end
 return 1
 """
 
-# KEYS: draft hash. ARGV: prefix, new state, detail, now, message id, old states...
+# KEYS: draft hash. ARGV: prefix, new state, detail, now, message id, owner, old states...
 _MOVE_DRAFT = """
 local state = redis.call('HGET', KEYS[1], 'state')
 if not state then return 0 end
-for i = 6, #ARGV do
+for i = 7, #ARGV do
   if state == ARGV[i] then
     redis.call('HSET', KEYS[1], 'state', ARGV[2], 'detail', ARGV[3], 'updated_at', ARGV[4])
+    if ARGV[2] == 'sending' then redis.call('HSET', KEYS[1], 'owner', ARGV[6]) end
     redis.call('SREM', ARGV[1] .. 'email:drafts:' .. state, ARGV[5])
     redis.call('SADD', ARGV[1] .. 'email:drafts:' .. ARGV[2], ARGV[5])
     return 1
@@ -60,9 +69,14 @@ return 0
 class RedisMailState:
     """``MailState`` on a Redis client of the email component's own, under ``prefix``."""
 
-    def __init__(self, client: Redis, prefix: str) -> None:
+    def __init__(
+        self, client: Redis, prefix: str, holder: str = "", ttl_s: float = DEFAULT_TTL_S
+    ) -> None:
         self._client = client
         self._prefix = prefix
+        self._holder = holder or process_holder_id()
+        # Held while the email component runs: a draft this daemon is sending names it.
+        self.owner_lease = NamedLease(client, self._owner_key(self._holder), self._holder, ttl_s)
         self._cursors = f"{prefix}email:cursor"
         self._seen = f"{prefix}email:seen"
         self._draft_ids = f"{prefix}email:draft-id"
@@ -117,7 +131,8 @@ class RedisMailState:
     async def move_draft(
         self, message_id: str, olds: tuple[str, ...], new: DeliveryState, detail: str
     ) -> bool:
-        args = [self._prefix, new.value, detail, repr(time.time()), message_id, *olds]
+        args = [self._prefix, new.value, detail, repr(time.time()), message_id, self._holder,
+                *olds]  # fmt: skip
         moved = await self._client.eval(_MOVE_DRAFT, 1, self._draft_key(message_id), *args)
         return bool(moved)
 
@@ -125,6 +140,15 @@ class RedisMailState:
         members = await self._client.smembers(f"{self._prefix}email:drafts:{state.value}")
         rows = [await self.draft(str(message_id)) for message_id in sorted(members)]
         return [row for row in rows if row is not None]
+
+    async def sending_elsewhere(self, row: OutboxRow) -> bool:
+        owner = str(await self._client.hget(self._draft_key(row.message_id), "owner") or "")
+        if owner in ("", self._holder) or holder_process_gone(owner):
+            return False
+        return bool(await self._client.exists(self._owner_key(owner)))
+
+    def _owner_key(self, holder: str) -> str:
+        return f"{self._prefix}email:owner:{holder}"
 
     def _draft_key(self, message_id: str) -> str:
         return f"{self._prefix}email:draft:{message_id}"

@@ -42,4 +42,9 @@ class MailState(Protocol):
 
     async def drafts_in(self, state: DeliveryState) -> list[OutboxRow]: ...
 
+    async def sending_elsewhere(self, row: OutboxRow) -> bool:
+        """Whether another daemon of the fleet, still running, is sending this draft now:
+        then it must not be reconciled (it would be marked unknown under that daemon)."""
+        ...
+
     async def aclose(self) -> None: ...
