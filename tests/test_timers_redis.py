@@ -117,3 +117,27 @@ async def test_a_run_claimed_elsewhere_is_not_fired_and_pending_fires_replay(
         await second.store.flush()
     assert [e.kind for e in b.submitted] == ["timer.trigger"]
     assert not redis.Redis.from_url(REDIS_URL).hlen(f"{redis_prefix}timer:fires")
+
+
+async def test_timers_in_the_sqlite_file_move_to_redis_once(
+    tmp_path: Path, redis_prefix: str
+) -> None:
+    """A daemon switched to the Redis backend keeps the timers its SQLite file held."""
+    on_sqlite = fleet_settings(tmp_path / "a", redis_prefix)
+    on_sqlite = on_sqlite.model_copy(
+        update={"store": on_sqlite.store.model_copy(update={"backend": "sqlite"})}
+    )
+    before = TimersComponent()
+    async with run_member("a", before, on_sqlite):
+        before.service.add(TimerRequest(make_schedule(after="1h"), "kept", "main"), "t-kept")
+        await before.store.flush()
+    after = TimersComponent()
+    async with run_member("a", after, settings(tmp_path, "a", redis_prefix)):
+        assert [t["message"] for t in after.service.timers()] == ["kept"]
+    again = TimersComponent()  # the file was emptied: nothing is imported a second time
+    async with run_member("a", again, settings(tmp_path, "a", redis_prefix)):
+        again.service.cancel("t-kept")
+        await again.store.flush()
+    last = TimersComponent()
+    async with run_member("a", last, settings(tmp_path, "a", redis_prefix)):
+        assert last.service.timers() == []

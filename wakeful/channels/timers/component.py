@@ -93,11 +93,13 @@ async def _open_job_store(setup: ComponentSetup) -> TimerJobStore:
     section = setup.settings.store
     store: TimerJobStore
     if section.backend == "redis":
+        from wakeful.channels.timers.redis_import import import_sqlite_timers
         from wakeful.channels.timers.redis_jobstore import RedisJobStore  # only when used
         from wakeful.daemon.store.redis_connect import component_redis
 
         client = component_redis(section, "timers")
         setup.resources.push_async_callback(client.aclose)
+        await import_sqlite_timers(setup.data_dir / "wakeful.db", client, section.redis_prefix)
         store = RedisJobStore(client, section.redis_prefix)
     else:
         path = setup.data_dir / "wakeful.db"
