@@ -12,8 +12,9 @@ import pytest
 from tests.fleet_components import FleetMember, fleet_settings, run_member
 from tests.mail_servers import ImapServer, make_message
 from wakeful.channels.email.component import EmailComponent
-from wakeful.channels.email.db import Cursor
+from wakeful.channels.email.db import Cursor, MailDb
 from wakeful.channels.email.draft_record import OutboxRow
+from wakeful.channels.email.redis_import import import_sqlite_mail_state
 from wakeful.channels.email.redis_state import RedisMailState
 from wakeful.daemon.config import Settings
 from wakeful.daemon.outbox.states import DeliveryState
@@ -119,3 +120,26 @@ async def test_a_live_daemons_send_is_not_reconciled_by_another(redis_prefix: st
     finally:
         await sender.aclose()
         await other.aclose()
+
+
+async def test_mail_state_in_the_sqlite_file_moves_to_redis_once(
+    tmp_path: Path, redis_prefix: str
+) -> None:
+    """Switching to the Redis backend keeps the cursor, seen Message-IDs and drafts."""
+    path = tmp_path / "wakeful.db"
+    old = MailDb(path)
+    await old.set_cursor("work", "INBOX", Cursor(9, 41))
+    await old.advance("work", "INBOX", Cursor(9, 42), "<seen@x>", "email:42")
+    draft = OutboxRow("<d@x>", "draft-9", "work", DeliveryState.PENDING, ["a@x"], b"raw", "")
+    await old.add_draft(draft, 1.0)
+    await old.aclose()
+    settings = fleet_settings(tmp_path / "unused", redis_prefix)
+    state = RedisMailState(component_redis(settings.store, "test"), redis_prefix)
+    try:
+        assert await import_sqlite_mail_state(path, state) == 2
+        assert await state.cursor("work", "INBOX") == Cursor(9, 42)
+        assert await state.seen("work", "INBOX", "<seen@x>") == "email:42"
+        assert await state.draft("draft-9") == draft
+        assert await import_sqlite_mail_state(path, state) == 0  # the file was emptied
+    finally:
+        await state.aclose()

@@ -81,9 +81,8 @@ class EmailComponent:
             warning = account.owner_trust_warning()
             if warning is not None:
                 log.warning(warning)
-        self.backend = open_mail_backend(setup, self.lease_ttl_s)
+        self.backend = await open_mail_backend(setup, self.lease_ttl_s)
         db = self.backend.state
-        setup.resources.push_async_callback(db.aclose)
         self.accounts = accounts
         self.outbox = Outbox(db, accounts)
         _register_tools(setup, accounts, self.outbox)

@@ -58,14 +58,21 @@ class MailBackend:
             await hold_while(self.state.owner_lease, anyio.sleep_forever)
 
 
-def open_mail_backend(setup: ComponentSetup, lease_ttl_s: float = DEFAULT_TTL_S) -> MailBackend:
+async def open_mail_backend(
+    setup: ComponentSetup, lease_ttl_s: float = DEFAULT_TTL_S
+) -> MailBackend:
     section = setup.settings.store
     if section.backend != "redis":
-        return MailBackend(MailDb(setup.data_dir / "wakeful.db"))
+        db = MailDb(setup.data_dir / "wakeful.db")
+        setup.resources.push_async_callback(db.aclose)
+        return MailBackend(db)
+    from wakeful.channels.email.redis_import import import_sqlite_mail_state
     from wakeful.daemon.store.redis_connect import component_redis
 
     # Per mailbox one connection may sit in a lease wait; the state's calls share the rest.
     client = component_redis(section, "email", max_connections=8)
     holder = process_holder_id()
     state = RedisMailState(client, section.redis_prefix, holder, lease_ttl_s)
+    setup.resources.push_async_callback(state.aclose)
+    await import_sqlite_mail_state(setup.data_dir / "wakeful.db", state)
     return MailBackend(state, client, section.redis_prefix, lease_ttl_s, holder)

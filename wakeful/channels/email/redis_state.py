@@ -107,6 +107,14 @@ class RedisMailState:
         found = await self._client.hget(self._seen, f"{_mailbox(account, mailbox)}\n{message_id}")
         return None if found is None else str(found)
 
+    async def remember_seen(
+        self, account: str, mailbox: str, message_id: str, event_id: str
+    ) -> None:
+        """Record a delivered Message-ID without touching the cursor (an import)."""
+        await self._client.hsetnx(
+            self._seen, f"{_mailbox(account, mailbox)}\n{message_id}", event_id
+        )
+
     # --- the outbox's drafts --------------------------------------------------
 
     async def add_draft(self, row: OutboxRow, now: float) -> None:
