@@ -47,6 +47,7 @@ from wakeful.daemon.store.redis_named_lease import process_holder_id
 log = structlog.get_logger(__name__)
 
 RESUBSCRIBE_S = 1.0
+COMMIT_DEADLINE_S = 10.0
 CLAIM_RETENTION_S = 86_400.0  # longer than any daemon's schedule can lag behind another's
 
 # ARGV: prefix, job id, run time, fires field, fire body, retention ms -> ours | taken | gone
@@ -138,16 +139,12 @@ class RedisJobStore(MemoryJobStore):  # type: ignore[misc]
 
     async def _commit(self, batch: list[_Op]) -> None:
         commands = [op for op in batch if op.args]
+        # Shielded like the SQLite store's thread: a batch sent is seen through, so a
+        # stop never leaves its claims and job changes half known.
         try:
-            if commands:
-                async with self._client.pipeline(transaction=True) as pipe:
-                    for op in commands:
-                        pipe.execute_command(*op.args)
-                        for job_id in op.published:
-                            pipe.publish(self._channel, f"{self._origin} {job_id}")
-                    replies = await pipe.execute(raise_on_error=False)
-                self._settle(commands, replies)
-        except RedisError as exc:
+            with anyio.CancelScope(shield=True), anyio.fail_after(COMMIT_DEADLINE_S):
+                await self._send_batch(commands)
+        except (RedisError, TimeoutError) as exc:
             # The in-memory schedule stays right; a claim that failed fires nothing here.
             log.error("cannot save timer changes to Redis", changes=len(commands), error=str(exc))
             for op in commands:
@@ -155,6 +152,16 @@ class RedisJobStore(MemoryJobStore):  # type: ignore[misc]
         for op in batch:
             if op.done is not None:
                 op.done.set()
+
+    async def _send_batch(self, commands: list[_Op]) -> None:
+        if commands:
+            async with self._client.pipeline(transaction=True) as pipe:
+                for op in commands:
+                    pipe.execute_command(*op.args)
+                    for job_id in op.published:
+                        pipe.publish(self._channel, f"{self._origin} {job_id}")
+                replies = await pipe.execute(raise_on_error=False)
+            self._settle(commands, replies)
 
     def _settle(self, commands: list[_Op], replies: list[Any]) -> None:
         position = 0
