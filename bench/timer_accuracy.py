@@ -20,19 +20,27 @@ to the deadline, measured when it wakes. And, after the timers, the cost of
 one durable commit on the same disk: a one-row INSERT + COMMIT into a WAL
 SQLite file with the daemon's `synchronous` setting, from a worker thread
 as the store does it.
+
+With `--redis` the same timers then run a second time on `[store] backend =
+"redis"` (a fresh key prefix on 127.0.0.1:6379, deleted afterwards): the job
+store is in Redis and each run is claimed with `SET NX` before its event is
+submitted. Its baseline is one `SET NX PX` round trip to the same server.
 """
 
 from __future__ import annotations
 
+import argparse
 import random
 import sqlite3
 import tempfile
 import time
+import uuid
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import anyio
+import redis
 
 from bench.common import (
     LATENCY_HEADER,
@@ -43,6 +51,7 @@ from bench.common import (
     quiet_daemon_logs,
 )
 from tests.daemon_harness import Harness, daemon_settings, harness
+from tests.redis_server import REDIS_URL, delete_prefix
 from wakeful.channels.timers.firing import Outcome, TimerExecutor
 from wakeful.channels.timers.jobstore import PendingFire
 from wakeful.daemon.loop.task_views import CombinedTaskView
@@ -76,14 +85,19 @@ async def baseline(deadline_wall: float, lateness: list[float]) -> None:
     lateness.append(time.time() - deadline_wall)
 
 
-async def measure(n: int, spread_s: float, burst: int) -> dict[str, list[float]]:
+async def measure(
+    n: int, spread_s: float, burst: int, redis_prefix: str | None = None
+) -> dict[str, list[float]]:
     quiet_daemon_logs()
     committed: list[float] = []
     started: list[float] = []
     notified: list[float] = []
     base: list[float] = []
     with tempfile.TemporaryDirectory() as tmp, FakeModelServer() as server:
-        settings = daemon_settings(Path(tmp), server.base_url, llm={"model": ""})
+        store: dict[str, Any] = {}
+        if redis_prefix is not None:
+            store = {"backend": "redis", "redis_url": REDIS_URL, "redis_prefix": redis_prefix}
+        settings = daemon_settings(Path(tmp), server.base_url, llm={"model": ""}, store=store)
         async with harness(settings) as h:
             start = time.time() + LEAD_S + n * 0.01  # setting n timers takes a moment
             deadlines = [start + random.uniform(0, spread_s) for _ in range(n)]
@@ -105,7 +119,10 @@ async def measure(n: int, spread_s: float, burst: int) -> dict[str, list[float]]
                             if len(notified) == len(deadlines):
                                 break
         sync = settings.store.sqlite_synchronous
-        raw = await anyio.to_thread.run_sync(raw_commits, Path(tmp), 50, sync)
+        if redis_prefix is None:
+            raw = await anyio.to_thread.run_sync(raw_commits, Path(tmp), 50, sync)
+        else:
+            raw = await anyio.to_thread.run_sync(redis_round_trips, redis_prefix, 50)
     return {
         "started": started,
         "committed": committed,
@@ -131,6 +148,19 @@ def raw_commits(directory: Path, n: int, synchronous: str) -> list[float]:
     return took
 
 
+def redis_round_trips(prefix: str, n: int) -> list[float]:
+    client = redis.Redis.from_url(REDIS_URL)
+    took = []
+    try:
+        for i in range(n):
+            started = time.perf_counter()
+            client.set(f"{prefix}bench:claim:{i}", "1", nx=True, px=60_000)
+            took.append(time.perf_counter() - started)
+    finally:
+        client.close()
+    return took
+
+
 def _executor(h: Harness) -> TimerExecutor:
     tool: Any = h.running.registrations.tools.get("set_timer")
     executor: TimerExecutor = tool._service.executor
@@ -151,10 +181,22 @@ def main() -> None:
     parser = iterations_parser("Timer fire lateness (p50/p99)", default_n=200)
     parser.add_argument("--spread", type=float, default=10.0, help="seconds the timers span")
     parser.add_argument("--burst", type=int, default=20, help="extra timers due at one instant")
+    parser.add_argument("--redis", action="store_true", help="also on the Redis backend")
     args = parser.parse_args()
-    results = anyio.run(measure, args.n, args.spread, args.burst)
+    report("sqlite", anyio.run(measure, args.n, args.spread, args.burst), args)
+    if args.redis:
+        prefix = f"bench-timers:{uuid.uuid4().hex}:"
+        try:
+            report("redis", anyio.run(measure, args.n, args.spread, args.burst, prefix), args)
+        finally:
+            delete_prefix(prefix)
+
+
+def report(backend: str, results: dict[str, list[float]], args: argparse.Namespace) -> None:
     total = args.n + args.burst
-    print(f"{args.n} one-shot timers over {args.spread:g} s + a burst of {args.burst}; lateness")
+    print(f"{backend}: {args.n} one-shot timers over {args.spread:g} s + a burst of "
+          f"{args.burst}; lateness")  # fmt: skip
+    floor = "one durable SQLite commit" if backend == "sqlite" else "one Redis SET NX round trip"
     print_table(
         LATENCY_HEADER,
         [
@@ -162,7 +204,7 @@ def main() -> None:
             ms_row("timer → event committed", results["committed"]),
             ms_row("timer → session notified (feed)", results["notified"]),
             ms_row("baseline: anyio.sleep_until wake", results["baseline"]),
-            ms_row("baseline: one durable SQLite commit", results["raw"]),
+            ms_row(f"baseline: {floor}", results["raw"]),
         ],
     )
     if len(results["committed"]) != total:

@@ -10,6 +10,7 @@ import anyio.lowlevel
 import pytest
 
 from tests import test_store_contract
+from tests.outbox_owners import lapse_outbox_owners
 from tests.test_store_contract import Opener
 from wakeful.daemon.outbox.channels import NeverDeliverable, Receipt, TryLater
 from wakeful.daemon.outbox.deliverer import Deliverer
@@ -90,6 +91,7 @@ async def test_sending_left_by_a_crash_becomes_unknown(opener: Opener) -> None:
     message = await outbox.add(new("k"))
     await outbox.move(message.id, PENDING, SENDING)
     await store.aclose()
+    lapse_outbox_owners(store)  # ...and its lease lapsed (on Redis)
     store = await opener()
     try:
         outbox = await open_outbox(store)

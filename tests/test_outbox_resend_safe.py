@@ -7,6 +7,7 @@ import anyio
 import pytest
 
 from tests import test_store_contract
+from tests.outbox_owners import lapse_outbox_owners
 from tests.test_store_contract import Opener
 from wakeful.daemon.outbox.channels import Receipt
 from wakeful.daemon.outbox.deliverer import Deliverer
@@ -33,6 +34,7 @@ async def test_a_crash_mid_send_is_resent_only_where_the_channel_drops_repeats(
     for message in (safe, blind):
         await outbox.move(message.id, PENDING, SENDING)
     await store.aclose()  # the process died here
+    lapse_outbox_owners(store)  # ...and its lease lapsed (on Redis)
     store = await opener()
     try:
         outbox = await open_outbox(store)

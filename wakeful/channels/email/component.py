@@ -13,9 +13,10 @@ import structlog
 from anyio.abc import TaskStatus
 
 from wakeful.channels.email.accounts import MailAccount, MailAccounts
-from wakeful.channels.email.db import MailDb
+from wakeful.channels.email.fleet import open_mail_backend
 from wakeful.channels.email.health import MailboxHealth
 from wakeful.channels.email.outbox import Outbox
+from wakeful.channels.email.state_port import MailState
 from wakeful.channels.email.watcher import MailboxWatcher
 from wakeful.daemon.components.context import ComponentHealth, ComponentSetup
 from wakeful.handlers.calendar import CheckCalendarConflicts, ListCalendarEvents
@@ -44,7 +45,7 @@ def _register_tools(setup: ComponentSetup, accounts: MailAccounts, outbox: Outbo
         setup.add_tool(CheckCalendarConflicts(calendar))
 
 
-def _watchers(setup: ComponentSetup, accounts: MailAccounts, db: MailDb) -> list[MailboxWatcher]:
+def _watchers(setup: ComponentSetup, accounts: MailAccounts, db: MailState) -> list[MailboxWatcher]:
     def publish(health: MailboxHealth) -> None:
         setup.set_health(health.key, ComponentHealth(health.ok, health.detail()))
 
@@ -71,6 +72,7 @@ class EmailComponent:
     """Mailbox watchers (IMAP IDLE), the SMTP outbox, the mail and calendar tools."""
 
     name = "email"
+    lease_ttl_s = 15.0  # with the Redis backend: how soon another daemon takes a mailbox over
 
     async def configure(self, setup: ComponentSetup) -> None:
         section = setup.settings.email
@@ -79,8 +81,8 @@ class EmailComponent:
             warning = account.owner_trust_warning()
             if warning is not None:
                 log.warning(warning)
-        db = MailDb(setup.data_dir / "wakeful.db")
-        setup.resources.push_async_callback(_close, db)
+        self.backend = await open_mail_backend(setup, self.lease_ttl_s)
+        db = self.backend.state
         self.accounts = accounts
         self.outbox = Outbox(db, accounts)
         _register_tools(setup, accounts, self.outbox)
@@ -90,14 +92,11 @@ class EmailComponent:
 
     async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         # Cancelled when the daemon stops; a blocked IDLE is woken by shutting its socket.
+        await self.backend.claim_ownership()
         async with anyio.create_task_group() as group:
+            group.start_soon(self.backend.hold_ownership, name="email send ownership")
             if self.accounts:
                 group.start_soon(_reconcile, self.outbox)
             for watcher in self.watchers:
-                group.start_soon(watcher.run, name=f"watch {watcher.health.key}")
+                group.start_soon(self.backend.watch, watcher, name=f"watch {watcher.health.key}")
             task_status.started()
-
-
-async def _close(db: MailDb) -> None:
-    with anyio.CancelScope(shield=True):
-        await anyio.to_thread.run_sync(db.close)

@@ -5,19 +5,26 @@ advanced only after the message's event is committed, so a crash re-fetches
 at most the last message, whose event id the store deduplicates.
 ``email_seen`` remembers delivered Message-IDs per mailbox so that a
 UIDVALIDITY change (all UIDs renumbered) resyncs without duplicates.
-The outbox (``outbox.py``) keeps its rows here too.
+The outbox's drafts (``outbox.py``) are kept here too. This is the SQLite
+backend of :class:`~wakeful.channels.email.state_port.MailState`; with
+``[store] backend = "redis"`` the state is in Redis (``redis_state.py``).
 """
 
 from __future__ import annotations
 
+import json
 import sqlite3
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
 import anyio
+
+from wakeful.channels.email.draft_record import OutboxRow
+from wakeful.daemon.outbox.states import DeliveryState
 
 T = TypeVar("T")
 
@@ -76,6 +83,10 @@ class MailDb:
     def close(self) -> None:
         with self._lock:
             self._conn.close()
+
+    async def aclose(self) -> None:
+        with anyio.CancelScope(shield=True):
+            await anyio.to_thread.run_sync(self.close)
 
     def _tx(self, work: Callable[[sqlite3.Connection], T]) -> T:
         with self._lock:
@@ -136,6 +147,64 @@ class MailDb:
 
     async def fetch_all(self, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
         return await self.run(lambda conn: conn.execute(sql, params).fetchall())
+
+    # --- the outbox's drafts --------------------------------------------------
+
+    async def add_draft(self, row: OutboxRow, now: float) -> None:
+        values = (row.message_id, row.draft_id, row.account, row.state.value,
+                  json.dumps(row.recipients), row.raw, row.detail, now, now)  # fmt: skip
+        await self.run(
+            lambda conn: conn.execute(
+                f"INSERT INTO email_outbox ({_COLUMNS}, created_at, updated_at) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                values,
+            )
+        )
+
+    async def draft(self, draft_or_message_id: str) -> OutboxRow | None:
+        rows = await self.fetch_all(
+            f"SELECT {_COLUMNS} FROM email_outbox WHERE draft_id=? OR message_id=?",
+            (draft_or_message_id, draft_or_message_id),
+        )
+        return _draft(rows[0]) if rows else None
+
+    async def move_draft(
+        self, message_id: str, olds: tuple[str, ...], new: DeliveryState, detail: str
+    ) -> bool:
+        def write(conn: sqlite3.Connection) -> bool:
+            cur = conn.execute(
+                "UPDATE email_outbox SET state=?, detail=?, updated_at=? "
+                f"WHERE message_id=? AND state IN ({', '.join('?' * len(olds))})",
+                (new.value, detail, time.time(), message_id, *olds),
+            )
+            return cur.rowcount == 1
+
+        return await self.run(write)
+
+    async def drafts_in(self, state: DeliveryState) -> list[OutboxRow]:
+        rows = await self.fetch_all(
+            f"SELECT {_COLUMNS} FROM email_outbox WHERE state=?", (state.value,)
+        )
+        return [_draft(row) for row in rows]
+
+    async def sending_elsewhere(self, row: OutboxRow) -> bool:
+        return False  # one daemon per SQLite file
+
+
+_COLUMNS = "message_id, draft_id, account, state, recipients, raw, detail"
+
+
+def _draft(values: tuple[object, ...]) -> OutboxRow:
+    message_id, draft_id, account, state, recipients, raw, detail = values
+    return OutboxRow(
+        str(message_id),
+        str(draft_id),
+        str(account),
+        DeliveryState.parse(str(state)),
+        list(json.loads(str(recipients))),
+        bytes(raw) if isinstance(raw, bytes | bytearray | memoryview) else b"",
+        str(detail),
+    )
 
 
 def _upsert_cursor(conn: sqlite3.Connection, account: str, mailbox: str, cursor: Cursor) -> None:

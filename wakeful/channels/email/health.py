@@ -22,7 +22,7 @@ class MailboxHealth:
     mailbox: str
     session: str
     alert_after_s: float
-    state: str = "starting"  # starting | idle | polling | syncing | failing | auth_failed
+    state: str = "starting"  # starting | standby | idle | polling | syncing | failing | auth_failed
     failing_since: float | None = None  # wall clock
     last_error: str = ""
     delivered: int = 0

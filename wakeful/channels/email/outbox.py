@@ -10,8 +10,6 @@ themselves), and otherwise marked "unknown" — never sent again blindly.
 
 from __future__ import annotations
 
-import json
-import sqlite3
 import time
 import uuid
 from dataclasses import dataclass
@@ -19,24 +17,14 @@ from dataclasses import dataclass
 import structlog
 
 from wakeful.channels.email.accounts import MailAccount, MailAccounts
-from wakeful.channels.email.db import MailDb
+from wakeful.channels.email.draft_record import OutboxRow
 from wakeful.channels.email.imap import ImapConnection, with_mailbox
 from wakeful.channels.email.smtp import MaybeSent, NotSent, send_raw
+from wakeful.channels.email.state_port import MailState
 from wakeful.daemon.outbox.states import DeliveryState as State
 from wakeful.daemon.outbox.states import check_move, stored_values
 
 log = structlog.get_logger(__name__)
-
-
-@dataclass(frozen=True)
-class OutboxRow:
-    message_id: str
-    draft_id: str
-    account: str
-    state: State
-    recipients: list[str]
-    raw: bytes
-    detail: str
 
 
 @dataclass(frozen=True)
@@ -46,56 +34,25 @@ class SendOutcome:
     state: State
 
 
-_COLUMNS = "message_id, draft_id, account, state, recipients, raw, detail"
-
-
 class Outbox:
-    def __init__(self, db: MailDb, accounts: MailAccounts) -> None:
+    def __init__(self, db: MailState, accounts: MailAccounts) -> None:
         self._db = db
         self._accounts = accounts
 
     async def add(self, account: str, message_id: str, recipients: list[str], raw: bytes) -> str:
         draft_id = f"draft-{uuid.uuid4().hex[:12]}"
-        now = time.time()
-        await self._db.run(
-            lambda conn: conn.execute(
-                f"INSERT INTO email_outbox ({_COLUMNS}, created_at, updated_at) "
-                "VALUES (?, ?, ?, ?, ?, ?, '', ?, ?)",
-                (
-                    message_id,
-                    draft_id,
-                    account,
-                    State.PENDING,
-                    json.dumps(recipients),
-                    raw,
-                    now,
-                    now,
-                ),
-            )
-        )
+        row = OutboxRow(message_id, draft_id, account, State.PENDING, recipients, raw, "")
+        await self._db.add_draft(row, time.time())
         return draft_id
 
     async def get(self, draft_id: str) -> OutboxRow | None:
-        rows = await self._db.fetch_all(
-            f"SELECT {_COLUMNS} FROM email_outbox WHERE draft_id=? OR message_id=?",
-            (draft_id, draft_id),
-        )
-        return _row(rows[0]) if rows else None
+        return await self._db.draft(draft_id)
 
     async def _move(self, row: OutboxRow, old: State, new: State, detail: str) -> bool:
         """Compare-and-set the state; False when another call moved it first."""
         check_move(old, new)
-        olds = stored_values(old)  # rows written before the states were shared
-
-        def write(conn: sqlite3.Connection) -> bool:
-            cur = conn.execute(
-                "UPDATE email_outbox SET state=?, detail=?, updated_at=? "
-                f"WHERE message_id=? AND state IN ({', '.join('?' * len(olds))})",
-                (new, detail, time.time(), row.message_id, *olds),
-            )
-            return cur.rowcount == 1
-
-        return await self._db.run(write)
+        # stored_values: rows written before the states were shared
+        return await self._db.move_draft(row.message_id, stored_values(old), new, detail)
 
     async def send(self, draft_id: str) -> SendOutcome:
         row = await self.get(draft_id)
@@ -107,6 +64,10 @@ class Outbox:
                 state=State.UNKNOWN,
             )
         if row.state is State.SENDING:
+            if await self._db.sending_elsewhere(row):
+                return SendOutcome(
+                    "another daemon is sending this draft right now", False, row.state
+                )
             row = await self.reconcile(row)
         if row.state is not State.PENDING:
             return _already(row)
@@ -188,24 +149,9 @@ class Outbox:
         return await self._must_get(row.draft_id)
 
     async def reconcile_all(self) -> None:
-        rows = await self._db.fetch_all(
-            f"SELECT {_COLUMNS} FROM email_outbox WHERE state=?", (State.SENDING,)
-        )
-        for raw_row in rows:
-            await self.reconcile(_row(raw_row))
-
-
-def _row(values: tuple[object, ...]) -> OutboxRow:
-    message_id, draft_id, account, state, recipients, raw, detail = values
-    return OutboxRow(
-        str(message_id),
-        str(draft_id),
-        str(account),
-        State.parse(str(state)),
-        list(json.loads(str(recipients))),
-        bytes(raw) if isinstance(raw, bytes | bytearray | memoryview) else b"",
-        str(detail),
-    )
+        for row in await self._db.drafts_in(State.SENDING):
+            if not await self._db.sending_elsewhere(row):  # a live daemon's send is its own
+                await self.reconcile(row)
 
 
 def _already(row: OutboxRow) -> SendOutcome:

@@ -51,6 +51,10 @@ class MailboxWatcher:
         self.health = MailboxHealth(account.name, mailbox, account.session, account.alert_after_s)
         self._attempt = 0
 
+    def standby(self) -> None:
+        """Another daemon of the fleet watches this mailbox; this one waits to take over."""
+        self._set_state("standby")
+
     def _set_state(self, state: str) -> None:
         self.health.working(state)
         self._on_health(self.health)

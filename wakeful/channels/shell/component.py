@@ -14,6 +14,7 @@ import anyio
 import structlog
 from anyio.abc import TaskStatus
 
+from wakeful.channels.shell.fleet import FleetRecordStore, TaskRoster
 from wakeful.channels.shell.manager import ShellOptions, ShellTaskManager
 from wakeful.channels.shell.records import RecordStore
 from wakeful.channels.shell.recovery import report_unfinished
@@ -21,6 +22,7 @@ from wakeful.channels.shell.tools import MonitorShell, StartShell
 from wakeful.channels.shell.view import SessionShellTasks
 from wakeful.daemon.components.context import ComponentHealth, ComponentSetup
 from wakeful.daemon.config import Settings
+from wakeful.daemon.store.redis_named_lease import DEFAULT_TTL_S
 from wakeful.handlers.base import TaskView
 from wakeful.handlers.output import saved_outputs_dir
 from wakeful.safety.sandbox import daemon_sandbox
@@ -43,6 +45,7 @@ class ShellComponent:
     """start_shell / monitor_shell, their task views, and recovery after a restart."""
 
     name = "shell"
+    lease_ttl_s = DEFAULT_TTL_S  # with the Redis backend: how soon a gone daemon is noticed
 
     async def configure(self, setup: ComponentSetup) -> None:
         directory = setup.data_dir / "tasks"
@@ -51,8 +54,15 @@ class ShellComponent:
         # (it may not read the task records, or anything else in the data directory).
         logs = saved_outputs_dir(setup.data_dir) / "tasks"
         logs.mkdir(mode=0o700, parents=True, exist_ok=True)
+        self.roster = _roster(setup, self.lease_ttl_s)
+        records = (
+            RecordStore(directory, logs=logs)
+            if self.roster is None
+            else FleetRecordStore(directory, self.roster, logs=logs)
+        )
+        self._submit = setup.submit
         manager = ShellTaskManager(
-            RecordStore(directory, logs=logs),
+            records,
             setup.submit,
             None,
             shell_options(setup.settings),
@@ -71,6 +81,26 @@ class ShellComponent:
         setup.set_health("shell", ComponentHealth(ok=True, detail="ready"))
 
     async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        if self.roster is None:
+            await self._run_commands(task_status)
+            return
+        await self.roster.claim_lease()  # before any task is listed under this daemon
+        # The lease outlives the commands: it is let go only after each stopped
+        # command's record is saved, so the daemon noticing reports what really happened.
+        holding = anyio.CancelScope(shield=True)
+
+        async def hold(roster: TaskRoster) -> None:
+            with holding:
+                await roster.hold(self._submit)
+
+        async with anyio.create_task_group() as fleet:
+            fleet.start_soon(hold, self.roster, name="shell task ownership")
+            try:
+                await self._run_commands(task_status)
+            finally:
+                holding.cancel()
+
+    async def _run_commands(self, task_status: TaskStatus[None]) -> None:
         # This group owns every background command; the daemon stopping cancels it,
         # which stops each command's process group.
         async with anyio.create_task_group() as group:
@@ -78,6 +108,18 @@ class ShellComponent:
             group.start_soon(_recover, self.manager, name="shell task recovery")
             task_status.started()
             await anyio.sleep_forever()
+
+
+def _roster(setup: ComponentSetup, ttl_s: float) -> TaskRoster | None:
+    """With the Redis backend, the fleet's list of shell tasks (None: one daemon)."""
+    section = setup.settings.store
+    if section.backend != "redis":
+        return None
+    from wakeful.daemon.store.redis_connect import component_redis
+
+    client = component_redis(section, "shell")
+    setup.resources.push_async_callback(client.aclose)
+    return TaskRoster(client, section.redis_prefix, ttl_s)
 
 
 async def _recover(manager: ShellTaskManager) -> None:

@@ -125,6 +125,18 @@ def timeout_event(record: TaskRecord, runtime_s: float, grace_s: float) -> Event
     return _event(record, f"shell:{record.task_id}:timeout", "process.timeout", text, data)
 
 
+def owner_gone_event(record: TaskRecord) -> Event:
+    """Reported by another daemon of the fleet: the daemon running the task is gone."""
+    started = datetime.fromtimestamp(record.started_at, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+    text = (
+        f"{_header(record)}, started {started}, was lost: the daemon running it stopped, "
+        f"so its exit status is unknown (state lost). {record.reason} It may have partially "
+        f"executed - check its effects before running it again. Its output file: "
+        f"{record.output_file}"
+    )
+    return _event(record, f"shell:{record.task_id}:exit", "shell.exited", text, _end_data(record))
+
+
 def output_event(
     record: TaskRecord,
     line_no: int,

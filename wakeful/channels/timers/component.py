@@ -11,6 +11,7 @@ from anyio.abc import TaskStatus
 from wakeful.channels.timers.firing import TimerExecutor
 from wakeful.channels.timers.jobstore import PendingFire, SqliteJobStore
 from wakeful.channels.timers.service import TimerService
+from wakeful.channels.timers.store_port import TimerJobStore
 from wakeful.channels.timers.tools import CancelTimer, ListTimers, SetTimer
 from wakeful.daemon.components.context import ComponentHealth, ComponentSetup
 from wakeful.daemon.config import Settings
@@ -52,10 +53,7 @@ class TimersComponent:
 
     async def configure(self, setup: ComponentSetup) -> None:
         settings = setup.settings
-        store = SqliteJobStore(
-            setup.data_dir / "wakeful.db", durable_synchronous=settings.store.sqlite_synchronous
-        )
-        await store.open()
+        store = await _open_job_store(setup)
         setup.resources.push_async_callback(_close, store)
         self.store = store
         self.executor = TimerExecutor(store, None, setup.submit, settings.scheduler.misfire_grace_s)
@@ -90,7 +88,27 @@ class TimersComponent:
         return ["timers"]
 
 
-async def _close(store: SqliteJobStore) -> None:
+async def _open_job_store(setup: ComponentSetup) -> TimerJobStore:
+    """The jobs where the event store is: SQLite in data_dir, or shared in Redis."""
+    section = setup.settings.store
+    store: TimerJobStore
+    if section.backend == "redis":
+        from wakeful.channels.timers.redis_import import import_sqlite_timers
+        from wakeful.channels.timers.redis_jobstore import RedisJobStore  # only when used
+        from wakeful.daemon.store.redis_connect import component_redis
+
+        client = component_redis(section, "timers")
+        setup.resources.push_async_callback(client.aclose)
+        await import_sqlite_timers(setup.data_dir / "wakeful.db", client, section.redis_prefix)
+        store = RedisJobStore(client, section.redis_prefix)
+    else:
+        path = setup.data_dir / "wakeful.db"
+        store = SqliteJobStore(path, durable_synchronous=section.sqlite_synchronous)
+    await store.open()
+    return store
+
+
+async def _close(store: TimerJobStore) -> None:
     with anyio.CancelScope(shield=True), anyio.move_on_after(_STOP_DEADLINE_S):
         await store.drain()
     store.close()

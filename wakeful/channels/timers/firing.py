@@ -8,7 +8,9 @@ missed run is an event rather than only a log line so the event log keeps
 it and the agent learns that, say, the 09:00 summary did not happen; it is
 routine (queued), never an interrupt. Both ids are derived from the job and
 the scheduled time, so a run fired twice — after a crash, or by a race —
-is stored once.
+is stored once. With the Redis backend several daemons schedule the same
+job; each asks its job store to claim the run first (``claim_fire``), and
+only the one that won submits the event.
 """
 
 from __future__ import annotations
@@ -23,7 +25,8 @@ from anyio.abc import TaskGroup
 from apscheduler.executors.base import BaseExecutor
 from apscheduler.job import Job
 
-from wakeful.channels.timers.jobstore import PendingFire, SqliteJobStore
+from wakeful.channels.timers.jobstore import PendingFire
+from wakeful.channels.timers.store_port import TimerJobStore
 from wakeful.daemon.front_door import DaemonUnavailable, SubmitResult
 from wakeful.events import Event
 
@@ -152,7 +155,7 @@ class TimerExecutor(BaseExecutor):  # type: ignore[misc]
 
     def __init__(
         self,
-        store: SqliteJobStore,
+        store: TimerJobStore,
         group: TaskGroup | None,
         submit: Submit,
         grace_s: float,
@@ -189,7 +192,11 @@ class TimerExecutor(BaseExecutor):  # type: ignore[misc]
     async def fire(self, fire: PendingFire, *, replayed: bool = False) -> Outcome | None:
         """Deliver one run; on failure it stays in flight and is retried at the next start."""
         if replayed:
-            self._store.record_fire(fire)  # already stored; this counts it as in flight
+            self._store.record_fire(fire, replayed=True)  # stored; this counts it in flight
+        if not await self._store.claim_fire(fire):
+            self._store.fire_ended(fire, delivered=False)
+            log.info("timer run fired by another daemon", timer_id=fire.job_id)
+            return None
         outcome = None
         try:
             outcome = await deliver(fire, self._submit, self._grace_s)

@@ -242,7 +242,7 @@ class SqliteJobStore(MemoryJobStore):  # type: ignore[misc]
 
     # -- fires in flight ------------------------------------------------------------
 
-    def record_fire(self, fire: PendingFire) -> None:
+    def record_fire(self, fire: PendingFire, *, replayed: bool = False) -> None:
         self._fires_in_flight += 1
         if self._no_fires.is_set():
             self._no_fires = anyio.Event()
@@ -250,6 +250,9 @@ class SqliteJobStore(MemoryJobStore):  # type: ignore[misc]
             "INSERT OR REPLACE INTO timer_fires (job_id, run_time, body) VALUES (?, ?, ?)",
             (fire.job_id, fire.run_time.isoformat(), json.dumps(fire.body)),
         )
+
+    async def claim_fire(self, fire: PendingFire) -> bool:
+        return True  # one daemon per SQLite file: every run is this daemon's
 
     def fire_ended(self, fire: PendingFire, *, delivered: bool) -> None:
         """The fire's event is committed (forget it) or was not (keep it for the next start)."""

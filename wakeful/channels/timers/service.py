@@ -23,7 +23,7 @@ from apscheduler.schedulers.base import BaseScheduler
 
 from wakeful.channels.timers.config import TimerConfig
 from wakeful.channels.timers.firing import JOB_FUNC, TimerExecutor, iso_utc
-from wakeful.channels.timers.jobstore import SqliteJobStore
+from wakeful.channels.timers.store_port import TimerJobStore
 from wakeful.daemon.schedules import Schedule
 
 log = structlog.get_logger(__name__)
@@ -56,7 +56,7 @@ class TimerRequest:
 
 
 class TimerService:
-    def __init__(self, store: SqliteJobStore, executor: TimerExecutor) -> None:
+    def __init__(self, store: TimerJobStore, executor: TimerExecutor) -> None:
         self.store = store
         self.executor = executor
         self.scheduler = _Scheduler(

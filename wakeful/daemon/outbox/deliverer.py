@@ -5,6 +5,8 @@ the ``pending → sending`` compare-and-set, and a message found ``sending``
 at start is marked ``unknown`` — visible, never resent — because the
 process may have died after the channel took it. A channel that drops repeats
 itself (``resend_safe``, Matrix's txnId) gets such a message again instead.
+Where daemons share the outbox (Redis), a claim names its daemon, and only a
+daemon that is gone has its ``sending`` messages settled so (``watch_claims``).
 """
 
 from __future__ import annotations
@@ -53,12 +55,23 @@ class Deliverer:
 
     async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         safe = [name for name, channel in self.channels.items() if resend_safe(channel)]
-        for message in await self.outbox.mark_interrupted(resend=safe):
+        self._left_mid_send(await self.outbox.mark_interrupted(resend=safe))
+        task_status.started()
+        async with anyio.create_task_group() as group:
+            # Daemons sharing the outbox: sends of one that died are settled while we run.
+            group.start_soon(self.outbox.watch_claims, safe, self._left_mid_send)
+            await self._deliver_forever()
+
+    def _left_mid_send(self, messages: list[OutgoingMessage]) -> None:
+        for message in messages:
             if message.state is PENDING:
                 log.info("outgoing message left mid-send; sent again", message_id=message.id)
+                self.notify()
             else:
                 log.warning("outgoing message left mid-send; not resent", message_id=message.id)
-        task_status.started()
+            self._settle(message.id)
+
+    async def _deliver_forever(self) -> None:
         while True:
             self._wakeup = anyio.Event()
             try:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from typing import Protocol
 
 from wakeful.daemon.outbox.record import NewMessage, OutgoingMessage
@@ -42,6 +42,15 @@ class OutgoingMessages(Protocol):
         """At start: every message left ``sending`` becomes ``unknown`` (never resent),
         except on the channels named in ``resend``, which drop a repeated send
         themselves (Matrix's txnId): there it is ``pending`` again, to be sent again."""
+        ...
+
+    async def watch_claims(
+        self, resend: Collection[str], settled: Callable[[list[OutgoingMessage]], None]
+    ) -> None:
+        """While the deliverer runs: where several daemons share the outbox, keep this
+        daemon's claims its own and settle (as ``mark_interrupted`` does) those of daemons
+        that are gone, reporting them to ``settled``. Returns at once where one daemon
+        owns the outbox (SQLite): ``mark_interrupted`` at start covers it."""
         ...
 
     async def unread(self, session: str) -> list[OutgoingMessage]:

@@ -4,14 +4,23 @@ One hash per message (``outbox:msg:<id>``), the key → id index that makes
 ``add`` idempotent, and sorted sets (score: id) per state, per session's
 unread messages and per session's history. Every write is one Lua script, so
 a message and its indexes never disagree.
+
+Several daemons may share the prefix. A claim (``pending → sending``) writes
+the claiming daemon (``owner``) and the time into the message; each daemon
+holds a lease ``outbox:owner:<owner>`` while its deliverer runs. A message
+found ``sending`` is settled (``unknown``, or ``pending`` again on a
+resend-safe channel) only once its owner's lease has lapsed, or its owner's
+process on this host has ended — never while the daemon sending it lives.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from typing import Any
 
+import anyio
+import structlog
 from redis.asyncio import Redis
 from redis.commands.core import AsyncScript
 
@@ -23,9 +32,19 @@ from wakeful.daemon.outbox.states import (
     check_move,
 )
 from wakeful.daemon.outbox.targets import LOCAL_CHAT
+from wakeful.daemon.store.base import StoreUnavailable
+from wakeful.daemon.store.redis_named_lease import (
+    DEFAULT_TTL_S,
+    NamedLease,
+    hold_while,
+    holder_process_gone,
+    process_holder_id,
+)
 from wakeful.daemon.store.redis_store import RedisStore
 
-PENDING = DeliveryState.PENDING
+log = structlog.get_logger(__name__)
+
+PENDING, SENDING = DeliveryState.PENDING, DeliveryState.SENDING
 
 SCRIPTS = {
     "ADD": """
@@ -34,11 +53,12 @@ local msg = p .. 'outbox:msg:'
 local existing = redis.call('GET', p .. 'outbox:key:' .. ARGV[2])
 if existing then return {0, redis.call('HGETALL', msg .. existing)} end
 local id = redis.call('INCR', p .. 'outbox:seq')
-local state, attempts = 'pending', 0
-if ARGV[8] == '1' then state, attempts = 'sending', 1 end
+local state, attempts, owner = 'pending', 0, ''
+if ARGV[8] == '1' then state, attempts, owner = 'sending', 1, ARGV[11] end
 redis.call('HSET', msg .. id, 'id', id, 'key', ARGV[2], 'session', ARGV[3], 'channel', ARGV[4],
   'text', ARGV[5], 'answers', ARGV[6], 'created_at', ARGV[7], 'updated_at', ARGV[7],
-  'state', state, 'attempts', attempts, 'last_error', '', 'acked_at', '', 'address', ARGV[9])
+  'state', state, 'attempts', attempts, 'last_error', '', 'acked_at', '', 'address', ARGV[9],
+  'owner', owner, 'claimed_at', owner ~= '' and ARGV[7] or '')
 redis.call('SET', p .. 'outbox:key:' .. ARGV[2], id)
 redis.call('ZADD', p .. 'outbox:state:' .. state, id, id)
 if ARGV[4] == ARGV[10] then redis.call('ZADD', p .. 'outbox:unread:' .. ARGV[3], id, id) end
@@ -49,7 +69,10 @@ return {1, id}
 local p = ARGV[1]
 local k = p .. 'outbox:msg:' .. ARGV[2]
 if redis.call('HGET', k, 'state') ~= ARGV[3] then return 0 end
+-- ARGV[9]: only if the claim is still this owner's (settling a gone daemon's send)
+if ARGV[9] and (redis.call('HGET', k, 'owner') or '') ~= ARGV[9] then return 0 end
 redis.call('HSET', k, 'state', ARGV[4], 'last_error', ARGV[6], 'updated_at', ARGV[7])
+if ARGV[4] == 'sending' then redis.call('HSET', k, 'owner', ARGV[8], 'claimed_at', ARGV[7]) end
 redis.call('HINCRBY', k, 'attempts', ARGV[5])
 redis.call('ZREM', p .. 'outbox:state:' .. ARGV[3], ARGV[2])
 redis.call('ZADD', p .. 'outbox:state:' .. ARGV[4], ARGV[2], ARGV[2])
@@ -70,6 +93,20 @@ if tonumber(ARGV[3]) >= 0 then
 end
 for i = 5, #ARGV do ack(ARGV[i]) end
 return n
+""",
+    "SENDING_OWNERS": """
+local p = ARGV[1]
+local out = {}
+for _, id in ipairs(redis.call('ZRANGE', p .. 'outbox:state:sending', 0, -1)) do
+  local k = p .. 'outbox:msg:' .. id
+  local owner = redis.call('HGET', k, 'owner') or ''
+  local alive = owner ~= '' and redis.call('EXISTS', p .. 'outbox:owner:' .. owner) or 0
+  table.insert(out, id)
+  table.insert(out, owner)
+  table.insert(out, redis.call('HGET', k, 'channel') or '')
+  table.insert(out, alive)
+end
+return out
 """,
     "FETCH": """
 local p = ARGV[1]
@@ -103,16 +140,49 @@ def _record(flat: Sequence[Any]) -> OutgoingMessage:
 class RedisOutbox:
     """``OutgoingMessages`` on the event store's Redis connection and key prefix."""
 
-    def __init__(self, store: RedisStore) -> None:
+    def __init__(self, store: RedisStore, owner_ttl_s: float = DEFAULT_TTL_S) -> None:
         self._store = store
         self._scripts: dict[str, AsyncScript] = {}
+        self.owner = process_holder_id()  # written into every claim this daemon makes
+        self._owner_ttl_s = owner_ttl_s
+        self._lease: NamedLease | None = None
 
     async def open(self) -> RedisOutbox:
         async def register(client: Redis) -> dict[str, AsyncScript]:
             return {name: client.register_script(text) for name, text in SCRIPTS.items()}
 
+        async def the_client(client: Redis) -> Redis:
+            return client
+
         self._scripts = await self._store._run(register, retry=True)
+        client = await self._store._run(the_client, retry=True)
+        key = f"{self._store.prefix}outbox:owner:{self.owner}"
+        self._lease = NamedLease(client, key, self.owner, self._owner_ttl_s)
+        # Taken before the first claim, so no other daemon ever sees our claims ownerless;
+        # renewed by watch_claims while the deliverer runs.
+        await self._store._run(lambda _: self._lease_acquire(), retry=True)
         return self
+
+    async def _lease_acquire(self) -> bool:
+        assert self._lease is not None
+        return await self._lease.acquire()
+
+    async def watch_claims(
+        self, resend: Collection[str], settled: Callable[[list[OutgoingMessage]], None]
+    ) -> None:
+        """Until cancelled: renew this daemon's lease, and settle the sends of daemons
+        whose lease lapsed (every TTL), reporting them to ``settled``."""
+        assert self._lease is not None
+
+        async def sweep_forever() -> None:
+            while True:
+                await anyio.sleep(self._owner_ttl_s)
+                try:
+                    settled(await self.mark_interrupted(resend))
+                except StoreUnavailable as exc:  # the next sweep tries again
+                    log.warning("cannot settle other daemons' sends", error=str(exc))
+
+        await hold_while(self._lease, sweep_forever)
 
     async def _script(self, name: str, args: Sequence[str | int], *, retry: bool) -> Any:
         script, prefix = self._scripts[name], self._store.prefix
@@ -132,7 +202,7 @@ class RedisOutbox:
         m = message
         args: list[str | int] = [m.key, m.session, m.channel, m.text, m.answers or "",
                 repr(time.time()),
-                int(claim), m.address or "", LOCAL_CHAT]  # fmt: skip
+                int(claim), m.address or "", LOCAL_CHAT, self.owner]  # fmt: skip
         # Safe to repeat: a second run finds the key and returns the first record
         # (a claim it made is then reported as not ours: it stays for the restart
         # check, never sent twice).
@@ -161,23 +231,44 @@ class RedisOutbox:
     async def move(
         self, message_id: int, old: DeliveryState, new: DeliveryState, *, error: str = ""
     ) -> OutgoingMessage | None:
+        return await self._move(message_id, old, new, error=error)
+
+    async def _move(
+        self,
+        message_id: int,
+        old: DeliveryState,
+        new: DeliveryState,
+        *,
+        error: str = "",
+        if_owner: str | None = None,
+    ) -> OutgoingMessage | None:
         check_move(old, new)
         attempt = 1 if new is DeliveryState.SENDING else 0
-        args = [message_id, old.value, new.value, attempt, error[:1000], repr(time.time())]
+        args = [message_id, old.value, new.value, attempt, error[:1000], repr(time.time()),
+                self.owner, *([] if if_owner is None else [if_owner])]  # fmt: skip
         # Not repeated on a dropped connection: a compare-and-set that did happen
         # would then report "lost the race".
         moved = await self._script("MOVE", args, retry=False)
         return _record(moved) if moved else None
 
     async def mark_interrupted(self, resend: Collection[str] = ()) -> list[OutgoingMessage]:
-        left: list[OutgoingMessage] = await self._fetch("outbox:state:sending", "-inf")
-        moved = [
-            await self.move(m.id, m.state, PENDING, error=RESENT_AFTER_STOP)
-            if m.channel in resend
-            else await self.move(m.id, m.state, DeliveryState.UNKNOWN, error=STOPPED_MID_SEND)
-            for m in left
-        ]
-        return [m for m in moved if m is not None]
+        """Settle what daemons that are gone left ``sending`` (our own sends are in flight)."""
+        flat = await self._script("SENDING_OWNERS", [], retry=True)
+        moved = []
+        for i in range(0, len(flat), 4):
+            message_id, owner, channel, alive = int(flat[i]), flat[i + 1], flat[i + 2], flat[i + 3]
+            if owner == self.owner or (alive and not holder_process_gone(owner)):
+                continue
+            if channel in resend:
+                new, error = PENDING, RESENT_AFTER_STOP
+            else:
+                new, error = DeliveryState.UNKNOWN, STOPPED_MID_SEND
+            found = await self._move(message_id, SENDING, new, error=error, if_owner=owner)
+            if found is not None:
+                log.warning("a send whose daemon is gone was settled", message_id=message_id,
+                            owner=owner, state=new.value)  # fmt: skip
+                moved.append(found)
+        return moved
 
     async def unread(self, session: str) -> list[OutgoingMessage]:
         found: list[OutgoingMessage] = await self._fetch(f"outbox:unread:{session}", "-inf")

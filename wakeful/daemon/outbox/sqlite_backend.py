@@ -155,6 +155,11 @@ class SqliteOutbox:
         ]
         return [m for m in moved if m is not None]
 
+    async def watch_claims(
+        self, resend: Collection[str], settled: Callable[[list[OutgoingMessage]], None]
+    ) -> None:
+        return  # one daemon per SQLite file: its claims are all its own
+
     async def unread(self, session: str) -> list[OutgoingMessage]:
         return await self._select(
             "session = ? AND channel = ? AND acked_at IS NULL ORDER BY id", (session, LOCAL_CHAT)

@@ -13,8 +13,9 @@ from wakeful.daemon.store.base import Store
 async def open_store(store: StoreSection, data_dir: Path) -> Store:
     """The open store; raises StoreUnavailable (with what to do) if it cannot be opened.
 
-    Only events, trajectories and model calls move to Redis: timers, email
-    state and the outbox keep their SQLite files in ``data_dir`` either way.
+    With Redis, the components whose state follows a session (timers, email
+    state, the outbox, the list of shell tasks) keep it under the same prefix
+    on their own connections; shell task records stay files in ``data_dir``.
     """
     if store.backend == "redis":
         from wakeful.daemon.store.redis_store import RedisStore  # only when used

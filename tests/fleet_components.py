@@ -1,0 +1,109 @@
+"""One component run on its own, as one daemon of a fleet would run it, on the real Redis.
+
+Several of these on one key prefix stand for several daemons: each has its
+own event store connection and its own data directory, and every event it
+submits goes into the shared store (deduplicated by id there) and is also
+counted, so a test can tell "submitted once" from "submitted twice, deduplicated".
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack, asynccontextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import anyio
+from anyio.abc import TaskStatus
+
+from tests.daemon_harness import daemon_settings
+from tests.redis_server import REDIS_URL
+from wakeful.daemon.components.context import Component, ComponentSetup, Registrations
+from wakeful.daemon.config import Settings
+from wakeful.daemon.feed import Feed
+from wakeful.daemon.front_door import SubmitResult
+from wakeful.daemon.outbox.record import NewMessage, OutgoingMessage
+from wakeful.daemon.store.base import Cursor
+from wakeful.daemon.store.redis_store import RedisStore
+from wakeful.events import Event
+from wakeful.handlers.registry import ToolRegistry
+from wakeful.safety.approvals import Approvals
+
+UNUSED_MODEL_URL = "http://127.0.0.1:9/v1"  # these components never call the model
+
+
+def fleet_settings(data_dir: Path, prefix: str, **sections: dict[str, Any]) -> Settings:
+    store = {"backend": "redis", "redis_url": REDIS_URL, "redis_prefix": prefix}
+    overrides: dict[str, Any] = {"store": store, **sections}
+    data_dir.mkdir(parents=True, exist_ok=True)
+    return daemon_settings(data_dir, UNUSED_MODEL_URL, **overrides)
+
+
+@dataclass
+class FleetMember:
+    """One stand-in daemon: its settings, store, registrations and every event it submitted."""
+
+    name: str
+    settings: Settings
+    store: RedisStore
+    registrations: Registrations
+    submitted: list[Event] = field(default_factory=list)
+    stopped: anyio.Event = field(default_factory=anyio.Event)
+    _arrived: anyio.Event = field(default_factory=anyio.Event)
+    _running: anyio.CancelScope = field(default_factory=anyio.CancelScope)
+
+    def stop(self) -> None:
+        """Stop the component as the daemon stopping would (its tasks cancelled)."""
+        self._running.cancel()
+
+    async def submit(self, event: Event, *, cursor: Cursor | None = None) -> SubmitResult:
+        self.submitted.append(event)
+        self._arrived.set()
+        self._arrived = anyio.Event()
+        result = await self.store.append(event, cursor=cursor)
+        return SubmitResult(event.id, duplicate=not result.created)
+
+    async def next_submit(self) -> None:
+        await self._arrived.wait()
+
+
+async def _no_messages(message: NewMessage) -> OutgoingMessage:
+    raise AssertionError(f"unexpected outgoing message {message}")
+
+
+@asynccontextmanager
+async def run_member(
+    name: str, component: Component, settings: Settings
+) -> AsyncIterator[FleetMember]:
+    """Configure ``component`` and run it until the block ends (as a daemon stopping does)."""
+    data_dir = settings.daemon.data_dir_path()
+    store = await RedisStore(REDIS_URL, prefix=settings.store.redis_prefix).open()
+    try:
+        async with AsyncExitStack() as resources:
+            member = FleetMember(name, settings, store, Registrations(ToolRegistry()))
+            setup = ComponentSetup(
+                name=component.name,
+                settings=settings,
+                data_dir=data_dir,
+                store=store,
+                feed=Feed(),
+                registrations=member.registrations,
+                resources=resources,
+                submit=member.submit,
+                send_message=_no_messages,
+                approvals=Approvals(store, timeout_s=60),
+            )
+            await component.configure(setup)
+
+            async def run(*, task_status: TaskStatus[None]) -> None:
+                with member._running:
+                    await component.run(task_status=task_status)
+                member.stopped.set()
+
+            async with anyio.create_task_group() as group:
+                await group.start(run)
+                yield member
+                member.stop()
+    finally:
+        await store.aclose()

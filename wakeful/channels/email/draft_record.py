@@ -1,0 +1,18 @@
+"""What one outgoing mail is, as the email state keeps it (either backend)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from wakeful.daemon.outbox.states import DeliveryState
+
+
+@dataclass(frozen=True)
+class OutboxRow:
+    message_id: str
+    draft_id: str
+    account: str
+    state: DeliveryState
+    recipients: list[str]
+    raw: bytes
+    detail: str
