@@ -93,6 +93,7 @@ async def run_member(
                 submit=member.submit,
                 send_message=_no_messages,
                 approvals=Approvals(store, timeout_s=60),
+                sessions=_NoSessions(),
             )
             await component.configure(setup)
 
@@ -107,3 +108,13 @@ async def run_member(
                 member.stop()
     finally:
         await store.aclose()
+
+
+class _NoSessions:
+    """A stand-in daemon's components start no sessions of their own."""
+
+    async def close(self, session: str, cause: str) -> None:
+        raise AssertionError(f"a fleet stand-in was asked to close session {session!r}")
+
+    def is_busy(self, session: str) -> bool:
+        return False
