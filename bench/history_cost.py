@@ -31,7 +31,8 @@ import anyio
 
 from bench.common import LATENCY_HEADER, iterations_parser, ms_row, percentile, print_table, settle
 from tests.daemon_harness import daemon_settings, harness, watch_feed
-from tests.fakes.model_server import FakeModelServer, text_reply
+from tests.fakes.model_replies import text_reply
+from tests.fakes.model_server import FakeModelServer
 from wakeful.daemon.context.compaction import COMPACTION_PROMPT
 from wakeful.daemon.store.base import EventStatus
 from wakeful.daemon.store.factory import open_store
