@@ -20,6 +20,9 @@ from openai._utils._json import openapi_dumps as openai_dumps
 
 from tests.fakes.anthropic_server import FakeAnthropicServer
 from tests.fakes.model_server import FakeModelServer, Reply
+from tests.test_request_bytes import GOLDEN
+from tests.test_request_bytes import SESSION as GOLDEN_SESSION
+from wakeful.handlers.registry import default_registry
 from wakeful.llm.anthropic_provider import AnthropicProvider
 from wakeful.llm.base import ModelRequest
 from wakeful.llm.openai_provider import OpenAIProvider
@@ -251,3 +254,23 @@ async def test_anthropic_provider_posts_the_whole_encode_and_encodes_only_change
         finally:
             await provider.aclose()
         assert server.violations == []
+
+
+@pytest.mark.anyio
+async def test_the_golden_request_comes_out_the_same_when_encoded_on_top_of_an_earlier_one(
+    model_server: FakeModelServer,
+) -> None:
+    """tests/golden/request_without_reasoning.json, sent as the second request of a session
+    (its prefix kept from the first, the tail encoded): the same bytes."""
+    tools = default_registry().definitions()
+    earlier = [*GOLDEN_SESSION[:-2], {"role": "user", "content": "[status] 0 model calls so far"}]
+    provider = OpenAIProvider(model_server.base_url, "sk-test", "fake-model", max_retries=0)
+    try:
+        for messages in (earlier, GOLDEN_SESSION):
+            model_server.push(Reply(text="ok"))
+            await provider.complete(ModelRequest(list(messages), tools, session="main"))
+    finally:
+        await provider.aclose()
+    stats = provider._encoders.stats("main")
+    assert stats is not None and stats.reused_items == len(earlier) - 1
+    assert model_server.raw_bodies[-1] == GOLDEN.read_bytes()
