@@ -37,7 +37,6 @@ from wakeful.daemon.context.compaction import COMPACTION_PROMPT
 from wakeful.daemon.store.base import EventStatus
 from wakeful.daemon.store.factory import open_store
 from wakeful.events import user_message
-from wakeful.llm.anthropic_provider import AnthropicProvider
 from wakeful.llm.base import WireBody
 from wakeful.llm.request_encoding import SessionEncoders, dumps
 
@@ -118,6 +117,9 @@ async def main(n: int) -> None:
 
 async def profile(h: Any, session: str, n: int) -> list[list[str]]:
     """Rows: build, wire conversion and encoding of ``session``'s next request."""
+    # Imported here: the anthropic SDK is not loaded while the latencies above are measured.
+    from wakeful.llm.anthropic_provider import AnthropicProvider
+
     loop = h.daemon.sessions.get(session)
     openai_provider = loop.deps.provider
     assert isinstance(openai_provider, WireBody)
