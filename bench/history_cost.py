@@ -12,6 +12,12 @@ each (for ``long`` that is where its first compaction happens: its cost is
 printed on its own), measured per message: **ingest** (POST /api/messages to
 202) and **event → request** (POST to the fake model receiving the request the
 event caused). Target: longer/long ~1.
+
+Then a profile of one cycle's request, per session: building it (status bar,
+context budget, tools), the provider's conversion to its wire body (OpenAI's,
+and Anthropic's for the same request), and encoding it — with the encoded
+prefix kept (what the providers do, one new status bar each time) against the
+whole body encoded every time (what they did before), in the same run.
 """
 
 from __future__ import annotations
@@ -25,11 +31,14 @@ import anyio
 
 from bench.common import LATENCY_HEADER, iterations_parser, ms_row, percentile, print_table, settle
 from tests.daemon_harness import daemon_settings, harness, watch_feed
-from tests.fakes.model_server import FakeModelServer, text_reply
+from tests.fakes.model_replies import text_reply
+from tests.fakes.model_server import FakeModelServer
 from wakeful.daemon.context.compaction import COMPACTION_PROMPT
 from wakeful.daemon.store.base import EventStatus
 from wakeful.daemon.store.factory import open_store
 from wakeful.events import user_message
+from wakeful.llm.base import WireBody
+from wakeful.llm.request_encoding import SessionEncoders, dumps
 
 HISTORY = 10_000
 
@@ -79,6 +88,7 @@ async def main(n: int) -> None:
                     to_request.append(b)
                 results[session] = (ingest, to_request)
             status = (await h.client.get("/api/status")).json()["sessions"]["long"]["context"]
+            profile_rows = [row for s in ("fresh", "long") for row in await profile(h, s, n)]
         for session, (ingest, to_request) in results.items():
             rows.append(ms_row(f"{session}: ingest (POST → 202)", ingest))
             rows.append(ms_row(f"{session}: event → model request", to_request))
@@ -97,7 +107,48 @@ async def main(n: int) -> None:
             f"fresh {warm['fresh'] * 1000:.0f} ms, long {warm['long'] * 1000:.0f} ms"
         )
         print(f"long's context afterwards: {status}")
+        print()
+        print(
+            "one cycle's request, built and encoded (the same request each time, a new status bar):"
+        )
+        print_table(LATENCY_HEADER, profile_rows)
         await settle(model)
+
+
+async def profile(h: Any, session: str, n: int) -> list[list[str]]:
+    """Rows: build, wire conversion and encoding of ``session``'s next request."""
+    # Imported here: the anthropic SDK is not loaded while the latencies above are measured.
+    from wakeful.llm.anthropic_provider import AnthropicProvider
+
+    loop = h.daemon.sessions.get(session)
+    openai_provider = loop.deps.provider
+    assert isinstance(openai_provider, WireBody)
+    anthropic_provider = AnthropicProvider(api_key="unused", model="claude-bench")
+    providers: dict[str, WireBody] = {"openai": openai_provider, "anthropic": anthropic_provider}
+    encoders = {name: SessionEncoders() for name in providers}  # not the daemon's own
+    times: dict[str, list[float]] = {}
+
+    def clock(name: str, started: float) -> float:
+        now = time.perf_counter()
+        times.setdefault(name, []).append(now - started)
+        return now
+
+    for iteration in range(n + 1):
+        started = time.perf_counter()
+        request = await loop.next_request()
+        after = clock("build request (status bar, context fit, tools)", started)
+        messages = len(request.messages)
+        for name, provider in providers.items():
+            body = provider.wire_body(request)
+            after = clock(f"{name} wire body (conversion)", after)
+            encoders[name].encode(session, body)
+            after = clock(f"{name} encode, prefix kept", after)
+            dumps(body)
+            clock(f"{name} encode, whole body (before)", after)
+        if iteration == 0:  # the first fills the kept prefix: not a cycle
+            times.clear()
+    await anthropic_provider.aclose()
+    return [ms_row(f"{session} ({messages} msgs): {name}", t) for name, t in times.items()]
 
 
 async def one(h: Any, model: FakeModelServer, session: str) -> tuple[float, float]:

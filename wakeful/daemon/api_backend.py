@@ -87,7 +87,7 @@ class ApiBackend:
             stored = await self.store.retry(event_id)
         if stored is None:
             return None
-        self.sessions.get(stored.event.session).notify()
+        self.sessions.get(stored.event.session).notify(stored.event.id)
         return event_log_entry(stored)
 
     async def status(self) -> dict[str, Any]:

@@ -150,12 +150,13 @@ class Dispatcher:
         )
         if decision.strategy is Strategy.CANCEL:
             cause = f"an urgent {event.kind} arrived ({event.content.text[:80]!r})"
+            loop.notify(event.id)  # queued like any other; the interrupt makes it early
             loop.interrupt(cause, stop_tools=decision.stop_tools)
         elif decision.strategy is Strategy.PARALLEL:
             answer = self._guarded("parallel", stored, loop, answer_in_parallel)
             self._group.start_soon(answer, name=f"parallel {event.id}")
         else:
-            loop.notify()
+            loop.notify(event.id)
 
     def _guarded(
         self,
@@ -189,4 +190,4 @@ class Dispatcher:
                 log.warning("cannot requeue the event yet", error=str(exc), retry_in_s=delay)
                 await anyio.sleep(delay)
                 delay = min(delay * 2, cap)
-        loop.notify()
+        loop.notify(stored.event.id)

@@ -36,6 +36,7 @@ from wakeful.llm.base import (
 )
 from wakeful.llm.openai_provider import redact_url
 from wakeful.llm.reasoning import Reasoning
+from wakeful.llm.request_encoding import SessionEncoders
 
 DEFAULT_BASE_URL = "https://api.anthropic.com"
 _CLOSE_TIMEOUT_S = 2.0
@@ -218,6 +219,7 @@ class AnthropicProvider:
         self._max_retries = max_retries
         self._max_output_tokens = max_output_tokens
         self._thinking_budget = thinking_budget_tokens
+        self._encoders = SessionEncoders()
         self._client = anthropic.AsyncAnthropic(
             api_key=api_key or "no-key-configured",
             base_url=base_url,
@@ -264,10 +266,10 @@ class AnthropicProvider:
 
     async def _open(self, request: ModelRequest) -> AsyncStream[RawMessageStreamEvent]:
         # Posted as plain JSON (no per-field SDK transform), as the OpenAI provider does:
-        # our body is JSON already, and the bytes stay exactly what wire_body shows.
+        # the bytes are exactly what wire_body shows, only the new tail encoded.
         return await self._client.post(
             "/v1/messages",
-            body=self.wire_body(request),
+            content=self._encoders.encode(request.session, self.wire_body(request)),
             cast_to=AnthropicMessage,
             stream=True,
             stream_cls=AsyncStream[RawMessageStreamEvent],

@@ -67,6 +67,10 @@ class ModelRequest:
     tools: list[ToolDefinition] = field(default_factory=list)
     model: str | None = None  # None: the provider's configured model
     max_tokens: int | None = None
+    # The session whose previous request this one extends: the provider encodes
+    # only what changed since that one (wakeful/llm/request_encoding.py). None
+    # for one-off calls (a summary, a side session), encoded whole.
+    session: str | None = None
 
 
 @dataclass(frozen=True)

@@ -33,6 +33,7 @@ from wakeful.llm.base import (
     Usage,
 )
 from wakeful.llm.reasoning import ReasoningCollector, ReplayPolicy, wire_messages
+from wakeful.llm.request_encoding import SessionEncoders
 
 # Local servers (llama.cpp, LM Studio, vLLM, Ollama) need no key, but the SDK
 # refuses to start without one.
@@ -153,6 +154,7 @@ class OpenAIProvider:
         self._model = model
         self._max_retries = max_retries
         self._replay_reasoning: ReplayPolicy = replay_reasoning
+        self._encoders = SessionEncoders()
         self._client = openai.AsyncOpenAI(
             base_url=base_url,
             api_key=api_key or _DUMMY_KEY,
@@ -196,12 +198,12 @@ class OpenAIProvider:
 
     async def _open(self, request: ModelRequest) -> openai.AsyncStream[ChatCompletionChunk]:
         # `chat.completions.create` walks the whole body through the SDK's
-        # TypedDict transform (tens of ms for a long trajectory, against well
-        # under 1 ms for json.dumps). Our messages and tools are plain JSON
-        # already, so post the body as it is, with the same auth and stream type.
+        # TypedDict transform (tens of ms for a long trajectory). Our messages
+        # and tools are plain JSON already: they are posted as the bytes the SDK
+        # would encode, only the new tail encoded (same auth, retries, stream type).
         return await self._client.post(
             "/chat/completions",
-            body=self.wire_body(request),
+            content=self._encoders.encode(request.session, self.wire_body(request)),
             cast_to=ChatCompletion,
             options={"security": {"bearer_auth": True}},
             stream=True,

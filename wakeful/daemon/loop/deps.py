@@ -30,7 +30,11 @@ from wakeful.safety.session_taint import SessionTaints
 class BatchGate(Protocol):
     """The supervisor's view of a run: what it takes, consumes and gets answered."""
 
-    async def admit(self, batch: list[StoredEvent]) -> list[StoredEvent]: ...
+    held_back: list[StoredEvent]  # the part of the last admitted batch left in the queue
+
+    async def admit(self, batch: list[StoredEvent]) -> list[StoredEvent]:
+        """What of the batch runs now; the rest of what it does not hold back is quarantined."""
+        ...
 
     def consumed(self) -> None: ...
 

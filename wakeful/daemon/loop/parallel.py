@@ -65,10 +65,10 @@ async def answer_in_parallel(loop: SessionLoop, stored: StoredEvent) -> None:
         reason = f"parallel answer failed ({exc or 'out of time'}); queued instead"
         log.warning("parallel fallback", event_id=event.id, reason=reason)
         await deps.store.set_route(event.id, EventStatus.PENDING, Strategy.QUEUE, reason)
-        loop.notify()
+        loop.notify(event.id)
         return
     await deps.store.set_parallel_answer(event.id, answer)
-    loop.notify()
+    loop.notify(event.id)
 
 
 async def _side_session(loop: SessionLoop, event: Event) -> str:

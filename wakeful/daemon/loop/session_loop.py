@@ -27,11 +27,12 @@ from wakeful.daemon.loop.late_results import late_result_event, lost_result_text
 from wakeful.daemon.loop.limits import Run
 from wakeful.daemon.loop.model_call_log import log_model_call, model_call_record
 from wakeful.daemon.loop.owed_reply import reply_key, send_owed_reply
+from wakeful.daemon.loop.queued_events import QueuedEvents
 from wakeful.daemon.loop.status_bar import render_status_bar
 from wakeful.daemon.loop.task_views import CombinedTaskView
 from wakeful.daemon.loop.tool_activity import PROGRESS_EVERY_S, tool_item
 from wakeful.daemon.loop.tool_tasks import ToolTask, ToolTaskManager
-from wakeful.daemon.store.base import ConsumeConflict
+from wakeful.daemon.store.base import ConsumeConflict, StoredEvent
 from wakeful.daemon.trajectory.rules import (
     CallInFlight,
     Interruption,
@@ -74,6 +75,7 @@ class SessionLoop:
         self.busy = False
         self.waiting_for_model_config = False
         self._wakeup = anyio.Event()
+        self.queued = QueuedEvents()  # the status bar's count, kept without store reads
         self._interrupt: Interrupt | None = None
         self._step_scope: anyio.CancelScope | None = None
         self.draining = False  # the daemon is stopping: start nothing new
@@ -94,8 +96,11 @@ class SessionLoop:
 
     # -- signals from the dispatcher --------------------------------------------
 
-    def notify(self) -> None:
-        """New events are pending: handle them at the next safe point."""
+    def notify(self, event_id: str | None = None) -> None:
+        """New events are pending: handle them at the next safe point. ``event_id``:
+        the event just put in the queue, counted as waiting until a safe point takes it."""
+        if event_id is not None:
+            self.queued.queued(event_id)
         self._wakeup.set()
 
     def interrupt(self, cause: str, *, stop_tools: bool, shutdown: bool = False) -> None:
@@ -177,9 +182,13 @@ class SessionLoop:
         if self.draining:
             return False  # a safe point: what is recorded is whole; the rest waits
         self._interrupt = None  # anything asked before this point is in the batch below
-        batch = await self.deps.store.pending(self.session)
+        waiting = batch = await self._read_queue()
         if batch and self.gate is not None:
             batch = await self.gate.admit(batch)  # counts the attempt; drops poison
+            held = {s.event.id for s in self.gate.held_back}
+            self.queued.taken(s.event.id for s in waiting if s.event.id not in held)
+        else:
+            self.queued.taken(s.event.id for s in batch)
         if batch:
             if self.deps.taints is not None:  # before: a crash can leave it tainted, never clean
                 await self.deps.taints.mark_events(self.session, [s.event for s in batch])
@@ -304,13 +313,21 @@ class SessionLoop:
         """What a model call starting now would send (`wakeful trajectory --raw`); no call."""
         return await self._build_request(Run(self.deps.limits))
 
+    async def _read_queue(self) -> list[StoredEvent]:
+        """The session's waiting events, from the store (a safe point's read)."""
+        self.queued.begin_read()
+        waiting = await self.deps.store.pending(self.session)
+        self.queued.read(s.event.id for s in waiting)
+        return waiting
+
     async def _build_request(self, run: Run) -> ModelRequest:
-        pending = len(await self.deps.store.pending(self.session))
+        if not self.queued.known:  # no safe point yet (no model configured, or --raw)
+            await self._read_queue()
         status = render_status_bar(
             run,
             running_tasks=self.all_tasks.running(),
             timers=[t for t in self.all_tasks.list_tasks() if t.get("kind") == "timer"],
-            pending_events=pending,
+            pending_events=len(self.queued),
             taint=await self.deps.taints.get(self.session) if self.deps.taints else None,
             approvals=[a.public() for a in await self.deps.approvals.pending(self.session)]
             if self.deps.approvals
@@ -322,7 +339,8 @@ class SessionLoop:
         # Within the budget: pruned or compacted when it would not be (ContextFull if
         # even that cannot fit).
         messages = await self.context.fit(await self.writer.messages(), [system, tools, status])
-        return ModelRequest(messages=[system, *messages, status], tools=tools)
+        # The session: the provider encodes only what changed since its last request.
+        return ModelRequest(messages=[system, *messages, status], tools=tools, session=self.session)
 
     async def _model_failed(self, run: Run, exc: ProviderError, elapsed: float) -> None:
         run.consecutive_failures += 1

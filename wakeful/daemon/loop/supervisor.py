@@ -91,9 +91,11 @@ class PoisonGate:
         self.carried: list[StoredEvent] = []  # consumed, not yet answered by the model
         self.last_failure = "the session crashed while handling it"
         self.one_at_a_time = False
+        self.held_back: list[StoredEvent] = []  # what the last admit left in the queue
 
     async def admit(self, batch: list[StoredEvent]) -> list[StoredEvent]:
         """The part of a fresh batch that may run now; poison is quarantined instead."""
+        self.held_back = batch[1:] if self.one_at_a_time else []
         if self.one_at_a_time:
             batch = batch[:1]  # the rest stays pending, uncounted, for the next safe point
         before = await self.queue.note_attempt([s.event.id for s in batch])
