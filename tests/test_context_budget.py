@@ -231,7 +231,7 @@ async def test_compactions_that_do_not_shrink_trip_the_breaker_across_events(
     a row (the default) the session asks for none until the operator resets it, and
     every run says why, naming the session."""
     model_server.responder = long_summaries
-    context = {"max_tokens": 9000, "reserve_tokens": 1000, "keep_user_messages": 2}
+    context = {"max_tokens": 10000, "reserve_tokens": 1000, "keep_user_messages": 2}
     settings = daemon_settings(tmp_path, model_server.base_url, context=context)
     note = "x" * 2400  # ~600 tokens a message: the budget fills after a handful
     async with harness(settings) as h:
