@@ -176,7 +176,7 @@ ADOPT = (
 local me, ttl = ARGV[2], ARGV[3]
 local live = 0
 for _, daemon in ipairs(redis.call('HKEYS', p .. 'fleet:daemons')) do
-  if redis.call('EXISTS', p .. 'fleet:alive:' .. daemon) == 1 then
+  if daemon == me or redis.call('EXISTS', p .. 'fleet:alive:' .. daemon) == 1 then
     live = live + 1
   else
     redis.call('HDEL', p .. 'fleet:daemons', daemon)
@@ -186,7 +186,6 @@ for _, daemon in ipairs(redis.call('HKEYS', p .. 'fleet:daemons')) do
     end
   end
 end
-if live == 0 then return {} end
 local sessions = redis.call('HKEYS', p .. 'fleet:claimed')
 local fair = math.ceil(#sessions / live)
 local mine = redis.call('SCARD', p .. 'fleet:owned:' .. me)
