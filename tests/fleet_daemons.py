@@ -68,9 +68,13 @@ class Member:
 @dataclass
 class Fleet:
     members: list[Member]
+    paused: Member | None = None  # SIGSTOP'd: not asked anything meanwhile
+
+    def answering(self) -> Member:
+        return next(m for m in self.members if m.alive() and m is not self.paused)
 
     def status(self, member: Member | None = None) -> dict[str, Any]:
-        target = member or next(m for m in self.members if m.alive())
+        target = member or self.answering()
         with target.process.client() as client:
             response = client.get("/api/status")
         response.raise_for_status()
@@ -78,8 +82,7 @@ class Fleet:
         return status
 
     def trajectory(self, session: str) -> list[dict[str, Any]]:
-        target = next(m for m in self.members if m.alive())
-        return target.process.trajectory(session)
+        return self.answering().process.trajectory(session)
 
     def requests(self) -> list[tuple[str, RecordedRequest]]:
         """Every model request so far, with the daemon that made it."""
