@@ -6,6 +6,7 @@ tests send carries its session as ``[sN]`` so a request says which session it wa
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 from collections.abc import Iterator
@@ -120,10 +121,14 @@ def overlapping_requests(fleet: Fleet, now: float) -> list[str]:
     found = []
     for session, intervals in spans.items():
         intervals.sort()
-        for (start_a, end_a, a), (start_b, _end_b, b) in zip(intervals, intervals[1:]):
+        for (_start_a, end_a, a), (start_b, _end_b, b) in itertools.pairwise(intervals):
             if a != b and start_b < end_a:
                 found.append(f"{session}: {a} until {end_a:.3f}, {b} from {start_b:.3f}")
     return found
+
+
+def _end(member: Member) -> None:
+    member.process.__exit__(None, None, None)  # SIGKILL if still running
 
 
 @contextmanager
@@ -142,5 +147,5 @@ def running_fleet(
             members.append(Member(f"d{i}", model, config, port))
         for member in members:
             member.process.start(timeout_s=60)
-            stack.callback(lambda m=member: m.process.__exit__(None, None, None))
+            stack.callback(_end, member)
         yield Fleet(members)

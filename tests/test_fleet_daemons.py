@@ -13,7 +13,9 @@ import signal
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -70,6 +72,11 @@ def test_three_daemons_share_the_sessions(tmp_path: Path, redis_prefix: str) -> 
         assert overlapping_requests(fleet, time.monotonic()) == []
 
 
+def signed_by(name: str) -> Callable[[dict[str, Any]], Reply]:
+    """Replies that say which daemon's model wrote them."""
+    return lambda _body: Reply(text=f"reply-{name}")
+
+
 def owner_of(fleet: Fleet, session: str) -> Member:
     daemons = fleet.status()["fleet"]["daemons"]
     for member in fleet.members:
@@ -83,7 +90,7 @@ def owner_of(fleet: Fleet, session: str) -> Member:
 def test_a_paused_daemon_is_fenced_when_it_resumes(tmp_path: Path, redis_prefix: str) -> None:
     with running_fleet(tmp_path, redis_prefix) as fleet:
         for member in fleet.members:
-            member.model.responder = lambda _body, name=member.name: Reply(text=f"reply-{name}")
+            member.model.responder = signed_by(member.name)
         send(fleet.members[0].url, "s1", "[s1] first")
         wait_until(lambda: times_in(fleet, "s1", "reply-") == 1, 15, "the first reply")
         paused = owner_of(fleet, "s1")

@@ -159,7 +159,7 @@ async def test_trimming_keeps_every_unacknowledged_entry(
     await a.consume("s1", ["e0"], [msg("m0")])
     await fleet_of(a).trim()
     r = raw()
-    ids = [entry_id for entry_id, _ in r.xrange(f"{redis_prefix}events")]
+    ids = [entry_id for entry_id, _ in r.xrange(f"{redis_prefix}events") or []]
     wanted = {r.hget(f"{redis_prefix}ev:e{i}", "entry") for i in (1, 2, 3)}
     assert wanted <= set(ids)
     await a.consume("s1", ["e1", "e2", "e3"], [msg("rest")])
