@@ -20,6 +20,7 @@ from typing import Any
 import httpx
 import pytest
 
+from tests.daemon_harness import ADMIN_TOKEN
 from tests.fakes.model_replies import Reply
 from tests.fleet_daemons import Fleet, Member, overlapping_requests, running_fleet, send
 
@@ -70,6 +71,29 @@ def test_three_daemons_share_the_sessions(tmp_path: Path, redis_prefix: str) -> 
         assert len(status["daemons"]) == 3
         assert status["dead"]["count"] == 0
         assert overlapping_requests(fleet, time.monotonic()) == []
+        check_cancel_reaches_the_owner(fleet)
+
+
+def check_cancel_reaches_the_owner(fleet: Fleet) -> None:
+    """A "stop" sent to a daemon that does not own the session ends the owner's model
+    call: the interrupt goes to the owner's control stream, which its read wakes on."""
+    owner = owner_of(fleet, "s0")
+    other = next(m for m in fleet.members if m is not owner)
+    before = len(owner.model.requests)
+    owner.model.push(Reply(text="a long answer", hang=True))
+    send(other.url, "s0", "[s0] tell me everything")
+    [*_, streaming] = owner.model.wait_for_requests(before + 1, timeout_s=10)
+    started = time.monotonic()
+    response = httpx.post(
+        f"{other.url}/api/messages",
+        json={"session": "s0", "text": "[s0] stop", "kind": "user.interrupt"},
+        headers={"Authorization": f"Bearer {ADMIN_TOKEN}"},
+        timeout=5,
+    )
+    assert response.status_code == 202, response.text
+    aborted = owner.model.wait_for_abort(streaming.index, timeout_s=10)
+    assert aborted.aborted_at is not None
+    print(f"cancel via another daemon: POST to stream closed {aborted.aborted_at - started:.3f} s")
 
 
 def signed_by(name: str) -> Callable[[dict[str, Any]], Reply]:
