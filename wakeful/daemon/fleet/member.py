@@ -44,7 +44,7 @@ class FleetMember:
         self.store = store
         self.fleet = fleet
         self.sessions = sessions
-        self.heartbeat_s = min(fleet.options.session_lease_ms / 3000, 1.0)
+        self.heartbeat_s = fleet.options.heartbeat_s
         self.stopping = False
         self._reading = anyio.CancelScope()
         self._beating = anyio.CancelScope()

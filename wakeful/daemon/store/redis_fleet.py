@@ -36,6 +36,16 @@ class FleetOptions:
     claim_idle_ms: int = 15_000
     max_deliveries: int = 5
 
+    @property
+    def heartbeat_s(self) -> float:
+        """Often enough that a live daemon's lease never lapses and what it holds never
+        idles past half the claim time (it refreshes entries idle for a quarter of it)."""
+        return min(self.session_lease_ms / 3000, self.claim_idle_ms / 4000, 1.0)
+
+    @property
+    def refresh_idle_ms(self) -> int:
+        return self.claim_idle_ms // 4
+
 
 @dataclass(frozen=True)
 class Routed:
@@ -141,10 +151,12 @@ class RedisFleet:
     async def renew(self) -> list[str]:
         """The heartbeat: renew the registration and the leases; the sessions lost."""
         pairs = [v for session, token in self.tokens.items() for v in (session, token)]
+        o = self.options
         lost = [
             str(s)
             for s in await self._script(
-                "FLEET_RENEW", [self.me, self.options.session_lease_ms, self._info(), *pairs]
+                "FLEET_RENEW",
+                [self.me, o.session_lease_ms, self._info(), o.refresh_idle_ms, *pairs],
             )
         ]
         for session in lost:

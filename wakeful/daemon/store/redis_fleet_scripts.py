@@ -44,6 +44,8 @@ end
 -- One delivered entry: {entry, session, outcome, detail}; outcome is 'mine' (wake the
 -- loop), 'taken' (detail: the new fencing token; start the loop), 'forwarded' (detail:
 -- the owner it was moved to) or 'stale' (its event is no longer open: acknowledged).
+local woken = {}  -- owner .. session: woken once per script call, however many entries
+
 local function route(entry, id, session, me, ttl)
   if id == nil or redis.call('HGET', p .. 'ev:' .. id, 'entry') ~= entry then
     redis.call('XACK', p .. 'events', 'fleet', entry)
@@ -53,8 +55,11 @@ local function route(entry, id, session, me, ttl)
   if owner == me then return {entry, session, 'mine', ''} end
   if not owner then return {entry, session, 'taken', tostring(take(session, me, ttl))} end
   redis.call('XCLAIM', p .. 'events', 'fleet', owner, 0, entry, 'JUSTID')
-  redis.call('XADD', p .. 'ctl:' .. owner, 'MAXLEN', '~', 10000, '*', 'op', 'wake',
-             'session', session)
+  if not woken[owner .. ' ' .. session] then
+    woken[owner .. ' ' .. session] = true
+    redis.call('XADD', p .. 'ctl:' .. owner, 'MAXLEN', '~', 10000, '*', 'op', 'wake',
+               'session', session)
+  end
   return {entry, session, 'forwarded', owner}
 end
 
@@ -133,15 +138,16 @@ return out
 """
 )
 
-# ARGV: prefix, me, ttl_ms, info JSON, then (session, token) pairs: the heartbeat. Renews
-# the daemon's registration and each lease it holds; a lapsed lease is taken back if no
-# one took it since (the token is still current). -> the sessions it no longer owns.
+# ARGV: prefix, me, ttl_ms, info JSON, refresh_idle_ms, then (session, token) pairs: the
+# heartbeat. Renews the daemon's registration and each lease it holds; a lapsed lease is
+# taken back if no one took it since (the token is still current). -> the sessions it no
+# longer owns.
 RENEW = """
 local p, me, ttl = ARGV[1], ARGV[2], ARGV[3]
 redis.call('SET', p .. 'fleet:alive:' .. me, '1', 'PX', ttl)
 redis.call('HSET', p .. 'fleet:daemons', me, ARGV[4])
 local lost = {}
-for i = 5, #ARGV, 2 do
+for i = 6, #ARGV, 2 do
   local session, token = ARGV[i], ARGV[i + 1]
   local key = p .. 'owner:' .. session
   local owner = redis.call('GET', key)
@@ -155,7 +161,8 @@ for i = 5, #ARGV, 2 do
   end
 end
 -- What this daemon holds stays fresh: only a dead or stalled daemon's entries go idle.
-local mine = redis.call('XPENDING', p .. 'events', 'fleet', '-', '+', 1000, me)
+-- (Only those idle for a quarter of the claim time: a long queue costs little.)
+local mine = redis.call('XPENDING', p .. 'events', 'fleet', 'IDLE', ARGV[5], '-', '+', 1000, me)
 if #mine > 0 then
   local claim = {'XCLAIM', p .. 'events', 'fleet', me, 0}
   for _, row in ipairs(mine) do table.insert(claim, row[1]) end
