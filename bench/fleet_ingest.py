@@ -4,9 +4,9 @@ Ingest: real `wakeful run` processes without a model (nothing but ingest uses th
 CPU), 16 keep-alive clients from a separate load process, spread round-robin over
 the daemons. Next to them, in the same run: the SQLite single daemon, and a single
 Redis daemon without the fleet (same store, no stream entry, no prefix sharing).
-Each row gives the daemons' CPU time per request (all their processes), which
-tells whether the daemons or the machine are the limit: on 2 cores, the load
-generator, Redis and the daemons share them.
+Each row gives the daemons' CPU time per request (all their processes) and
+Redis's, which tell whether the daemons or the machine are the limit: on 2
+cores, the load generator, Redis and the daemons share them.
 
 Failover: three daemons with a fake model; a message to a session, its owner
 found in `wakeful status`, then SIGKILL (or SIGTERM: the hand-over) of the
@@ -95,7 +95,7 @@ def measure_ingest(
     warm = [signed(p, f"{tag}-warm-{p}", 50) for p in ports]
     pool.submit(run_load, "127.0.0.1", ports[0], warm[:1]).result()
     pids = [d.proc.pid for d in daemons if d.proc is not None]
-    cpu_before = cpu_seconds(pids)
+    cpu_before, redis_before = cpu_seconds(pids), redis_cpu_seconds()
     # One load process, but each client connects to its own daemon's port.
     futures = [
         pool.submit(run_load, "127.0.0.1", port, [r for c, r in enumerate(per_client)
@@ -108,8 +108,18 @@ def measure_ingest(
     bad = sum(1 for r in results for s in r[2] if s != 202)
     sent = sum(len(reqs) for reqs in per_client)
     cpu_us = (cpu_seconds(pids) - cpu_before) / sent * 1e6
+    redis_us = (redis_cpu_seconds() - redis_before) / sent * 1e6
     row = ms_row(name, latencies)
-    return [*row, f"{sent / elapsed:.0f}", f"{cpu_us:.0f}", str(bad)]
+    return [*row, f"{sent / elapsed:.0f}", f"{cpu_us:.0f}", f"{redis_us:.0f}", str(bad)]
+
+
+def redis_cpu_seconds() -> float:
+    client = redis.Redis.from_url(REDIS_URL)
+    try:
+        cpu = client.info("cpu")
+    finally:
+        client.close()
+    return float(cpu["used_cpu_sys"]) + float(cpu["used_cpu_user"])
 
 
 def ingest_rows(directory: Path, n: int) -> list[list[str]]:
@@ -211,7 +221,8 @@ def main(n: int, failovers: int) -> None:
         rows = ingest_rows(directory, n)
         print(f"fleet ingest: signed webhooks, {CLIENTS} keep-alive clients spread over the"
               f" daemons, 202 after commit; Redis appendonly={aof}")  # fmt: skip
-        print_table([*LATENCY_HEADER, "req/s", "daemons' CPU us/req", "non-202"], rows)
+        header = [*LATENCY_HEADER, "req/s", "daemons' CPU us/req", "Redis CPU us/req"]
+        print_table([*header, "non-202"], rows)
         kill = failover_times(directory, failovers, hand_over=False)
         term = failover_times(directory, failovers, hand_over=True)
     print(f"\nsession failover, 3 daemons, session_lease_ms={LEASE_MS}: signal -> next model"
