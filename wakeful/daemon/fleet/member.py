@@ -19,6 +19,7 @@ entries this daemon held back in the stream, so the others take them at once.
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 import anyio
@@ -68,14 +69,22 @@ class FleetMember:
                     try:
                         delivery = await self.fleet.read(client, BLOCK_MS)
                     except ResponseError as exc:
-                        if "NOGROUP" not in str(exc):
-                            raise
-                        # Others took this daemon for dead (it was paused) and removed its
-                        # control stream; join again.
-                        await self.fleet.join()
+                        if "NOGROUP" in str(exc):
+                            # Others took this daemon for dead (it was paused) and removed
+                            # its control stream; join again.
+                            with contextlib.suppress(RedisError, StoreUnavailable):
+                                await self.fleet.join()
+                            await anyio.sleep(RETRY_S / 10)
+                            continue
+                        log.warning("cannot read the fleet's streams", error=str(exc))
+                        await anyio.sleep(RETRY_S)
                         continue
                     except (RedisError, StoreUnavailable) as exc:
                         log.warning("cannot read the fleet's streams", error=str(exc))
+                        await anyio.sleep(RETRY_S)
+                        continue
+                    except Exception:  # one failure never ends the daemon's part
+                        log.exception("reading the fleet's streams failed")
                         await anyio.sleep(RETRY_S)
                         continue
                     self._apply(delivery.routed)
@@ -122,6 +131,8 @@ class FleetMember:
                     await self._beat(beats)
                 except (RedisError, StoreUnavailable) as exc:
                     log.warning("fleet heartbeat failed", error=str(exc))
+                except Exception:  # the next beat tries again; the leases last meanwhile
+                    log.exception("fleet heartbeat failed")
                 beats += 1
                 await anyio.sleep(self.heartbeat_s)
 
