@@ -10,6 +10,8 @@ import json
 import os
 import random
 import signal
+import subprocess
+import sys
 import threading
 import time
 import uuid
@@ -71,7 +73,21 @@ def test_three_daemons_share_the_sessions(tmp_path: Path, redis_prefix: str) -> 
         assert len(status["daemons"]) == 3
         assert status["dead"]["count"] == 0
         assert overlapping_requests(fleet, time.monotonic()) == []
+        check_status_command(fleet.members[1])
         check_cancel_reaches_the_owner(fleet)
+
+
+def check_status_command(member: Member) -> None:
+    """`wakeful status` lists the fleet's daemons, one line each, and the stream."""
+    shown = subprocess.run(
+        [sys.executable, "-m", "wakeful", "-c", str(member.config), "status"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=True,
+    ).stdout
+    assert shown.count(": alive, http://127.0.0.1:") == 3, shown
+    assert "(this one)" in shown and "delivered and not yet consumed" in shown, shown
 
 
 def check_cancel_reaches_the_owner(fleet: Fleet) -> None:

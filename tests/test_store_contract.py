@@ -412,7 +412,8 @@ async def test_retry_puts_a_quarantined_event_back_with_its_count_reset(
 
 
 async def test_trajectory_writes_take_a_fencing_token(store: Store) -> None:
-    """The hook point for per-session leases: accepted (not yet checked) by both."""
+    """A token the writer passes is accepted while it is the session's current one (a
+    fleet's store checks it: tests/test_fleet_store.py; the others take any)."""
     await store.append(ev("e1"))
     await store.consume("main", ["e1"], [msg("a")], fencing=1)
     await store.append_messages("main", [msg("b")], fencing=1)
