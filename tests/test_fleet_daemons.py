@@ -216,6 +216,7 @@ def check_exactly_once(fleet: Fleet, load: Load, timeout_s: float) -> None:
     }
     doubled = [t for t, s in load.accepted.items() if trajectories[s].count(t) != 1]
     assert doubled == []
+    print(f"{len(load.accepted)} events accepted (2xx), each in its trajectory once")
     assert overlapping_requests(fleet, time.monotonic()) == []
     assert fleet.status()["fleet"]["dead"]["count"] == 0
 
