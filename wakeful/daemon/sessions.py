@@ -91,7 +91,8 @@ class Sessions:
             del self._running[session]
             self._loops.pop(session, None)
             self.supervisors.pop(session, None)
-        self.on_let_go(session)
+        if session not in self._running:  # not taken again meanwhile (a newer lease)
+            self.on_let_go(session)
 
     def _supervise(self, loop: SessionLoop) -> SessionSupervisor:
         deps, limits = self._deps, self._deps.limits
