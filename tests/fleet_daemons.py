@@ -6,6 +6,7 @@ tests send carries its session as ``[sN]`` so a request says which session it wa
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import json
 import re
@@ -91,8 +92,11 @@ class Fleet:
 
 
 def send(url: str, session: str, text: str, timeout_s: float = 5.0) -> str:
-    """POST one message; its event id (raises on anything but 202)."""
-    headers = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
+    """POST one message; its event id (raises on anything but 202). The text is the
+    idempotency key: a client retrying on another daemon (the first one was killed
+    after storing it, before answering) sends the same event, not a second one."""
+    key = hashlib.sha256(text.encode()).hexdigest()[:32]
+    headers = {"Authorization": f"Bearer {ADMIN_TOKEN}", "Idempotency-Key": key}
     response = httpx.post(
         f"{url}/api/messages",
         json={"session": session, "text": text},
