@@ -11,6 +11,7 @@ from pathlib import Path
 
 import anyio
 import pytest
+import redis
 
 from tests.redis_server import REDIS_URL
 from wakeful.daemon.store.base import (
@@ -22,6 +23,7 @@ from wakeful.daemon.store.base import (
     Store,
     StoreUnavailable,
 )
+from wakeful.daemon.store.redis_fleet import FleetOptions
 from wakeful.daemon.store.redis_store import RedisStore
 from wakeful.daemon.store.sqlite import SqliteStore
 from wakeful.events import Event, user_message
@@ -39,9 +41,16 @@ def msg(text: str) -> dict[str, str]:
     return {"role": "user", "content": text}
 
 
-@pytest.fixture(params=["sqlite", "redis"])
+# The sessions the contract's tests write trajectories of.
+CONTRACT_SESSIONS = ("main", "b", "c")
+
+
+@pytest.fixture(params=["sqlite", "redis", "redis-fleet"])
 def opener(request: pytest.FixtureRequest, tmp_path: Path) -> Opener:
-    """Opens a store of the backend on the same data each time (a file, a key prefix)."""
+    """Opens a store of the backend on the same data each time (a file, a key prefix).
+
+    redis-fleet: the store of a fleet's daemon, owning the contract's sessions (the
+    events also go through the stream; every trajectory write is fenced)."""
     if request.param == "sqlite":
         path = tmp_path / "db" / "events.sqlite"
 
@@ -54,7 +63,22 @@ def opener(request: pytest.FixtureRequest, tmp_path: Path) -> Opener:
     async def open_redis() -> Store:
         return await RedisStore(REDIS_URL, prefix=prefix).open()
 
-    return open_redis
+    async def open_fleet() -> Store:
+        store = await RedisStore(REDIS_URL, prefix=prefix, fleet=FleetOptions()).open()
+        assert store.fleet is not None
+        owners = redis.Redis.from_url(REDIS_URL, decode_responses=True)
+        try:
+            for session in CONTRACT_SESSIONS:
+                owners.set(f"{prefix}owner:{session}", store.fleet.me)
+                fence = owners.get(f"{prefix}fence:{session}") or owners.incr(
+                    f"{prefix}fence:{session}"
+                )
+                store.fleet.tokens[session] = str(fence)
+        finally:
+            owners.close()
+        return store
+
+    return open_fleet if request.param == "redis-fleet" else open_redis
 
 
 @pytest.fixture
@@ -388,7 +412,8 @@ async def test_retry_puts_a_quarantined_event_back_with_its_count_reset(
 
 
 async def test_trajectory_writes_take_a_fencing_token(store: Store) -> None:
-    """The hook point for per-session leases: accepted (not yet checked) by both."""
+    """A token the writer passes is accepted while it is the session's current one (a
+    fleet's store checks it: tests/test_fleet_store.py; the others take any)."""
     await store.append(ev("e1"))
     await store.consume("main", ["e1"], [msg("a")], fencing=1)
     await store.append_messages("main", [msg("b")], fencing=1)

@@ -49,6 +49,7 @@ class RecordedRequest:
     aborted: bool = False
     completed: bool = False
     aborted_at: float | None = None
+    ended_at: float | None = None  # time.monotonic() when completed or aborted
 
 
 class FakeModelServer(ServesWhileOpen):
@@ -124,9 +125,10 @@ class FakeModelServer(ServesWhileOpen):
         with self._cond:
             if record.completed or record.aborted:
                 return
+            record.ended_at = time.monotonic()
             if aborted:
                 record.aborted = True
-                record.aborted_at = time.monotonic()
+                record.aborted_at = record.ended_at
             else:
                 record.completed = True
             self._cond.notify_all()

@@ -21,6 +21,7 @@ from wakeful.llm.null_provider import HOW_TO_CONFIGURE
 # The daemon's safety picture (taint, breakers, pending approvals) for the status;
 # the lifespan passes it in, so the backend needs no knowledge of the safety package.
 SafetyOverview = Callable[[], Awaitable[dict[str, Any]]]
+FleetStatus = Callable[[], Awaitable[dict[str, Any]]]
 
 
 def event_log_entry(stored: StoredEvent) -> dict[str, Any]:
@@ -71,6 +72,7 @@ class ApiBackend:
         self.provider = provider
         self.registrations = registrations
         self.safety_overview = safety_overview
+        self.fleet_status: FleetStatus | None = None  # [store] fleet: daemons, lag, dead
 
     async def start(self) -> None:
         """Recover after a restart: requeue held events, resume every session."""
@@ -119,6 +121,9 @@ class ApiBackend:
         if self.safety_overview is not None:
             with _store_unavailable_is_503():
                 extra["safety"] = await self.safety_overview()
+        if self.fleet_status is not None:
+            with _store_unavailable_is_503():
+                extra["fleet"] = await self.fleet_status()
         return {
             **extra,
             "components": components,

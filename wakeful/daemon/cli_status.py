@@ -1,7 +1,8 @@
 """`wakeful status` made short: each session's running tasks and its few latest finished
 ones, one line each; the rest is a count; the safety block as what needs the owner
-(pending approvals, tainted sessions, tripped breakers) with the command for each
-(``--json`` shows everything)."""
+(pending approvals, tainted sessions, tripped breakers) with the command for each;
+with a fleet, its daemons, the stream and what was dead-lettered (``--json`` shows
+everything)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,9 @@ def compact_status(status: dict[str, Any]) -> dict[str, Any]:
     safety = status.get("safety")
     if isinstance(safety, dict):
         status = {**status, "safety": compact_safety(safety)}
+    fleet = status.get("fleet")
+    if isinstance(fleet, dict):
+        status = {**status, "fleet": compact_fleet(fleet)}
     sessions = status.get("sessions")
     if not isinstance(sessions, dict):
         return status
@@ -51,6 +55,38 @@ def compact_safety(safety: dict[str, Any]) -> dict[str, Any]:
             f"{session}: {count} denied calls (`wakeful breaker reset {session}`)"
             for session, count in tripped.items()
         ],
+    }
+
+
+def compact_fleet(fleet: dict[str, Any]) -> dict[str, Any]:
+    """The daemons sharing the prefix, one line each; the stream; what was dead-lettered."""
+    me = fleet.get("me")
+    daemons = []
+    for name, row in sorted((fleet.get("daemons") or {}).items()):
+        if not isinstance(row, dict):
+            continue
+        sessions = row.get("sessions") or []
+        info = row.get("info") or {}
+        state = "alive" if row.get("alive") else "silent (its sessions move when leases lapse)"
+        daemons.append(
+            f"{name}{' (this one)' if name == me else ''}: {state}, {info.get('url', '?')},"
+            f" {len(sessions)} session(s) {', '.join(sorted(sessions))}".rstrip()
+            + f"; {row.get('pending', 0)} entries held"
+        )
+    dead = fleet.get("dead") or {}
+    return {
+        "daemons": daemons,
+        "stream": (
+            f"{fleet.get('entries', 0)} entries, {fleet.get('pending', 0)} delivered and not"
+            f" yet consumed, lag {fleet.get('lag', 0)} (not yet delivered)"
+        ),
+        "dead-lettered": [
+            f"{row.get('id')} ({row.get('session')}): {row.get('reason')}"
+            f" (`wakeful events retry {row.get('id')}`)"
+            for row in dead.get("newest") or []
+            if isinstance(row, dict)
+        ]
+        or f"{dead.get('count', 0)}",
     }
 
 

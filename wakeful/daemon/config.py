@@ -314,7 +314,42 @@ class StoreSection(Section):
         default="wakeful:",
         min_length=1,
         examples=["wakeful:"],
-        description="Start of every key the daemon writes in Redis; one daemon per prefix.",
+        description=(
+            "Start of every key the daemon writes in Redis; one daemon per prefix, or a fleet"
+            " (fleet = true)."
+        ),
+    )
+    fleet: bool = Field(
+        default=False,
+        examples=[False],
+        description=(
+            "redis only: several daemons share this prefix (each session has one owner at a"
+            " time); set it on every daemon of the prefix."
+        ),
+    )
+    session_lease_ms: int = Field(
+        default=10_000,
+        ge=1000,
+        examples=[10_000],
+        description="fleet: how long a session stays with a daemon that stopped renewing it.",
+    )
+    claim_idle_ms: int = Field(
+        default=15_000,
+        ge=1000,
+        examples=[15_000],
+        description=(
+            "fleet: how long an event's stream entry idles on a silent daemon before another"
+            " claims it."
+        ),
+    )
+    max_deliveries: int = Field(
+        default=5,
+        ge=1,
+        examples=[5],
+        description=(
+            "fleet: claims of one entry (its daemons died holding it) before it goes to the"
+            " dead-letter stream."
+        ),
     )
     sqlite_synchronous: Literal["full", "normal"] = Field(
         default="full",
@@ -328,6 +363,12 @@ class StoreSection(Section):
         if not value.startswith(("redis://", "rediss://", "unix://")):
             raise ValueError("must start with redis://, rediss:// or unix://")
         return value
+
+    @model_validator(mode="after")
+    def _fleet_needs_redis(self) -> StoreSection:
+        if self.fleet and self.backend != "redis":
+            raise ValueError('fleet = true needs backend = "redis" (daemons share one Redis)')
+        return self
 
 
 OPENAI_BASE_URL = "https://api.openai.com/v1"

@@ -40,6 +40,9 @@ from wakeful.events import Event
 
 log = structlog.get_logger(__name__)
 
+# Fleet: pass an interrupt (cause, stop_tools) to the daemon that owns the session.
+TellOwner = Callable[[str, str, bool], Awaitable[None]]
+
 # How long a failed step waits before it tries again to put its event back.
 REQUEUE_BACKOFF_S = (0.5, 30.0)
 
@@ -54,11 +57,23 @@ class Dispatcher:
     """Owns the session loops it routes to; they re-enter only through ``submit``."""
 
     def __init__(
-        self, store: EventQueue, router: Router, feed: Feed, group: TaskGroup, loop_deps: LoopDeps
+        self,
+        store: EventQueue,
+        router: Router,
+        feed: Feed,
+        group: TaskGroup,
+        loop_deps: LoopDeps,
+        *,
+        owned_only: bool = False,
     ) -> None:
+        """``owned_only`` (fleet): loops run only for the sessions this daemon owns; an
+        interrupt for another daemon's session goes to it through ``tell_owner``."""
         self._store = store
         self._router = router
-        self.sessions = Sessions(loop_deps, group, submit=self.submit_internal)
+        self.sessions = Sessions(
+            loop_deps, group, submit=self.submit_internal, owned_only=owned_only
+        )
+        self.tell_owner: TellOwner | None = None
         self._feed = feed
         self._group = group
         self.stopping = False
@@ -151,12 +166,33 @@ class Dispatcher:
         if decision.strategy is Strategy.CANCEL:
             cause = f"an urgent {event.kind} arrived ({event.content.text[:80]!r})"
             loop.notify(event.id)  # queued like any other; the interrupt makes it early
-            loop.interrupt(cause, stop_tools=decision.stop_tools)
+            if self.tell_owner is None or self.sessions.owns(event.session):
+                loop.interrupt(cause, stop_tools=decision.stop_tools)
+            else:  # fleet: the session's loop runs on another daemon
+                tell = self._tell_owner(event.session, cause, decision.stop_tools)
+                self._group.start_soon(tell, name=f"cancel {event.id}")
         elif decision.strategy is Strategy.PARALLEL:
             answer = self._guarded("parallel", stored, loop, answer_in_parallel)
             self._group.start_soon(answer, name=f"parallel {event.id}")
         else:
             loop.notify(event.id)
+
+    def _tell_owner(
+        self, session: str, cause: str, stop_tools: bool
+    ) -> Callable[[], Coroutine[Any, Any, None]]:
+        """The interrupt, sent to the daemon that owns the session; cannot raise: the
+        event is stored either way and its owner takes it at the next safe point."""
+        tell = self.tell_owner
+        assert tell is not None
+
+        async def send() -> None:
+            try:
+                await tell(session, cause, stop_tools)
+            except Exception as exc:
+                metrics.BACKGROUND_FAILURES.inc(step="cancel")
+                log.warning("could not pass the interrupt to the session's owner", error=str(exc))
+
+        return send
 
     def _guarded(
         self,

@@ -12,6 +12,7 @@ from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import anyio
 import structlog
@@ -67,6 +68,9 @@ from wakeful.skills.agents_md import read_agents_md
 from wakeful.skills.catalog import SkillCatalog, discover_skills
 from wakeful.skills.load_skill import LoadSkill
 
+if TYPE_CHECKING:
+    from wakeful.daemon.fleet.member import FleetMember
+
 log = structlog.get_logger(__name__)
 
 
@@ -80,6 +84,7 @@ class RunningDaemon:
     registrations: Registrations  # what the components declared
     reloadables: list[Reloadable]  # the components that take SIGHUP
     safety: Safety  # taint, approvals, the breaker
+    fleet: FleetMember | None = None  # [store] fleet: this daemon's part in it
 
 
 def make_provider(llm: LlmSection, api_key: str | None) -> ModelProvider:
@@ -157,6 +162,9 @@ async def running_daemon(
                     yield running
                 finally:
                     await _stop(running, server, group)
+            if running.fleet is not None:
+                # No loop of this daemon runs any more: the safest point to hand over.
+                await running.fleet.hand_over()
         finally:
             with anyio.CancelScope(shield=True):
                 await provider.aclose()
@@ -253,7 +261,8 @@ async def _start(
         scopes=scopes,
     )
     router = Router(_classifier(settings, provider))
-    dispatcher = Dispatcher(store, router, feed, group, deps)
+    fleet = settings.store.fleet
+    dispatcher = Dispatcher(store, router, feed, group, deps, owned_only=fleet)
     gate.open(dispatcher.submit, outbox.deliverer.enqueue, dispatcher.sessions)
     _connect_approvals(safety, dispatcher, tools, outbox, feed)
     await group.start(safety.approvals.run)
@@ -266,6 +275,11 @@ async def _start(
         registrations,
         safety_overview=partial(safety_overview, safety),
     )
+    member = None
+    if fleet:
+        member = _fleet_member(store, dispatcher)
+        dispatcher.tell_owner = member.tell_owner
+        daemon.fleet_status = member.status
     # Phase 2: components run (each supervised); sessions resume once all have started.
     await run_all(components, group, registrations)
     await daemon.start()
@@ -296,6 +310,9 @@ async def _start(
         if ":" in bound_host
         else (f"http://{bound_host}:{bound_port}")
     )
+    if member is not None:
+        member.fleet.url = url
+        await group.start(member.run)
     log.info("wakeful is listening", url=url, model=provider.describe())
     if not is_loopback(bound_host):
         log.warning(
@@ -307,9 +324,27 @@ async def _start(
         log.warning("events will be stored until a model is configured", how=HOW_TO_CONFIGURE)
     reloadables: list[Reloadable] = [c for c in components if isinstance(c, Reloadable)]
     running = RunningDaemon(
-        daemon, url, admin_token, data_dir, app.state.streams, registrations, reloadables, safety
+        daemon,
+        url,
+        admin_token,
+        data_dir,
+        app.state.streams,
+        registrations,
+        reloadables,
+        safety,
+        fleet=member,
     )
     return running, servers[0]
+
+
+def _fleet_member(store: Store, dispatcher: Dispatcher) -> FleetMember:
+    """This daemon's part in the fleet: sessions are resumed by it, each by the daemon
+    that takes its lease (not all by every daemon at start)."""
+    from wakeful.daemon.fleet.member import FleetMember  # Redis only: imported when used
+    from wakeful.daemon.store.redis_store import RedisStore
+
+    assert isinstance(store, RedisStore) and store.fleet is not None  # [store] fleet = true
+    return FleetMember(store, store.fleet, dispatcher.sessions)
 
 
 def _tool_surface(

@@ -84,6 +84,8 @@ async def drain(running: RunningDaemon, bound_s: float, notifier: Notifier) -> N
         extend_s=bound_s + CLEANUP_S + TEARDOWN_S,
     )
     running.daemon.dispatcher.stopping = True
+    if running.fleet is not None:
+        running.fleet.begin_stop()  # take no more sessions; they are handed over once idle
     busy = [loop.session for loop in running.daemon.sessions.all() if loop.busy]
     if busy:
         log.info("waiting for sessions to reach a safe point", sessions=busy, bound_s=bound_s)

@@ -7,9 +7,17 @@ no session can take the daemon down.
 A session a component ended for good (a cancelled subagent) is *closed*: its
 loop starts no run again, in this process — a component that keeps such
 sessions across restarts closes them again before sessions resume.
+
+In a fleet (``owned_only``) a loop runs only for the sessions this daemon owns:
+:meth:`Sessions.get` still gives a loop object (the dispatcher reads whether it
+is busy), but only :meth:`Sessions.adopt` (the fleet member, once it holds the
+session's lease) starts it, and :meth:`Sessions.release` or a refused write
+(the lease was lost) ends it. Each started loop runs in a cancel scope of its own.
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 import anyio
 import structlog
@@ -23,13 +31,18 @@ log = structlog.get_logger(__name__)
 
 
 class Sessions:
-    def __init__(self, deps: LoopDeps, group: TaskGroup, submit: Submit) -> None:
+    def __init__(
+        self, deps: LoopDeps, group: TaskGroup, submit: Submit, *, owned_only: bool = False
+    ) -> None:
         self._deps = deps
         self._group = group
         self._submit = submit
+        self.owned_only = owned_only
         self._loops: dict[str, SessionLoop] = {}
+        self._running: dict[str, anyio.CancelScope] = {}
         self.supervisors: dict[str, SessionSupervisor] = {}
         self._closed: dict[str, str] = {}  # session → why it was closed
+        self.on_let_go: Callable[[str], None] = lambda session: None  # the fleet forgets it
 
     @property
     def deps(self) -> LoopDeps:
@@ -42,9 +55,53 @@ class Sessions:
             loop = self._loops[session] = SessionLoop(session, self._deps, self._submit)
             if session in self._closed:
                 loop.close(self._closed[session])
-            supervisor = self.supervisors[session] = self._supervise(loop)
-            self._group.start_soon(supervisor.run, name=f"session {session}")
+            if not self.owned_only:
+                self._start(loop)
         return loop
+
+    def owns(self, session: str) -> bool:
+        """Its loop runs here (always, for a single daemon, once it was asked for)."""
+        return session in self._running
+
+    def adopt(self, session: str) -> SessionLoop:
+        """Start the session's loop (fleet: this daemon now holds its lease). A fresh
+        loop: whatever an earlier owner wrote is read from the store, not a cache."""
+        if session in self._running:
+            return self._loops[session]
+        loop = self._loops[session] = SessionLoop(session, self._deps, self._submit)
+        if session in self._closed:
+            loop.close(self._closed[session])
+        self._start(loop)
+        return loop
+
+    def release(self, session: str) -> None:
+        """End the session's loop here (fleet: its lease went to another daemon)."""
+        scope = self._running.pop(session, None)
+        if scope is not None:
+            scope.cancel()
+            self._loops.pop(session, None)
+            self.supervisors.pop(session, None)
+
+    def _start(self, loop: SessionLoop) -> None:
+        supervisor = self.supervisors[loop.session] = self._supervise(loop)
+        scope = self._running[loop.session] = anyio.CancelScope()
+        self._group.start_soon(self._run, supervisor, scope, name=f"session {loop.session}")
+
+    async def _run(self, supervisor: SessionSupervisor, scope: anyio.CancelScope) -> None:
+        session = supervisor.loop.session
+        with scope:
+            try:
+                await supervisor.run()  # returns only when another daemon owns the session
+            except* Exception as failed:
+                # Only cleanup after a release can raise here (the placeholders of its
+                # running tools, refused: the session is another daemon's now).
+                log.warning("session let go", session=session, error=str(failed.exceptions[0]))
+        if self._running.get(session) is scope:
+            del self._running[session]
+            self._loops.pop(session, None)
+            self.supervisors.pop(session, None)
+        if session not in self._running:  # not taken again meanwhile (a newer lease)
+            self.on_let_go(session)
 
     def _supervise(self, loop: SessionLoop) -> SessionSupervisor:
         deps, limits = self._deps, self._deps.limits
@@ -81,7 +138,8 @@ class Sessions:
         return loop is not None and loop.busy
 
     def all(self) -> list[SessionLoop]:
-        return list(self._loops.values())
+        """The loops running here."""
+        return [self._loops[session] for session in self._running]
 
     async def drain(self, bound_s: float, cleanup_s: float) -> list[str]:
         """Let every loop reach a safe point within ``bound_s``; then force the rest.

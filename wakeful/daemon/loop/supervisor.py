@@ -44,6 +44,7 @@ from wakeful.daemon.exception_groups import describe_failure, leaves
 from wakeful.daemon.loop.session_loop import SessionLoop
 from wakeful.daemon.store.base import (
     EventQueue,
+    SessionLeaseLost,
     Store,
     StoredEvent,
     StoreUnavailable,
@@ -181,10 +182,18 @@ class SessionSupervisor:
         loop.gate = gate
 
     async def run(self) -> None:
-        """Run the loop for the daemon's life; only cancellation ends this."""
+        """Run the loop for the daemon's life; only cancellation ends this, or (fleet)
+        another daemon taking the session, which this one must not write any more."""
         while True:
             runs_before = self.loop.runs_finished
             failure = await self._run_once()
+            if any(isinstance(leaf, SessionLeaseLost) for leaf in leaves(failure)):
+                log.warning(
+                    "another daemon owns this session now; letting it go",
+                    session=self.loop.session,
+                    error=describe_failure(failure),
+                )
+                return
             if self.loop.runs_finished > runs_before:
                 self.crashes = 0  # it worked for a while: start the backoff over
             self.crashes += 1

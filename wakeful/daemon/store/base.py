@@ -46,6 +46,11 @@ class StoreCorrupt(StoreUnavailable):
     """The store's data failed its integrity check at open; the message says how to recover."""
 
 
+class SessionLeaseLost(Exception):
+    """A trajectory write was refused by the fencing check: another daemon owns the
+    session now (fleet only). The session's loop ends here; nothing was written."""
+
+
 class ConsumeConflict(Exception):
     """Some events were no longer pending; nothing was written."""
 
@@ -190,10 +195,11 @@ class EventQueue(Protocol):
 class TrajectoryStore(Protocol):
     """A session's trajectory: the messages the model sees, append-only.
 
-    ``fencing`` is the hook point for per-session leases (#12): a token the
-    writer holds; a store that checks fencing refuses a write whose token is
-    older than the session's current one. Today no backend checks it and
-    ``None`` (no fencing) is the only value callers pass.
+    ``fencing``: the token of the session's lease the writer holds. The Redis
+    store of a fleet checks it in the write's own script and refuses a write
+    whose token is not the session's current one (:class:`SessionLeaseLost`);
+    with ``None`` it uses the token this daemon holds (callers pass none). The
+    SQLite store and a single Redis daemon have one writer and ignore it.
     """
 
     async def consume(

@@ -18,11 +18,20 @@ async def open_store(store: StoreSection, data_dir: Path) -> Store:
     on their own connections; shell task records stay files in ``data_dir``.
     """
     if store.backend == "redis":
+        from wakeful.daemon.store.redis_fleet import FleetOptions
         from wakeful.daemon.store.redis_store import RedisStore  # only when used
 
         add_secrets(_url_passwords(store.redis_url))
-        # The daemon takes the prefix's lease: a second daemon on it refuses to start.
-        return await RedisStore(store.redis_url, prefix=store.redis_prefix, lease=True).open()
+        # A single daemon takes the prefix's lease (a second one on it refuses to start);
+        # a fleet's daemons share the prefix, each session owned by one at a time.
+        fleet = (
+            FleetOptions(store.session_lease_ms, store.claim_idle_ms, store.max_deliveries)
+            if store.fleet
+            else None
+        )
+        return await RedisStore(
+            store.redis_url, prefix=store.redis_prefix, lease=True, fleet=fleet
+        ).open()
     from wakeful.daemon.store.sqlite import SqliteStore
 
     return await SqliteStore(data_dir / "wakeful.db", synchronous=store.sqlite_synchronous).open()

@@ -22,6 +22,15 @@ Keys, all under the prefix ``P`` (``ARGV[1]``)::
     P quarantined          zset id -> seq: events with status quarantined
     P lease                string: the daemon that owns this prefix (SET NX PX)
 
+With ``[store] fleet`` (several daemons on one prefix, ``P fleet:on`` set; the
+fleet's own keys are listed in :mod:`~wakeful.daemon.store.redis_fleet_scripts`)
+an event not yet consumed also has one live entry in the stream ``P events``
+(its id in the hash's ``entry`` field): the status changes below add it and
+acknowledge it (XACK) in the same script, so an entry is acknowledged exactly
+when its event is consumed or quarantined. Trajectory writes then carry the
+session's fencing token and are refused (``{3, current}``) when it is not the
+session's current one (``P fence:<session>``).
+
 Keys are built inside the scripts from the prefix, not passed as KEYS: fine
 on one Redis server, not on Redis Cluster (which needs every key declared).
 A field that is ``None`` in Python is absent from the hash, so HMGET gives
@@ -41,6 +50,40 @@ _FIELDS_LUA = ", ".join(f"'{name}'" for name in EVENT_FIELDS)
 # and open:<session> equal to what the hashes say.
 _PRELUDE = """
 local p = ARGV[1]
+local fleet = redis.call('EXISTS', p .. 'fleet:on') == 1
+
+-- Fleet: the event's live stream entry is acknowledged (it left the queue).
+local function ack_entry(ek)
+  local entry = redis.call('HGET', ek, 'entry')
+  if entry then
+    redis.call('XACK', p .. 'events', 'fleet', entry)
+    redis.call('HDEL', ek, 'entry')
+  end
+end
+
+-- Fleet: a pending event is announced: a new entry when it has none (it was
+-- acknowledged: a retry), else its session's owner is woken on its control stream.
+local function announce(id, session, ek)
+  if redis.call('HEXISTS', ek, 'entry') == 0 then
+    local entry = redis.call('XADD', p .. 'events', '*', 'id', id, 'session', session)
+    redis.call('HSET', ek, 'entry', entry)
+  else
+    local owner = redis.call('GET', p .. 'owner:' .. session)
+    if owner then
+      redis.call('XADD', p .. 'ctl:' .. owner, 'MAXLEN', '~', 10000, '*', 'op', 'wake',
+                 'session', session)
+    end
+  end
+end
+
+-- Fleet: nil when a trajectory write with this token may go ahead, else the
+-- session's current token (another daemon took the session since).
+local function fenced(session, token)
+  if not fleet then return nil end
+  local current = redis.call('GET', p .. 'fence:' .. session) or '0'
+  if token ~= current then return current end
+  return nil
+end
 
 local function restatus(id, new)
   local ek = p .. 'ev:' .. id
@@ -60,6 +103,13 @@ local function restatus(id, new)
     redis.call('ZADD', p .. 'quarantined', f[2], id)
   else
     redis.call('ZREM', p .. 'quarantined', id)
+  end
+  if fleet then
+    if new == 'consumed' or new == 'quarantined' then
+      ack_entry(ek)
+    elseif new == 'pending' then
+      announce(id, f[1], ek)
+    end
   end
 end
 
@@ -103,7 +153,13 @@ for i = 2, #ARGV, 11 do
     redis.call('ZADD', p .. 'log', seq, id)
     redis.call('ZADD', p .. 'log:' .. session, seq, id)
     redis.call('SADD', p .. 'sessions', session)
-    if status ~= 'consumed' then redis.call('ZADD', p .. 'open:' .. session, at, id) end
+    if status ~= 'consumed' then
+      redis.call('ZADD', p .. 'open:' .. session, at, id)
+      if fleet then
+        local entry = redis.call('XADD', p .. 'events', '*', 'id', id, 'session', session)
+        redis.call('HSET', ek, 'entry', entry)
+      end
+    end
     if status == 'pending' then redis.call('ZADD', p .. 'pending:' .. session, seq, id) end
     table.insert(out, {{1, seq}})
   end
@@ -137,13 +193,16 @@ return 1
 """
 )
 
-# ARGV: prefix, session, now, token, n, id_1..id_n, meta JSON or '', message JSON...
-# -> {1, n} done; {2, n} this token already did it (a retry after a lost reply);
-#    {0, found} some ids were not pending in the session, nothing written.
+# ARGV: prefix, session, now, token, n, id_1..id_n, meta JSON or '', fencing token or '',
+# message JSON... -> {1, n} done; {2, n} this token already did it (a retry after a lost
+# reply); {0, found} some ids were not pending in the session, nothing written;
+# {3, current} (fleet) the fencing token is not the session's current one, nothing written.
 CONSUME = (
     _PRELUDE
     + """
 local session, now, token, n = ARGV[2], ARGV[3], ARGV[4], tonumber(ARGV[5])
+local current = fenced(session, ARGV[7 + n])
+if current then return {3, current} end
 local seen, found, replay = {}, 0, n > 0
 for i = 6, 5 + n do
   local id = ARGV[i]
@@ -164,29 +223,32 @@ for i = 6, 5 + n do
 end
 local mk = p .. 'msgs:' .. session
 local before = redis.call('LLEN', mk)
-for i = 7 + n, #ARGV do redis.call('RPUSH', mk, ARGV[i]) end
+for i = 8 + n, #ARGV do redis.call('RPUSH', mk, ARGV[i]) end
 local meta = ARGV[6 + n]
 if meta ~= '' then
-  redis.call('RPUSH', p .. 'meta:' .. session, meta_record(before, #ARGV - 6 - n, meta, now))
+  redis.call('RPUSH', p .. 'meta:' .. session, meta_record(before, #ARGV - 7 - n, meta, now))
 end
 redis.call('SADD', p .. 'sessions', session)
 return {1, n}
 """
 )
 
-# ARGV: prefix, session, now, meta JSON or '', message JSON...
+# ARGV: prefix, session, now, meta JSON or '', fencing token or '', message JSON...
+# -> {1, count} written; {3, current} (fleet) refused by the fencing check.
 APPEND_MESSAGES = (
     _PRELUDE
     + """
 local session, now, meta = ARGV[2], ARGV[3], ARGV[4]
+local current = fenced(session, ARGV[5])
+if current then return {3, current} end
 local mk = p .. 'msgs:' .. session
 local before = redis.call('LLEN', mk)
-for i = 5, #ARGV do redis.call('RPUSH', mk, ARGV[i]) end
+for i = 6, #ARGV do redis.call('RPUSH', mk, ARGV[i]) end
 if meta ~= '' then
-  redis.call('RPUSH', p .. 'meta:' .. session, meta_record(before, #ARGV - 4, meta, now))
+  redis.call('RPUSH', p .. 'meta:' .. session, meta_record(before, #ARGV - 5, meta, now))
 end
 redis.call('SADD', p .. 'sessions', session)
-return #ARGV - 4
+return {1, #ARGV - 5}
 """
 )
 

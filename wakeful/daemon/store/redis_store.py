@@ -18,13 +18,17 @@ global and per-session logs (score: seq), and a list per session for the
 trajectory. Keys live under a prefix so tests, or several daemons, can share
 one Redis server.
 
+Several daemons on one prefix: with ``fleet`` (``[store] fleet = true``) open
+events also have an entry in a Redis Stream that the daemons read with a
+consumer group, each session has one owner by lease, and trajectory writes
+carry the owner's fencing token (:mod:`~wakeful.daemon.store.redis_fleet`).
+Without it one daemon owns a prefix: with ``lease=True`` (the daemon) a second
+one on the same prefix refuses to start (:mod:`~wakeful.daemon.store.redis_lease`).
+
 Known gaps:
 
-- One daemon owns a prefix: with ``lease=True`` (the daemon) a second one on
-  the same prefix refuses to start (:mod:`~wakeful.daemon.store.redis_lease`).
-  Sharing the work of one prefix across daemons (leases on sessions) is not built.
 - One Redis server, not Redis Cluster: the scripts build their keys from the
-  prefix rather than declaring them.
+  prefix rather than declaring them (docs/operations.md says why).
 - Durability is Redis's: a 202 survives a Redis restart only with
   ``appendonly yes`` (``appendfsync always`` for SQLite's synchronous=FULL
   guarantee). :mod:`~wakeful.daemon.store.redis_setup` warns at open.
@@ -49,6 +53,7 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import RedisError
 from redis.retry import Retry
 
+from wakeful.daemon.store import redis_fleet_scripts as fleet_lua
 from wakeful.daemon.store import redis_scripts as lua
 from wakeful.daemon.store.base import (
     AppendResult,
@@ -59,12 +64,14 @@ from wakeful.daemon.store.base import (
     Message,
     ModelCallRecord,
     QueueDepth,
+    SessionLeaseLost,
     StoreCorrupt,
     StoredEvent,
     StoreUnavailable,
 )
 from wakeful.daemon.store.group_commit import GroupCommit
 from wakeful.daemon.store.health import StoreHealth
+from wakeful.daemon.store.redis_fleet import FleetOptions, RedisFleet
 from wakeful.daemon.store.redis_lease import PrefixLease
 from wakeful.daemon.store.redis_setup import redacted_url, warn_if_not_durable
 from wakeful.events import Event
@@ -130,11 +137,14 @@ class RedisStore:
         prefix: str = DEFAULT_PREFIX,
         timeout_s: float = 10.0,
         lease: bool = False,
+        fleet: FleetOptions | None = None,
     ) -> None:
         self.where = redacted_url(url)
         self.prefix = prefix
         self.health = StoreHealth(f"Redis at {self.where}, prefix {prefix!r}")
-        self._take_lease = lease
+        self._take_lease = lease and fleet is None
+        self._fleet_options = fleet
+        self.fleet: RedisFleet | None = None  # set at open with ``fleet``
         self._lease: PrefixLease | None = None
         self._url = url
         self._timeout_s = timeout_s
@@ -156,11 +166,12 @@ class RedisStore:
             ) from None
         try:
             await warn_if_not_durable(client, self.where)
-            for name, text in lua.SCRIPTS.items():
+            for name, text in {**lua.SCRIPTS, **fleet_lua.SCRIPTS}.items():
                 script = client.register_script(text)
                 await client.script_load(text)
                 self._scripts[name] = script
             await self._check_types(client)
+            await self._check_sharing(client)
             if self._take_lease:
                 self._lease = PrefixLease(client, self._url, self.prefix, self.where)
                 await self._lease.acquire()
@@ -185,6 +196,28 @@ class RedisStore:
                 " or delete those keys if they are left over"
             )
 
+    async def _check_sharing(self, client: Redis) -> None:
+        """A fleet's prefix and a single daemon's are not to be mixed: each would miss
+        what the other does (the fleet's streams, the single daemon's lease)."""
+        if self._fleet_options is not None:
+            self.fleet = RedisFleet(self.prefix, self._fleet_options, self._fleet_script)
+            if not await self._scripts["FLEET_ENABLE"](args=[self.prefix], client=client):
+                raise StoreUnavailable(
+                    f"a single wakeful daemon holds Redis at {self.where} prefix"
+                    f" {self.prefix!r} (lease key {self.prefix}lease): stop it, or set"
+                    " [store] fleet = true on every daemon of this prefix"
+                )
+        elif self._take_lease and await client.exists(f"{self.prefix}fleet:on"):
+            raise StoreUnavailable(
+                f"daemons of a fleet share Redis at {self.where} prefix {self.prefix!r}:"
+                " set [store] fleet = true to join them, or give this daemon another"
+                " [store] redis_prefix"
+            )
+
+    async def _fleet_script(self, name: str, args: Sequence[str | int]) -> Any:
+        # Fleet steps are safe to repeat: routing an entry twice routes it the same way.
+        return await self._script(name, args, retry=True)
+
     def _connect(self) -> Redis:
         try:
             # Blocking: a burst of requests waits for one of the connections, not an error.
@@ -201,6 +234,13 @@ class RedisStore:
             return Redis.from_pool(pool)
         except ValueError as exc:
             raise StoreUnavailable(f"[store] redis_url {self.where} is not usable: {exc}") from None
+
+    def reader(self) -> Redis:
+        """A client of its own for a blocking read (XREADGROUP BLOCK), closed by the caller."""
+        return Redis.from_url(
+            self._url, decode_responses=True, socket_connect_timeout=self._timeout_s,
+            client_name="wakeful-fleet-reader",
+        )  # fmt: skip
 
     async def aclose(self) -> None:
         if self._client is not None:
@@ -307,8 +347,11 @@ class RedisStore:
     ) -> None:
         token = new_token()  # lets a retry recognise its own finished consume
         args: list[str | int] = [session, repr(time.time()), token, len(event_ids), *event_ids,
-                                 json.dumps(meta) if meta else "", *_encode(messages)]  # fmt: skip
+                                 json.dumps(meta) if meta else "",
+                                 self._fencing(session, fencing), *_encode(messages)]  # fmt: skip
         state, found = await self._script("CONSUME", args, retry=bool(event_ids))
+        if state == 3:
+            raise self._lease_lost(session, found)
         if state == 0:
             raise ConsumeConflict(
                 f"{len(event_ids) - found} of {len(event_ids)} events"
@@ -322,8 +365,25 @@ class RedisStore:
         meta: dict[str, Any] | None = None,
         fencing: int | None = None,
     ) -> None:
-        args = [session, repr(time.time()), json.dumps(meta) if meta else "", *_encode(messages)]
-        await self._script("APPEND_MESSAGES", args, retry=False)
+        args = [session, repr(time.time()), json.dumps(meta) if meta else "",
+                self._fencing(session, fencing), *_encode(messages)]  # fmt: skip
+        state, current = await self._script("APPEND_MESSAGES", args, retry=False)
+        if state == 3:
+            raise self._lease_lost(session, current)
+
+    def _fencing(self, session: str, fencing: int | None) -> str:
+        """The token the write carries: the caller's, else the one this daemon holds."""
+        if fencing is not None:
+            return str(fencing)
+        return self.fleet.token_for(session) if self.fleet is not None else ""
+
+    def _lease_lost(self, session: str, current: Any) -> SessionLeaseLost:
+        if self.fleet is not None:
+            self.fleet.let_go(session)
+        return SessionLeaseLost(
+            f"session {session!r} is owned by another daemon now (fencing token {current}):"
+            " this daemon's write was refused and it lets the session go"
+        )
 
     async def trajectory(self, session: str) -> list[Message]:
         key = f"{self.prefix}msgs:{session}"
