@@ -21,7 +21,8 @@ from selenium.webdriver.common.keys import Keys
 from tests.browser import as_phone, chromium, find, texts, wait_for
 from tests.chat_loopback import LoopbackChat
 from tests.daemon_harness import daemon_settings
-from tests.fakes.model_server import FakeModelServer, Reply, ToolCallSpec, text_reply
+from tests.fakes.model_replies import Reply, ToolCallSpec, text_reply
+from tests.fakes.model_server import FakeModelServer
 from tests.test_web_panels import SHOTS, Daemon, open_page, visible
 from wakeful.channels import default_components
 from wakeful.channels.system.component import SystemComponent
