@@ -24,8 +24,22 @@ from pathlib import Path
 
 import httpx
 
-from bench.common import REPO_ROOT, FakeModelServer, print_table, proc_cpu_seconds, proc_rss_mib
-from bench.idle_cost import Subject, free_port, measure, stopped_at_exit, wake_once
+from bench.common import (
+    REPO_ROOT,
+    FakeModelServer,
+    print_table,
+    proc_context_switches,
+    proc_cpu_seconds,
+    proc_rss_mib,
+)
+from bench.idle_cost import (
+    MEASURE_HEADER,
+    Subject,
+    free_port,
+    measure,
+    stopped_at_exit,
+    wake_once,
+)
 
 
 def catalog_stdio(name: str, tools: int, offset: int) -> str:
@@ -95,13 +109,22 @@ def children(pid: int) -> list[int]:
 def measure_all(daemons: list[Subject], others: dict[str, int], seconds: float) -> list[list[str]]:
     """The daemons (as idle_cost measures them) and other processes by pid, in one window."""
     start = {pid: proc_cpu_seconds(pid) for pid in others.values()}
+    switches_start = {pid: proc_context_switches(pid) for pid in others.values()}
     started = time.monotonic()
     rows = measure(daemons, seconds)
     elapsed = time.monotonic() - started
     for label, pid in others.items():
         cpu = proc_cpu_seconds(pid) - start[pid]
+        switches = proc_context_switches(pid) - switches_start[pid]
         rows.append(
-            [label, f"{cpu:.2f}", f"{100 * cpu / elapsed:.3f}", "", f"{proc_rss_mib(pid):.1f}"]
+            [
+                label,
+                f"{cpu:.2f}",
+                f"{100 * cpu / elapsed:.3f}",
+                str(switches),
+                f"{switches / elapsed:.2f}",
+                f"{proc_rss_mib(pid):.1f}",
+            ]
         )
     return rows
 
@@ -154,7 +177,7 @@ def main(seconds: float, rounds: int) -> None:
     print_table(["daemon", "seconds", "added"], started_rows)
     print()
     print(f"idle cost over {seconds:g} s, after one message (CPU % is of one core)")
-    print_table(["process", "CPU s", "CPU %", "ctx switches/s", "RSS MiB"], rows)
+    print_table(MEASURE_HEADER, rows)
 
 
 if __name__ == "__main__":

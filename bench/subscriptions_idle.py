@@ -26,7 +26,7 @@ from starlette.responses import PlainTextResponse, Response
 from starlette.routing import Route
 
 from bench.common import REPO_ROOT, FakeModelServer, print_table
-from bench.idle_cost import Subject, free_port, measure, stopped_at_exit, wake_once
+from bench.idle_cost import MEASURE_HEADER, Subject, free_port, measure, stopped_at_exit, wake_once
 from tests.fakes.loopback_http import LoopbackHttpServer
 from tests.fakes.model_server import Reply, ToolCallSpec
 
@@ -94,7 +94,7 @@ def main(seconds: float) -> None:
     finally:
         page.http.close()
     print(f"idle cost over {seconds:g} s (CPU % is of one core)")
-    print_table(["process", "CPU s", "CPU %", "ctx switches/s", "RSS MiB"], rows)
+    print_table(MEASURE_HEADER, rows)
     print(f"http_check requests in the window: {hits} (interval 60 s)")
 
 

@@ -161,9 +161,18 @@ async def test_progress_reaches_task_status(tmp_path: Path, model_server: FakeMo
         await feed.wait_for(lambda i: i["type"] == "tool" and i["state"] == "started", 30)
         loop = h.daemon.dispatcher.sessions.get("main")
         await until(lambda: any("progress" in t for t in loop.all_tasks.running()))
-        [task] = [t for t in loop.all_tasks.running() if t.get("kind") == "mcp_call"]
-        assert task["tool"] == "files__slow_count"
+        # Shown once: the loop's entry (which owns the call) with the server's progress.
+        [task] = loop.all_tasks.running()
+        assert task["kind"] == "mcp_call" and task["tool"] == "files__slow_count"
+        assert task["task_id"] == f"task-{task['call_id']}"
         assert "/40 (" in task["progress"] and "%): counted " in task["progress"]
+        assert "progress" in (loop.all_tasks.describe(task["task_id"]) or {})
+        mcp_id = f"mcp-{task['call_id']}"
+        assert (loop.all_tasks.describe(mcp_id) or {}).get("tool") == "files__slow_count"
+        request = await loop.next_request()
+        bar = request.messages[-1]["content"]
+        assert bar.count(task["call_id"]) == 1 and "files__slow_count for " in bar, bar
+        assert ", progress " in bar
         await feed.wait_for(lambda i: i["type"] == "run" and i["state"] == "idle", 30)
     assert tool_results(model_server, 1) == ["counted to 40"]
 
@@ -306,3 +315,36 @@ def test_headers_file_lines_are_read_and_redacted(tmp_path: Path) -> None:
     with pytest.raises(ConfigError) as info:
         read_headers(path, "mcp.servers.crm.headers_file")
     assert "line 1" in str(info.value) and "s3cret" not in str(info.value)
+
+
+class _ListedView:
+    def __init__(self, *tasks: dict[str, Any]) -> None:
+        self.tasks = list(tasks)
+
+    def describe(self, task_id: str) -> dict[str, Any] | None:
+        return next((t for t in self.tasks if t["task_id"] == task_id), None)
+
+    def list_tasks(self) -> list[dict[str, Any]]:
+        return list(self.tasks)
+
+    async def cancel(self, task_id: str) -> dict[str, Any] | None:
+        return self.describe(task_id)
+
+
+def test_a_call_is_listed_once_and_a_part_without_its_owner_on_its_own() -> None:
+    from wakeful.daemon.loop.task_views import CombinedTaskView
+
+    loop = _ListedView({"task_id": "task-a", "tool": "x__t", "state": "running", "runtime_s": 3})
+    mcp = _ListedView(
+        {"task_id": "mcp-a", "part_of": "task-a", "kind": "mcp_call", "progress": "1/2",
+         "state": "running", "runtime_s": 2},
+        {"task_id": "mcp-b", "part_of": "task-b", "kind": "mcp_call", "state": "done"},
+    )  # fmt: skip
+    view = CombinedTaskView([loop, mcp])
+    assert view.list_tasks() == [
+        {"task_id": "task-a", "tool": "x__t", "state": "running", "runtime_s": 3,
+         "kind": "mcp_call", "progress": "1/2"},
+        {"task_id": "mcp-b", "part_of": "task-b", "kind": "mcp_call", "state": "done"},
+    ]  # fmt: skip
+    assert view.describe("task-a") == view.list_tasks()[0]
+    assert view.describe("mcp-a") == mcp.tasks[0]

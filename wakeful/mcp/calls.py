@@ -1,8 +1,10 @@
 """MCP calls in flight, with the progress their servers report, as task views.
 
 A server's ``notifications/progress`` for a call update its entry here; the
-session's ``task_status`` and status bar read it through :class:`SessionMcpCalls`
-(ids ``mcp-<call id>``; the loop's own ``task-<call id>`` entry has no progress).
+session's ``task_status`` and status bar read it through :class:`SessionMcpCalls`.
+Each entry is ``part_of`` the loop's own ``task-<call id>`` entry (which owns the
+call), so the combined view shows the call once, with this progress; asked for
+by its own id ``mcp-<call id>``, it still answers.
 """
 
 from __future__ import annotations
@@ -12,6 +14,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
+
+from wakeful.daemon.trajectory.placeholders import task_id_for_call
 
 # Finished calls stay visible for a while, so task_status can still say how one ended.
 KEEP_FINISHED = 20
@@ -32,6 +36,7 @@ class McpCall:
         end = self.finished if self.finished is not None else time.monotonic()
         info: dict[str, Any] = {
             "task_id": self.task_id,
+            "part_of": task_id_for_call(self.call_id),
             "kind": "mcp_call",
             "tool": self.tool,
             "call_id": self.call_id,

@@ -44,14 +44,11 @@ class SubscriptionsComponent:
         await book.load()
         kinds: dict[str, SourceKind] = {}
         subs = Subscriptions(book, kinds, setup.submit, setup.state, section)
-        # One thread per file watch, on a limiter of its own: the shared worker threads
-        # (SQLite, IMAP) never wait behind idle watches.
-        watch_threads = anyio.CapacityLimiter(max(1, section.max))
         webhook = WebhookKind(book.get, subs.fire_for)
         for kind in (
             MailboxKind(self._email.accounts if self._email else None, setup.state),
             webhook,
-            FileKind(section.watch_paths, section.debounce_ms, watch_threads),
+            FileKind(section.watch_paths, section.debounce_ms),
             ShellOutputKind(self._shell.manager),
             HttpCheckKind(tuple(setup.settings.safety.http_allow), section.min_http_interval_s),
         ):

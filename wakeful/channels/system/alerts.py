@@ -19,6 +19,7 @@ import json
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
 from typing import Any, Literal
 
 import structlog
@@ -125,10 +126,22 @@ class AlertBook:
         return condition in self.active
 
     def status(self) -> dict[str, Any]:
+        episodes = sorted(self.active.values(), key=lambda e: e.started_at)
         return {
             "active_alerts": len(self.active),
             "resolved_alerts": self.resolved_count,
-            "alerts": [e.line() for e in sorted(self.active.values(), key=lambda e: e.started_at)],
+            "alerts": [e.line() for e in episodes],
+            # The same, as fields (the web page's banner lays them out itself).
+            "open": [
+                {
+                    "alert_id": e.alert_id,
+                    "condition": e.condition,
+                    "since": datetime.fromtimestamp(e.started_at, UTC).isoformat(),
+                    "priority": e.priority,
+                    "text": e.text,
+                }
+                for e in episodes
+            ],
         }
 
     async def _send(

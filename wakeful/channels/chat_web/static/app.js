@@ -343,10 +343,15 @@ function subscriptionCard(sub) {
   const filter = Object.entries(sub.filter || {})
     .filter(([, v]) => v !== null && v !== "" && !(Array.isArray(v) && !v.length))
     .map(([k, v]) => `${k}: ${typeof v === "string" ? v : JSON.stringify(v)}`).join(" · ");
-  const state = sub.state === "active" ? `fired ${sub.fired}×` : `ended: ${sub.ended_reason}`;
+  const fired = sub.fired ? `fired ${sub.fired}×, last ${when(sub.last_fired_at)}` : "not fired yet";
+  const state = sub.state === "active" ? fired : `ended: ${sub.ended_reason}`;
+  // A source's own line ("watching /the/path") need not name the path the filter shows.
+  const path = sub.filter?.path;
+  const detail = path && sub.detail?.endsWith(` ${path}`) ? sub.detail.slice(0, -path.length - 1) : sub.detail;
   return el("li", { class: "card", "data-subscription": sub.subscription_id },
     el("div", { class: "row" }, el("code", { text: sub.subscription_id }), el("span", { text: sub.note || sub.kind })),
-    el("div", { class: "detail", text: [sub.kind, filter, state, sub.detail].filter(Boolean).join(" · ") }));
+    el("div", { class: "detail", text: [sub.kind, filter].filter(Boolean).join(" · ") }),
+    el("div", { class: "detail", text: [state, detail].filter(Boolean).join(" · ") }));
 }
 
 async function refreshStatus() {
@@ -362,6 +367,7 @@ async function refreshStatus() {
   const subs = ((status.subscriptions || {}).subscriptions || []).filter((s) => s.session === state.session);
   $("subscriptions").replaceChildren(...subs.map(subscriptionCard));
   showTrust(status.safety); // the same overview GET /api/safety answers
+  showSystemAlerts(status.system);
   // Progress comes from the task's output; poll only while something runs.
   clearTimeout(state.taskPoll);
   if (tasks.length) state.taskPoll = setTimeout(() => refreshStatus().catch(() => {}), 2000);
@@ -471,6 +477,16 @@ function tickCountdowns() {
 }
 
 // --- this session's trust: taint and the circuit breaker ----------------------------
+
+// Open system alerts (disk, memory, a stuck queue, a failing component), for every
+// session: they are about the daemon. A resolved one leaves the list it comes from.
+function showSystemAlerts(system) {
+  const open = system?.open || [];
+  $("system-banner").hidden = !open.length;
+  $("system-title").textContent = open.length > 1 ? `${open.length} system alerts:` : "System alert:";
+  $("system-alerts").replaceChildren(...open.map((a) => el("li", { "data-alert": a.alert_id },
+    el("code", { text: a.condition }), ` ${a.text} `, el("span", { class: "time", text: `since ${when(a.since)}` }))));
+}
 
 function showTrust(safety) {
   const taint = safety?.tainted?.[state.session];
@@ -682,6 +698,8 @@ async function onFeed(type, item) {
     soon("status", refreshStatus);
     if (type === "approval") return;
   }
+  // The system banner shows on every session's page, whichever session the alert went to.
+  if (type === "event" && item.kind === "system.alert") soon("status", refreshStatus);
   if (item.session !== state.session) {
     if (type === "reply") { state.otherUnread.add(item.session); fillSessions([]); }
     if (type === "event") soon("status", refreshStatus);

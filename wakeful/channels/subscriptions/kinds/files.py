@@ -1,4 +1,4 @@
-"""``file``: a file or directory watched with ``watchfiles`` (inotify), changes debounced.
+"""``file``: a file or directory watched with inotify, changes debounced.
 
 A path must lie in the workspace or one of ``[subscriptions] watch_paths``
 (resolved, symlinks followed, by the same function the file tools use). A
@@ -8,9 +8,10 @@ closer together than ``debounce_ms`` become one ``file.changed`` event;
 changes made while the daemon was down are not reported (there is no one
 to see them).
 
-Each watch blocks a thread of its own (its own limiter: the daemon's shared
-worker threads stay free for SQLite and IMAP) that the cancellation of the
-subscription's task stops within one step.
+Each watch is an inotify descriptor of its own awaited on the event loop
+(kinds/inotify.py): no thread, and no wake-up while nothing changes. A
+burst of changes ends when none came for half of ``debounce_ms`` (at least
+50 ms) or ``debounce_ms`` after its first.
 """
 
 from __future__ import annotations
@@ -22,34 +23,26 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-from watchfiles import Change
-from watchfiles._rust_notify import RustNotify
 
 from wakeful.channels.subscriptions.events import subscription_event
 from wakeful.channels.subscriptions.kinds.base import Asking, Fire, Planned, Refusal, Report
+from wakeful.channels.subscriptions.kinds.inotify import DirectoryWatch, net_changes
 from wakeful.channels.subscriptions.records import Kind, Subscription
 from wakeful.channels.subscriptions.request import ConnectRequest
 from wakeful.safety.confinement import Outside, resolve_inside
 from wakeful.safety.effects import Effect, Reach
 
 _MAX_LISTED = 20  # changed paths named in one event; the count is always exact
-_IDLE_TIMEOUT_MS = 24 * 3600 * 1000  # the watch thread returns only on change or stop
-_CHANGE_NAMES = {Change.added: "added", Change.modified: "modified", Change.deleted: "deleted"}
 
 
 class FileKind:
     kind: Kind = "file"
     effect = Effect.CONTROL  # it reads names of files the agent may read anyway
 
-    def __init__(
-        self, watch_paths: Sequence[Path], debounce_ms: int, limiter: anyio.CapacityLimiter
-    ) -> None:
+    def __init__(self, watch_paths: Sequence[Path], debounce_ms: int) -> None:
         self._watch_paths = list(watch_paths)
         self._debounce_ms = debounce_ms
-        # The granularity of the debounce, and how often the idle thread looks at its
-        # stop flag (in Rust, without the GIL).
-        self._step_ms = max(50, debounce_ms // 2)
-        self._limiter = limiter
+        self._quiet_ms = max(50, debounce_ms // 2)  # a pause this long ends a burst
 
     def reach(self, request: ConnectRequest) -> Reach:
         return Reach()  # confined here, to the workspace *or* watch_paths (see plan)
@@ -88,61 +81,36 @@ class FileKind:
         directory = anyio.Path(sub.spec["_dir"])
         if not await directory.is_dir():
             raise FileNotFoundError(f"{directory} no longer exists")
-        stop = anyio.Event()
-        with RustNotify([str(directory)], False, False, 300, True, False) as notify:
+        # A single file is watched through its directory alone; a directory, with its tree.
+        recursive = sub.spec["_only"] is None
+        async with DirectoryWatch(Path(directory), recursive=recursive) as watch:
             await report(f"watching {sub.spec['path']}")
             while True:
-                raw = await _watch_once(
-                    notify, self._debounce_ms, self._step_ms, stop, self._limiter
-                )
-                if raw in ("stop", "timeout", "signal"):
-                    continue
-                changes = _matching(raw, sub.spec)
+                batch = await watch.next_batch(self._quiet_ms, self._debounce_ms)
+                changes = _matching(net_changes(batch), sub.spec)
                 if changes:
                     await fire(_event(sub, changes))
 
     def disarmed(self, sub: Subscription) -> None:
-        pass  # the watch thread stops with the subscription's task
+        pass  # the watch closes with the subscription's task
 
 
-async def _watch_once(
-    notify: RustNotify,
-    debounce_ms: int,
-    step_ms: int,
-    stop: anyio.Event,
-    limiter: anyio.CapacityLimiter,
-) -> Any:
-    """One blocking ``watch`` call; a cancellation sets ``stop``, which ends it within a step."""
-    async with anyio.create_task_group() as group:
-
-        async def stop_on_cancel() -> None:
-            try:
-                await anyio.sleep_forever()
-            finally:
-                stop.set()
-
-        group.start_soon(stop_on_cancel)
-        try:
-            return await anyio.to_thread.run_sync(
-                notify.watch, debounce_ms, step_ms, _IDLE_TIMEOUT_MS, stop, limiter=limiter
-            )
-        finally:
-            group.cancel_scope.cancel()
-
-
-def _matching(raw: set[tuple[int, str]], spec: dict[str, Any]) -> list[tuple[str, str]]:
+def _matching(net: dict[str, str], spec: dict[str, Any]) -> list[tuple[str, str]]:
     """(what happened, path) for the changes the subscription asked about, sorted."""
     root = Path(spec["path"])
     found = set()
-    for code, text in raw:
+    for text, what in net.items():
         path = Path(text)
+        if what == "changed":  # the kernel dropped events: only "something changed" is known
+            found.add((what, text))
+            continue
         if spec["_only"] is not None and path.name != spec["_only"]:
             continue
         if spec["glob"] and not fnmatch.fnmatch(path.name, spec["glob"]):
             continue
         if spec["_only"] is None and path == root:
             continue  # the directory's own metadata
-        found.add((_CHANGE_NAMES.get(Change(code), "changed"), text))
+        found.add((what, text))
     return sorted(found, key=lambda item: item[1])
 
 
