@@ -27,13 +27,20 @@ SESSION_TAG = re.compile(r"\[(s\d+)\]")
 
 
 def fleet_config(
-    data_dir: Path, model_url: str, port: int, prefix: str, *, lease_ms: int, claim_ms: int
+    data_dir: Path,
+    model_url: str,
+    port: int,
+    prefix: str,
+    *,
+    lease_ms: int,
+    claim_ms: int,
+    redis_url: str = REDIS_URL,
 ) -> Path:
     path = write_config(data_dir, model_url, port)
     store = [
         "[store]",
         'backend = "redis"',
-        f'redis_url = "{REDIS_URL}"',
+        f'redis_url = "{redis_url}"',
         f'redis_prefix = "{prefix}"',
         "fleet = true",
         f"session_lease_ms = {lease_ms}",
@@ -137,7 +144,13 @@ def _end(member: Member) -> None:
 
 @contextmanager
 def running_fleet(
-    tmp_path: Path, prefix: str, n: int = 3, *, lease_ms: int = 1500, claim_ms: int = 1500
+    tmp_path: Path,
+    prefix: str,
+    n: int = 3,
+    *,
+    lease_ms: int = 1500,
+    claim_ms: int = 1500,
+    redis_url: str = REDIS_URL,
 ) -> Iterator[Fleet]:
     with ExitStack() as stack:
         members = []
@@ -146,7 +159,7 @@ def running_fleet(
             port = free_port()
             config = fleet_config(
                 tmp_path / f"d{i}", model.base_url, port, prefix, lease_ms=lease_ms,
-                claim_ms=claim_ms,
+                claim_ms=claim_ms, redis_url=redis_url,
             )  # fmt: skip
             members.append(Member(f"d{i}", model, config, port))
         for member in members:

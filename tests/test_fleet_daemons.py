@@ -209,14 +209,15 @@ def kill_and_restart(fleet: Fleet, kills: int, every_s: float) -> None:
         victim.restart()
 
 
-def check_exactly_once(fleet: Fleet, load: Load, timeout_s: float) -> None:
-    wait_until(lambda: all_answered(fleet, load.accepted), timeout_s, "every 2xx event handled")
+def check_exactly_once(fleet: Fleet, accepted: dict[str, str], timeout_s: float) -> None:
+    """Every accepted (2xx) text, mapped to its session, is in its trajectory once."""
+    wait_until(lambda: all_answered(fleet, accepted), timeout_s, "every 2xx event handled")
     trajectories = {
-        session: json.dumps(fleet.trajectory(session)) for session in set(load.accepted.values())
+        session: json.dumps(fleet.trajectory(session)) for session in set(accepted.values())
     }
-    doubled = [t for t, s in load.accepted.items() if trajectories[s].count(t) != 1]
+    doubled = [t for t, s in accepted.items() if trajectories[s].count(t) != 1]
     assert doubled == []
-    print(f"{len(load.accepted)} events accepted (2xx), each in its trajectory once")
+    print(f"{len(accepted)} events accepted (2xx), each in its trajectory once")
     assert overlapping_requests(fleet, time.monotonic()) == []
     assert fleet.status()["fleet"]["dead"]["count"] == 0
 
@@ -229,7 +230,7 @@ def test_sigkill_under_load_loses_and_doubles_nothing(tmp_path: Path, redis_pref
             kill_and_restart(fleet, kills=2, every_s=3)
             time.sleep(1)
         assert len(load.accepted) > 20
-        check_exactly_once(fleet, load, timeout_s=30)
+        check_exactly_once(fleet, load.accepted, timeout_s=30)
 
 
 def test_rolling_restart_hands_sessions_over(tmp_path: Path, redis_prefix: str) -> None:
@@ -246,7 +247,7 @@ def test_rolling_restart_hands_sessions_over(tmp_path: Path, redis_prefix: str) 
                 member.restart()
             time.sleep(1)
         # The leases are 30 s: what was answered within less came by the hand-over.
-        check_exactly_once(fleet, load, timeout_s=20)
+        check_exactly_once(fleet, load.accepted, timeout_s=20)
 
 
 @pytest.mark.slow
@@ -256,4 +257,4 @@ def test_fifty_kills_lose_and_double_nothing(tmp_path: Path, redis_prefix: str) 
             member.model.responder = lambda _body: Reply(text="ok", token_delay_s=0.02)
         with Load(fleet, sessions=9) as load:
             kill_and_restart(fleet, kills=50, every_s=2)
-        check_exactly_once(fleet, load, timeout_s=90)
+        check_exactly_once(fleet, load.accepted, timeout_s=90)

@@ -224,3 +224,26 @@ async def test_a_fleet_daemon_refuses_a_single_daemons_prefix(redis_prefix: str)
             await RedisStore(REDIS_URL, prefix=redis_prefix, lease=True, fleet=FAST).open()
     finally:
         await single.aclose()
+
+
+async def test_a_daemon_that_lost_its_lease_cannot_count_crashes_or_quarantine(
+    pair: tuple[RedisStore, RedisStore],
+) -> None:
+    """Attempt counts and quarantine are fenced like trajectory writes: a paused daemon
+    waking up after its session moved must not count a crash of its own stale run (which
+    would push the new owner's event towards quarantine) nor quarantine it."""
+    a, b = pair
+    await a.append(user_message("hi", session="s1", event_id="e1"))
+    await read(a)
+    assert await a.note_attempt(["e1"]) == {"e1": 0}  # the owner counts its run
+    await anyio.sleep(0.5)  # paused past the lease and the claim idle time
+    [claimed] = await fleet_of(b).claim_stale()
+    assert claimed.outcome == "taken"
+    with pytest.raises(SessionLeaseLost, match="owned by another daemon"):
+        await a.note_attempt(["e1"])
+    fleet_of(a).tokens["s1"] = "1"  # as if it had not noticed yet
+    with pytest.raises(SessionLeaseLost):
+        await a.quarantine(["e1"], "crashed on the paused daemon")
+    assert await b.note_attempt(["e1"]) == {"e1": 1}  # only the owner's run counted
+    assert await b.quarantine(["e1"], "the new owner's verdict") == ["e1"]
+    assert await b.note_attempt(["no-such-event"]) == {"no-such-event": 0}

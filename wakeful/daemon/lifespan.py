@@ -280,6 +280,7 @@ async def _start(
         member = _fleet_member(store, dispatcher)
         dispatcher.tell_owner = member.tell_owner
         daemon.fleet_status = member.status
+        safety.approvals.share(dispatcher.sessions.owns)
     # Phase 2: components run (each supervised); sessions resume once all have started.
     await run_all(components, group, registrations)
     await daemon.start()

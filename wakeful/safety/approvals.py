@@ -12,6 +12,11 @@ An approved call runs exactly once, even across a restart: its record moves
 pending → approved → running → done in the store, and a start-up finds an
 ``approved`` record and runs it, a ``running`` one (killed mid-call) and
 reports it lost rather than running it twice.
+
+In a fleet (several daemons on one Redis) every daemon files, lists and decides
+any approval, so none is the records' only writer: each reads them from the store,
+and only the daemon that owns a session announces, times out and carries out its
+approvals (see :meth:`Approvals.share`).
 """
 
 from __future__ import annotations
@@ -38,6 +43,8 @@ log = structlog.get_logger(__name__)
 KEY_PREFIX = "approval:"
 # Decided records are kept this long for ?all=1 and the audit, then dropped.
 KEEP_DECIDED_S = 7 * 24 * 3600
+# In a fleet, how soon the owner notices a decision another daemon wrote to the store.
+SHARED_POLL_S = 1.0
 
 
 class ApprovalState(StrEnum):
@@ -185,6 +192,19 @@ class Approvals:
         self._changed = anyio.Event()
         self._lock = anyio.Lock()  # one decision at a time: the first one stands
         self._group: anyio.abc.TaskGroup | None = None
+        self._owns: Callable[[str], bool] | None = None  # set in a fleet
+        self._running_here: set[str] = set()  # approved calls this process runs now
+
+    def share(self, owns: Callable[[str], bool]) -> None:
+        """A fleet: other daemons write these records too, so they are read from the
+        store each time (no cache), and this daemon acts only on the approvals of the
+        sessions ``owns`` says it drives — the owner runs an approved call in its
+        session's context, once."""
+        self._owns = owns
+        self._cache = None
+
+    def _mine(self, approval: Approval) -> bool:
+        return self._owns is None or self._owns(approval.session)
 
     def connect(
         self,
@@ -249,14 +269,17 @@ class Approvals:
 
     async def _records(self) -> dict[str, Approval]:
         """Every record, read from the store once: this object is their only writer, and
-        the status bar asks for the pending ones on every model request."""
-        if self._cache is None:
-            raw = await self._state.states_under(KEY_PREFIX)
-            self._cache = {
-                key.removeprefix(KEY_PREFIX): Approval.from_json(value)
-                for key, value in raw.items()
-            }
-        return self._cache
+        the status bar asks for the pending ones on every model request. In a fleet it
+        is not: read each time."""
+        if self._cache is not None:
+            return self._cache
+        raw = await self._state.states_under(KEY_PREFIX)
+        records = {
+            key.removeprefix(KEY_PREFIX): Approval.from_json(value) for key, value in raw.items()
+        }
+        if self._owns is None:
+            self._cache = records
+        return records
 
     async def get(self, identifier: str) -> Approval | None:
         return (await self._records()).get(identifier.strip().lower())
@@ -319,21 +342,28 @@ class Approvals:
                 await self._carry_out_decisions(group)
                 await self.forget_old()
                 wait_s = await self._time_out_expired()
+                if self._owns is not None:  # a decision may come through another daemon
+                    wait_s = min(wait_s, SHARED_POLL_S)
                 with anyio.move_on_after(wait_s):
                     await self._changed.wait()
 
     async def _settle_after_restart(self) -> None:
         for approval in await self.all():
-            if approval.state is ApprovalState.RUNNING:
-                text = (
-                    f"lost: the daemon stopped while the approved {approval.tool} call ran, so "
-                    "its outcome is unknown. It may have partially executed — verify its "
-                    "effects before retrying. It was not run a second time."
-                )
-                await self._finish(approval, ApprovalState.DONE, text)
+            if approval.state is ApprovalState.RUNNING and self._mine(approval):
+                await self._report_lost(approval)
+
+    async def _report_lost(self, approval: Approval) -> None:
+        text = (
+            f"lost: the daemon stopped while the approved {approval.tool} call ran, so "
+            "its outcome is unknown. It may have partially executed — verify its "
+            "effects before retrying. It was not run a second time."
+        )
+        await self._finish(approval, ApprovalState.DONE, text)
 
     async def _carry_out_decisions(self, group: anyio.abc.TaskGroup) -> None:
         for approval in await self.all():
+            if not self._mine(approval):
+                continue  # the session's owner carries it out
             if approval.state is ApprovalState.PENDING and not approval.announced:
                 await self._tell_owner(approval)
             elif approval.state is ApprovalState.APPROVED and approval.kind != "call":
@@ -341,7 +371,11 @@ class Approvals:
             elif approval.state is ApprovalState.APPROVED:
                 running = replace(approval, state=ApprovalState.RUNNING)
                 await self._save(running)  # before it starts: a restart never runs it twice
+                self._running_here.add(approval.id)
                 group.start_soon(self._execute, running, name=f"approved {approval.id}")
+            elif approval.state is ApprovalState.RUNNING and self._owns is not None:
+                if approval.id not in self._running_here:  # its earlier owner stopped
+                    await self._report_lost(approval)
             elif approval.state is ApprovalState.DENIED and not approval.reported:
                 await self._finish(approval, ApprovalState.DENIED, _denied_text(approval))
             elif approval.state in DECIDED and not approval.reported:
@@ -369,13 +403,18 @@ class Approvals:
         took = time.monotonic() - started
         text = f"approved by the owner and run once ({took:.1f} s). Its result:\n{result}"
         with anyio.CancelScope(shield=True):
-            await self._finish(approval, ApprovalState.DONE, text)
+            try:
+                await self._finish(approval, ApprovalState.DONE, text)
+            finally:
+                self._running_here.discard(approval.id)
 
     async def _time_out_expired(self) -> float:
         """Deny what expired; seconds until the next expiry (or a long wait)."""
         now = datetime.now(UTC)
         next_s = 3600.0
         for approval in await self.pending():
+            if not self._mine(approval):
+                continue  # its owner times it out
             expires = datetime.fromisoformat(approval.expires_at)
             if expires <= now:
                 async with self._lock:
@@ -415,7 +454,8 @@ class Approvals:
 
     async def _save(self, approval: Approval) -> None:
         await self._state.put_state(KEY_PREFIX + approval.id, approval.to_json())
-        (await self._records())[approval.id] = approval
+        if self._cache is not None:
+            self._cache[approval.id] = approval
 
     async def forget_old(self) -> int:
         """Drop decided records older than KEEP_DECIDED_S; returns how many."""
@@ -425,7 +465,8 @@ class Approvals:
             old = approval.decided_at and datetime.fromisoformat(approval.decided_at) < cutoff
             if approval.state in DECIDED and approval.reported and old:
                 await self._state.put_state(KEY_PREFIX + approval.id, None)
-                (await self._records()).pop(approval.id, None)
+                if self._cache is not None:
+                    self._cache.pop(approval.id, None)
                 dropped += 1
         return dropped
 

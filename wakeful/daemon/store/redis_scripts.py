@@ -335,13 +335,18 @@ end
 return out
 """
 
-# ARGV: prefix, delta, id... -> the attempts of each id before this change (0 for unknown
-# ids); never below 0.
-NOTE_ATTEMPT = """
-local p = ARGV[1]
+# ARGV: prefix, delta, session, token, id... -> {1, the attempts of each id before this
+# change (0 for unknown ids)}; never below 0. Fleet: {3, current} when the token is not
+# the session's (the ids are that session's events): a daemon that lost the session
+# must not count its crashes, nor quarantine (below), after the new owner started.
+NOTE_ATTEMPT = (
+    _PRELUDE
+    + """
 local delta = tonumber(ARGV[2])
-local out = {}
-for i = 3, #ARGV do
+local current = ARGV[3] ~= '' and fenced(ARGV[3], ARGV[4])  -- '': no such event
+if current then return {3, current} end
+local out = {1}
+for i = 5, #ARGV do
   local ek = p .. 'ev:' .. ARGV[i]
   if redis.call('EXISTS', ek) == 1 then
     local before = tonumber(redis.call('HGET', ek, 'attempts') or '0')
@@ -353,13 +358,17 @@ for i = 3, #ARGV do
 end
 return out
 """
+)
 
-# ARGV: prefix, failure, id... -> the ids moved (those pending or consumed).
+# ARGV: prefix, failure, session, token, id... -> {1, the ids moved (those pending or
+# consumed)}, or (fleet) {3, current} as NOTE_ATTEMPT.
 QUARANTINE = (
     _PRELUDE
     + """
-local out = {}
-for i = 3, #ARGV do
+local current = ARGV[3] ~= '' and fenced(ARGV[3], ARGV[4])  -- '': no such event
+if current then return {3, current} end
+local out = {1}
+for i = 5, #ARGV do
   local id = ARGV[i]
   local status = redis.call('HGET', p .. 'ev:' .. id, 'status')
   if status == 'pending' or status == 'consumed' then

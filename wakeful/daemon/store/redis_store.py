@@ -427,13 +427,33 @@ class RedisStore:
     async def note_attempt(self, event_ids: list[str], delta: int = 1) -> dict[str, int]:
         if not event_ids:
             return {}
-        counts = await self._script("NOTE_ATTEMPT", [delta, *event_ids], retry=False)
+        session, token = await self._fence_of(event_ids[0])
+        args: list[str | int] = [delta, session, token, *event_ids]
+        state, *counts = await self._script("NOTE_ATTEMPT", args, retry=False)
+        if state == 3:
+            raise self._lease_lost(session, counts[0])
         return {event_id: int(n) for event_id, n in zip(event_ids, counts, strict=True)}
 
     async def quarantine(self, event_ids: list[str], failure: str) -> list[str]:
         if not event_ids:
             return []
-        return list(await self._script("QUARANTINE", [failure, *event_ids], retry=True))
+        session, token = await self._fence_of(event_ids[0])
+        args = [failure, session, token, *event_ids]
+        state, *moved = await self._script("QUARANTINE", args, retry=True)
+        if state == 3:
+            raise self._lease_lost(session, moved[0])
+        return list(moved)
+
+    async def _fence_of(self, event_id: str) -> tuple[str, str]:
+        """The session of a batch's events (a session loop's batch is one session's; an
+        event's session never changes, so it is read before the script) and the token
+        this daemon holds for it; ("", "") outside a fleet, where nothing is fenced."""
+        if self.fleet is None:
+            return "", ""
+        key = f"{self.prefix}ev:{event_id}"
+        session = await self._run(lambda c: c.hget(key, "session"), retry=True)
+        name = "" if session is None else _text(session)
+        return name, self.fleet.token_for(name)
 
     async def retry(self, event_id: str) -> StoredEvent | None:
         fields = await self._script("RETRY", [event_id], retry=True)
