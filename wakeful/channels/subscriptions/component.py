@@ -15,6 +15,7 @@ from anyio.abc import TaskStatus
 from starlette.routing import Route
 
 from wakeful.channels.subscriptions.arming import Subscriptions
+from wakeful.channels.subscriptions.fleet import WatchLeases
 from wakeful.channels.subscriptions.kinds.base import SourceKind
 from wakeful.channels.subscriptions.kinds.files import FileKind
 from wakeful.channels.subscriptions.kinds.hook_filter import HookFilters
@@ -62,7 +63,9 @@ class SubscriptionsComponent:
             ingress.add_tap(hook_filters)
         webhook = WebhookKind(book.get, subs.fire_for, hook_filters)
         for kind in (
-            MailboxKind(self._email.accounts if self._email else None, setup.state),
+            MailboxKind(
+                self._email.accounts if self._email else None, setup.state, self._leases(setup)
+            ),
             webhook,
             FileKind(section.watch_paths, section.debounce_ms),
             ShellOutputKind(self._shell.manager),
@@ -77,6 +80,17 @@ class SubscriptionsComponent:
         setup.add_route(Route(ROUTE, webhook.handle, methods=["POST"]))
         setup.add_status("subscriptions", subs.status)
         setup.set_health("subscriptions", ComponentHealth(True, "ready"))
+
+    def _leases(self, setup: ComponentSetup) -> WatchLeases | None:
+        """On Redis (a fleet may share it), the leases that let one daemon watch a mailbox."""
+        store = setup.settings.store
+        if self._email is None or store.backend != "redis":
+            return None
+        from wakeful.daemon.store.redis_connect import component_redis
+
+        client = component_redis(store, "subscriptions")
+        setup.resources.push_async_callback(client.aclose)
+        return WatchLeases(client, store.redis_prefix)
 
     async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         # This group owns every watch; the daemon stopping cancels them all.
