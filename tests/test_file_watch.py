@@ -16,7 +16,12 @@ from pathlib import Path
 import anyio
 import pytest
 
-from wakeful.channels.subscriptions.kinds.inotify import DirectoryWatch, RootGone, net_changes
+from wakeful.channels.subscriptions.kinds.inotify import (
+    DirectoryWatch,
+    Inotify,
+    RootGone,
+    net_changes,
+)
 
 pytestmark = pytest.mark.anyio
 
@@ -101,3 +106,53 @@ async def test_a_burst_longer_than_the_window_is_cut_at_it(tmp_path: Path) -> No
         while len(seen) < 40:  # and nothing is lost between batches
             seen |= set(net_changes(await watch.next_batch(QUIET_MS, MAX_MS)))
         assert seen == {str(tmp_path / f"f{n}") for n in range(40)}
+
+
+def inotify_descriptors() -> int:
+    return sum(
+        os.readlink(f"/proc/self/fd/{fd}") == "anon_inode:inotify"
+        for fd in os.listdir("/proc/self/fd")
+        if os.path.exists(f"/proc/self/fd/{fd}")
+    )
+
+
+async def test_several_watches_share_one_instance_and_leave_it_one_by_one(tmp_path: Path) -> None:
+    """Three subscriptions' watches (two of the same directory) in one inotify instance;
+    the one disconnected stops seeing changes and takes only its own watches along."""
+    logs, data = tmp_path / "logs", tmp_path / "data"
+    (data / "deep").mkdir(parents=True)
+    logs.mkdir()
+    before = inotify_descriptors()
+    shared = Inotify()
+    async with (
+        DirectoryWatch(logs, recursive=False, inotify=shared) as logs_a,
+        DirectoryWatch(data, recursive=True, inotify=shared) as tree,
+    ):
+        assert inotify_descriptors() == before + 1
+        async with DirectoryWatch(logs, recursive=False, inotify=shared) as logs_b:
+            assert inotify_descriptors() == before + 1
+            assert shared.watch_count == 3  # logs (held twice), data, data/deep
+            (logs / "one.log").write_text("1")
+            (data / "deep" / "x.csv").write_text("x")
+            async with anyio.create_task_group() as group:
+                seen: dict[str, dict[str, str]] = {}
+
+                async def collect(name: str, watch: DirectoryWatch) -> None:
+                    seen[name] = net_changes(await watch.next_batch(QUIET_MS, MAX_MS))
+
+                for name, watch in (("a", logs_a), ("b", logs_b), ("tree", tree)):
+                    group.start_soon(collect, name, watch)
+            assert seen["a"] == seen["b"] == {str(logs / "one.log"): "added"}
+            assert seen["tree"] == {str(data / "deep" / "x.csv"): "added"}
+        # logs_b disconnected: the directory stays watched for logs_a.
+        assert shared.watch_count == 3 and inotify_descriptors() == before + 1
+        async with DirectoryWatch(data / "deep", recursive=False, inotify=shared):
+            pass  # data/deep is data's too: its descriptor stays
+        assert shared.watch_count == 3
+        async with DirectoryWatch(tmp_path, recursive=False, inotify=shared):
+            assert shared.watch_count == 4
+        assert shared.watch_count == 3  # only its own watch went
+        (logs / "two.log").write_text("2")
+        batch = net_changes(await logs_a.next_batch(QUIET_MS, MAX_MS))
+        assert batch == {str(logs / "two.log"): "added"}
+    assert inotify_descriptors() == before and shared.watch_count == 0

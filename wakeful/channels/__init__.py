@@ -27,8 +27,9 @@ def default_components(settings: Settings) -> list[Component]:
     from wakeful.subagents.component import SubagentsComponent
 
     shell = ShellComponent()
+    webhooks = WebhookComponent()
     components: list[Component] = [
-        WebhookComponent(),
+        webhooks,
         shell,
         TimersComponent(),
         PairingComponent(),
@@ -61,6 +62,7 @@ def default_components(settings: Settings) -> list[Component]:
         from wakeful.mcp.component import McpComponent
 
         components.append(McpComponent())
-    # After the shell and email components, whose task manager and accounts it uses.
-    components.append(SubscriptionsComponent(shell, email))
+    # After the shell, email and webhook components, whose task manager, accounts and
+    # hooks it uses.
+    components.append(SubscriptionsComponent(shell, email, webhooks))
     return components

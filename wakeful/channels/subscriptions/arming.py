@@ -146,13 +146,16 @@ class Subscriptions:
     def fire_for(self, sub: Subscription) -> Fire:
         async def fire(event: Event) -> None:
             result = await self._submit(event)
-            if result.duplicate:
-                return
-            current = self.book.get(sub.id)
-            if current is not None:
-                await self.book.change(sub.id, fired=current.fired + 1, last_fired_at=time.time())
+            if not result.duplicate:
+                await self.count(sub.id)
 
         return fire
+
+    async def count(self, sub_id: str) -> None:
+        """One more event raised for the subscription (list_channels' ``fired``)."""
+        current = self.book.get(sub_id)
+        if current is not None:
+            await self.book.change(sub_id, fired=current.fired + 1, last_fired_at=time.time())
 
     def _reporter(self, sub_id: str) -> Any:
         async def report(detail: str, *, keep: dict[str, Any] | None = None) -> None:

@@ -1,7 +1,8 @@
 """The subscriptions component: the tools, the webhook route, the status, the watches.
 
-It is built with the shell and email components it borrows from (the shell
-manager's output patterns, the mail accounts), configured after them, and
+It is built with the shell, email and webhook components it borrows from (the
+shell manager's output patterns, the mail accounts, the configured hooks),
+configured after them, and
 re-arms every stored subscription when its run phase starts.
 """
 
@@ -14,8 +15,10 @@ from anyio.abc import TaskStatus
 from starlette.routing import Route
 
 from wakeful.channels.subscriptions.arming import Subscriptions
+from wakeful.channels.subscriptions.fleet import WatchLeases
 from wakeful.channels.subscriptions.kinds.base import SourceKind
 from wakeful.channels.subscriptions.kinds.files import FileKind
+from wakeful.channels.subscriptions.kinds.hook_filter import HookFilters
 from wakeful.channels.subscriptions.kinds.http_check import HttpCheckKind
 from wakeful.channels.subscriptions.kinds.mailbox import MailboxKind
 from wakeful.channels.subscriptions.kinds.shell_output import ShellOutputKind
@@ -27,6 +30,7 @@ from wakeful.daemon.components.context import ComponentHealth, ComponentSetup
 if TYPE_CHECKING:
     from wakeful.channels.email.component import EmailComponent
     from wakeful.channels.shell.component import ShellComponent
+    from wakeful.channels.webhook.component import WebhookComponent
 
 
 class SubscriptionsComponent:
@@ -34,9 +38,15 @@ class SubscriptionsComponent:
 
     name = "subscriptions"
 
-    def __init__(self, shell: ShellComponent, email: EmailComponent | None = None) -> None:
+    def __init__(
+        self,
+        shell: ShellComponent,
+        email: EmailComponent | None = None,
+        webhooks: WebhookComponent | None = None,
+    ) -> None:
         self._shell = shell
         self._email = email
+        self._webhooks = webhooks
 
     async def configure(self, setup: ComponentSetup) -> None:
         section = setup.settings.subscriptions
@@ -44,9 +54,18 @@ class SubscriptionsComponent:
         await book.load()
         kinds: dict[str, SourceKind] = {}
         subs = Subscriptions(book, kinds, setup.submit, setup.state, section)
-        webhook = WebhookKind(book.get, subs.fire_for)
+        hook_filters = None
+        if self._webhooks is not None:
+            ingress = self._webhooks.ingress
+            hook_filters = HookFilters(
+                lambda: ingress.hook_names, book.active, subs.fire_for, subs.count
+            )
+            ingress.add_tap(hook_filters)
+        webhook = WebhookKind(book.get, subs.fire_for, hook_filters)
         for kind in (
-            MailboxKind(self._email.accounts if self._email else None, setup.state),
+            MailboxKind(
+                self._email.accounts if self._email else None, setup.state, self._leases(setup)
+            ),
             webhook,
             FileKind(section.watch_paths, section.debounce_ms),
             ShellOutputKind(self._shell.manager),
@@ -61,6 +80,17 @@ class SubscriptionsComponent:
         setup.add_route(Route(ROUTE, webhook.handle, methods=["POST"]))
         setup.add_status("subscriptions", subs.status)
         setup.set_health("subscriptions", ComponentHealth(True, "ready"))
+
+    def _leases(self, setup: ComponentSetup) -> WatchLeases | None:
+        """On Redis (a fleet may share it), the leases that let one daemon watch a mailbox."""
+        store = setup.settings.store
+        if self._email is None or store.backend != "redis":
+            return None
+        from wakeful.daemon.store.redis_connect import component_redis
+
+        client = component_redis(store, "subscriptions")
+        setup.resources.push_async_callback(client.aclose)
+        return WatchLeases(client, store.redis_prefix)
 
     async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         # This group owns every watch; the daemon stopping cancels them all.

@@ -36,6 +36,10 @@ class ConnectRequest(ToolArgs):
         default=False, description="sender/subject/pattern are regular expressions, not globs"
     )
     # webhook
+    hook: str | None = Field(
+        default=None,
+        description="webhook: a configured [[hooks]] name to filter instead of a new route",
+    )
     conditions: list[PayloadCondition] = Field(
         default_factory=list, description="webhook: payload conditions, all must hold"
     )
@@ -56,7 +60,7 @@ class ConnectRequest(ToolArgs):
 # The fields each kind reads besides kind and note; anything else given is a mistake.
 FIELDS: dict[str, frozenset[str]] = {
     "mailbox": frozenset({"account", "folder", "sender", "subject", "regex"}),
-    "webhook": frozenset({"conditions"}),
+    "webhook": frozenset({"hook", "conditions"}),
     "file": frozenset({"path", "glob"}),
     "shell_output": frozenset({"task_id", "pattern", "regex"}),
     "http_check": frozenset({"url", "interval_s", "on"}),

@@ -1,4 +1,18 @@
-"""Is the file system holding the data directory nearly full?"""
+"""Is the file system holding the data directory nearly full?
+
+Measured on the resource timer (``check_interval_s``, a minute by default)
+and at start, not after each large write. The measurement is cheap (one
+statvfs); hearing of the writes is not. They come from several owners: shell
+task output (the shell channel), write_file and tool outputs (the handlers),
+the store's own growth (SQLite or Redis, in the core). Reporting bytes from
+each to this package would wire the core to a channel, which components do
+not do; an inotify watch of the data directory instead would wake the daemon
+on every write of every running task (IN_MODIFY per write), the opposite of
+an idle daemon; fanotify's filesystem-wide events need CAP_SYS_ADMIN. The
+margin is the answer instead: the default 512 MB / 5 % leaves minutes at
+the rate a task writes, and an operator expecting faster bursts lowers
+``[system] check_interval_s``.
+"""
 
 from __future__ import annotations
 

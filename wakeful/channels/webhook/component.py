@@ -36,10 +36,10 @@ class WebhookComponent:
 
     async def configure(self, setup: ComponentSetup) -> None:
         hooks = {config.name: build_hook(config) for config in setup.settings.hooks}
-        self._ingress = HookIngress(hooks, setup.submit)
+        self.ingress = HookIngress(hooks, setup.submit)
         # Registered even with no hooks, so a sender gets a 404 that says how to add one.
-        setup.add_route(Route("/hooks/{name}", self._ingress.handle, methods=["POST"]), hot=True)
-        setup.add_status("webhooks", self._ingress.stats)
+        setup.add_route(Route("/hooks/{name}", self.ingress.handle, methods=["POST"]), hot=True)
+        setup.add_status("webhooks", self.ingress.stats)
 
     async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         task_status.started()  # requests arrive through the route; nothing runs here
@@ -49,5 +49,5 @@ class WebhookComponent:
             hooks = {config.name: build_hook(config) for config in settings.hooks}
         except ConfigError as exc:  # the running hooks stay as they were
             raise ValueError(str(exc)) from None
-        self._ingress.replace_hooks(hooks)
+        self.ingress.replace_hooks(hooks)
         return ["hooks"]

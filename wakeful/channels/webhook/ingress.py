@@ -29,6 +29,7 @@ from wakeful.channels.webhook.delivery import (
     signed_delivery_id,
     to_event,
 )
+from wakeful.channels.webhook.taps import HookTap, with_subscriptions
 from wakeful.daemon.front_door import DaemonUnavailable, SubmitResult
 from wakeful.daemon.http.body import read_capped
 from wakeful.daemon.http.errors import ApiError
@@ -52,6 +53,15 @@ class HookIngress:
         self._submit = submit
         self._clock = clock
         self._counts: dict[str, Counter[str]] = {name: Counter() for name in self._hooks}
+        self._taps: list[HookTap] = []
+
+    @property
+    def hook_names(self) -> list[str]:
+        return sorted(self._hooks)
+
+    def add_tap(self, tap: HookTap) -> None:
+        """A listener on every hook's deliveries (the subscriptions component's)."""
+        self._taps.append(tap)
 
     def replace_hooks(self, hooks: Mapping[str, Hook]) -> None:
         """SIGHUP: the new set of hooks takes effect for the next request."""
@@ -91,8 +101,17 @@ class HookIngress:
             event = to_event(hook, delivery, kind, payload, headers.get("x-github-delivery"))
         except (BadDelivery, EventError) as exc:
             raise ApiError(400, str(exc)) from None
+        claimed = [(tap, tap.matching(hook.name, kind, payload)) for tap in self._taps]
+        claimed = [(tap, ids) for tap, ids in claimed if ids]
+        if claimed:
+            event = with_subscriptions(event, [i for _, ids in claimed for i in ids])
         result = await self._commit(event)
         self._counts[hook.name]["duplicate" if result.duplicate else "accepted"] += 1
+        for tap, ids in claimed:
+            try:
+                await tap.delivered(event, ids, result.duplicate)
+            except Exception:  # the delivery is committed: a tap's failure is its own
+                log.exception("webhook tap failed", hook=hook.name, subscriptions=ids)
         return _accepted({"event_id": result.event_id, "duplicate": result.duplicate})
 
     async def _commit(self, event: Event) -> SubmitResult:

@@ -8,10 +8,13 @@ closer together than ``debounce_ms`` become one ``file.changed`` event;
 changes made while the daemon was down are not reported (there is no one
 to see them).
 
-Each watch is an inotify descriptor of its own awaited on the event loop
-(kinds/inotify.py): no thread, and no wake-up while nothing changes. A
-burst of changes ends when none came for half of ``debounce_ms`` (at least
-50 ms) or ``debounce_ms`` after its first.
+Every file subscription's watches live in one inotify descriptor awaited on
+the event loop (kinds/inotify.py): one per subscription would spend a
+per-user kernel limit (128 instances by default) that every program of the
+user shares; no thread, and no wake-up while nothing changes. Disconnecting
+removes only that subscription's watches. A burst of changes ends when none
+came for half of ``debounce_ms`` (at least 50 ms) or ``debounce_ms`` after
+its first.
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ import anyio
 
 from wakeful.channels.subscriptions.events import subscription_event
 from wakeful.channels.subscriptions.kinds.base import Asking, Fire, Planned, Refusal, Report
-from wakeful.channels.subscriptions.kinds.inotify import DirectoryWatch, net_changes
+from wakeful.channels.subscriptions.kinds.inotify import DirectoryWatch, Inotify, net_changes
 from wakeful.channels.subscriptions.records import Kind, Subscription
 from wakeful.channels.subscriptions.request import ConnectRequest
 from wakeful.safety.confinement import Outside, resolve_inside
@@ -43,6 +46,7 @@ class FileKind:
         self._watch_paths = list(watch_paths)
         self._debounce_ms = debounce_ms
         self._quiet_ms = max(50, debounce_ms // 2)  # a pause this long ends a burst
+        self.inotify = Inotify()  # shared by every file subscription of this daemon
 
     def reach(self, request: ConnectRequest) -> Reach:
         return Reach()  # confined here, to the workspace *or* watch_paths (see plan)
@@ -83,7 +87,8 @@ class FileKind:
             raise FileNotFoundError(f"{directory} no longer exists")
         # A single file is watched through its directory alone; a directory, with its tree.
         recursive = sub.spec["_only"] is None
-        async with DirectoryWatch(Path(directory), recursive=recursive) as watch:
+        watching = DirectoryWatch(Path(directory), recursive=recursive, inotify=self.inotify)
+        async with watching as watch:
             await report(f"watching {sub.spec['path']}")
             while True:
                 batch = await watch.next_batch(self._quiet_ms, self._debounce_ms)

@@ -7,7 +7,9 @@ that keeps only the mail matching the filter. A mail is built into its event
 by the email channel (so it is trusted only when it is the owner's,
 authenticated by the receiving server) and then tagged as the
 subscription's. Mail already in the folder when it subscribes is not
-reported: the cursor is set by the connect_channel call itself.
+reported: the cursor is set by the connect_channel call itself. In a fleet
+on Redis one daemon watches each subscription (subscriptions/fleet.py); the
+cursor is in the shared channel state, so the next holder resumes there.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from wakeful.channels.email.inbound import build_event, email_id
 from wakeful.channels.email.message import ParsedEmail, parse_email
 from wakeful.channels.email.watcher import MailboxWatcher
 from wakeful.channels.subscriptions.events import tagged
+from wakeful.channels.subscriptions.fleet import WatchLeases
 from wakeful.channels.subscriptions.kinds.base import Asking, Fire, Planned, Refusal, Report
 from wakeful.channels.subscriptions.records import Kind, Subscription
 from wakeful.channels.subscriptions.request import ConnectRequest
@@ -41,9 +44,15 @@ class MailboxKind:
     kind: Kind = "mailbox"
     effect = Effect.MAILBOX  # reads the owner's own mail; nothing leaves
 
-    def __init__(self, accounts: MailAccounts | None, state: ChannelState) -> None:
+    def __init__(
+        self,
+        accounts: MailAccounts | None,
+        state: ChannelState,
+        leases: WatchLeases | None = None,
+    ) -> None:
         self._accounts = accounts
         self._state = state
+        self._leases = leases  # on Redis: one daemon of the fleet watches each subscription
 
     def reach(self, request: ConnectRequest) -> Reach:
         return Reach()
@@ -110,8 +119,18 @@ class MailboxKind:
         watcher = FilteredWatcher(
             sub, config, account.password, sub.spec["folder"], cursors, submit, health
         )
-        await report(f"watching {account.name}/{sub.spec['folder']}")
-        await watcher.run()
+        watching = f"watching {account.name}/{sub.spec['folder']}"
+        if self._leases is None:
+            await report(watching)
+            await watcher.run()
+            return
+
+        async def run_holding() -> None:
+            await report(watching)
+            await watcher.run()
+
+        await report("standby: another daemon of the fleet watches it, or will")
+        await self._leases.hold(sub.id, run_holding, on_lost=watcher.standby)
 
     def disarmed(self, sub: Subscription) -> None:
         pass  # the cursor key is removed with the record (see arming.disconnect)

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import re
 import secrets
 import uuid
 from collections.abc import Callable
@@ -25,10 +24,12 @@ from starlette.responses import JSONResponse, Response
 
 from wakeful.channels.subscriptions.events import subscription_event
 from wakeful.channels.subscriptions.kinds.base import Asking, Fire, Planned, Refusal, Report
+from wakeful.channels.subscriptions.kinds.hook_filter import HookFilters
+from wakeful.channels.subscriptions.kinds.payload_conditions import checked_conditions, rejects
 from wakeful.channels.subscriptions.records import Kind, Subscription
 from wakeful.channels.subscriptions.request import ConnectRequest
 from wakeful.channels.webhook.delivery import BadDelivery, parse_payload
-from wakeful.channels.webhook.mapping import display, is_missing, lookup, raw_text
+from wakeful.channels.webhook.mapping import raw_text
 from wakeful.daemon.front_door import DaemonUnavailable
 from wakeful.daemon.http.body import read_capped
 from wakeful.daemon.http.errors import ApiError
@@ -53,30 +54,21 @@ class WebhookKind:
         self,
         lookup_sub: Callable[[str], Subscription | None],
         fire_for: Callable[[Subscription], Fire],
+        hook_filters: HookFilters | None = None,
     ) -> None:
         self._lookup = lookup_sub
         self._fire_for = fire_for
+        self._hook_filters = hook_filters
 
     def reach(self, request: ConnectRequest) -> Reach:
         return Reach()
 
     async def plan(self, request: ConnectRequest, asking: Asking) -> Planned:
-        conditions = []
-        for n, condition in enumerate(request.conditions):
-            where = f"conditions[{n}]"
-            if (condition.equals is None) == (condition.pattern is None):
-                raise Refusal(
-                    f"{where}: give exactly one of equals or pattern, e.g. "
-                    '{"field": "build.status", "equals": "failed"}'
-                )
-            if condition.pattern is not None:
-                try:
-                    re.compile(condition.pattern)
-                except re.error as exc:
-                    raise Refusal(
-                        f"{where}.pattern: not a valid regular expression ({exc})"
-                    ) from None
-            conditions.append(condition.model_dump(exclude_none=True))
+        conditions = checked_conditions(request)
+        if request.hook is not None:
+            if self._hook_filters is None:
+                raise Refusal("hook: this daemon has no [[hooks]]; leave hook out for a route")
+            return self._hook_filters.plan(request.hook, conditions)
         token = secrets.token_urlsafe(24)
         path = ROUTE.format(sub_id=asking.sub_id)
         told = (
@@ -91,7 +83,10 @@ class WebhookKind:
         )
 
     async def watch(self, sub: Subscription, fire: Fire, report: Report) -> None:
-        await report(f"waiting for POST {sub.spec['route']}")
+        if "hook" in sub.spec:
+            await report(f"filtering deliveries to POST {sub.spec['route']}")
+        else:
+            await report(f"waiting for POST {sub.spec['route']}")
         await anyio.sleep_forever()  # deliveries arrive through the route
 
     def disarmed(self, sub: Subscription) -> None:
@@ -100,7 +95,7 @@ class WebhookKind:
     async def handle(self, request: Request) -> Response:
         sub_id = request.path_params["sub_id"]
         sub = self._lookup(sub_id)
-        if sub is None or sub.kind != "webhook" or sub.state != "active":
+        if sub is None or sub.kind != "webhook" or sub.state != "active" or "hook" in sub.spec:
             raise ApiError(404, f"no active webhook subscription {sub_id!r}")
         body = await read_capped(request, MAX_BODY_BYTES)
         scheme, _, token = request.headers.get("authorization", "").strip().partition(" ")
@@ -113,7 +108,7 @@ class WebhookKind:
             payload = parse_payload(headers, body, bearer=True)
         except BadDelivery as exc:
             raise ApiError(400, str(exc)) from None
-        why = _rejects(sub.spec["conditions"], payload)
+        why = rejects(sub.spec["conditions"], payload)
         if why is not None:
             return JSONResponse({"filtered": True, "reason": why}, status_code=202)
         event = _event(sub, payload, _delivery_id(headers))
@@ -133,25 +128,6 @@ def _delivery_id(headers: dict[str, str]) -> str:
         if value and len(value) <= _MAX_DELIVERY_ID and value.isprintable():
             return hashlib.sha256(value.encode()).hexdigest()[:32]
     return uuid.uuid4().hex
-
-
-def _rejects(conditions: list[dict[str, Any]], payload: Any) -> str | None:
-    for condition in conditions:
-        value = lookup(payload, condition["field"])
-        if is_missing(value):
-            return f"field {condition['field']!r} is missing"
-        if "pattern" in condition:
-            passes = isinstance(value, str) and re.search(condition["pattern"], value) is not None
-        else:
-            expected = condition["equals"]
-            passes = (
-                value is expected
-                if isinstance(value, bool) or isinstance(expected, bool)
-                else value == expected
-            )
-        if not passes:
-            return f"field {condition['field']!r} = {display(value)} does not pass the filter"
-    return None
 
 
 def _event(sub: Subscription, payload: Any, delivery: str) -> Any:
