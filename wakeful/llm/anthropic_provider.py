@@ -17,11 +17,12 @@ from anthropic import AsyncStream
 from anthropic.types import Message as AnthropicMessage
 from anthropic.types import RawMessageStreamEvent
 
-from wakeful.llm.anthropic_messages import ANTHROPIC_FORMAT, to_messages_body
+from wakeful.llm.anthropic_messages import ANTHROPIC_FORMAT, MessagesConverter
 from wakeful.llm.base import DeltaCallback, ModelRequest, ModelResponse, ToolCall, Usage
 from wakeful.llm.error_mapping import EndpointErrors, Refusal, SdkErrors, Wording, redact_url
 from wakeful.llm.reasoning import Reasoning
 from wakeful.llm.request_encoding import SessionEncoders
+from wakeful.llm.session_cache import SessionCache
 from wakeful.llm.streaming_call import stream_reply
 
 DEFAULT_BASE_URL = "https://api.anthropic.com"
@@ -200,6 +201,7 @@ class AnthropicProvider:
         self._max_output_tokens = max_output_tokens
         self._thinking_budget = thinking_budget_tokens
         self._encoders = SessionEncoders()
+        self._converters = SessionCache(MessagesConverter)
         self._client = anthropic.AsyncAnthropic(
             api_key=api_key or "no-key-configured",
             base_url=base_url,
@@ -237,7 +239,11 @@ class AnthropicProvider:
     def wire_body(self, request: ModelRequest) -> dict[str, object]:
         """The JSON body posted to /v1/messages for this request."""
         model = request.model or self._model
-        converted = to_messages_body(request.messages, request.tools, model)
+        # A session's turns are converted once, the new tail each call; a
+        # one-off call's all at once.
+        session = request.session
+        converter = self._converters.get(session) if session else MessagesConverter()
+        converted = converter.convert(request.messages, request.tools, model)
         max_tokens = request.max_tokens or self._max_output_tokens
         body: dict[str, object] = {"model": model, "max_tokens": max_tokens, "stream": True}
         if converted.system:
