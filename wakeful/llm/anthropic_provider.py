@@ -19,7 +19,13 @@ from anthropic.types import RawMessageStreamEvent
 
 from wakeful.llm.anthropic_messages import ANTHROPIC_FORMAT, MessagesConverter
 from wakeful.llm.base import DeltaCallback, ModelRequest, ModelResponse, ToolCall, Usage
-from wakeful.llm.error_mapping import EndpointErrors, Refusal, SdkErrors, Wording, redact_url
+from wakeful.llm.error_mapping import (
+    EndpointErrors,
+    ErrorDialect,
+    Refusal,
+    SdkErrors,
+    redact_url,
+)
 from wakeful.llm.reasoning import Reasoning
 from wakeful.llm.request_encoding import SessionEncoders
 from wakeful.llm.session_cache import SessionCache
@@ -36,7 +42,23 @@ _FINISH = {
     "refusal": "content_filter",
 }
 _OVERLOADED = frozenset({"overloaded_error", "api_error", "rate_limit_error"})
-_WORDING = Wording(
+
+
+def _read_refusal(exc: anthropic.APIStatusError) -> Refusal:
+    message = _error_message(exc)
+    kind = _error_type(exc.body)
+    return Refusal(
+        exc.status_code,
+        message,
+        too_long="prompt is too long" in message.lower(),
+        overloaded=kind in _OVERLOADED,
+        error_type=kind,
+    )
+
+
+_ERRORS = ErrorDialect(
+    sdk=SdkErrors.of(anthropic),
+    read_refusal=_read_refusal,
     reach_hint="Is it reachable? Check [llm] base_url.",
     overloaded_hint="The API is overloaded or failing; try again later.",
     too_long=(
@@ -190,13 +212,7 @@ class AnthropicProvider:
         self._model = model
         self._safe_url = redact_url(base_url)
         self._errors = EndpointErrors(
-            SdkErrors.of(anthropic),
-            _read_refusal,
-            _WORDING,
-            url=self._safe_url,
-            model=model,
-            max_retries=max_retries,
-            key_source=key_source,
+            _ERRORS, url=self._safe_url, model=model, max_retries=max_retries, key_source=key_source
         )
         self._max_output_tokens = max_output_tokens
         self._thinking_budget = thinking_budget_tokens
@@ -277,18 +293,6 @@ def _may_think(messages: list[dict[str, Any]]) -> bool:
         return True
     first = messages[-2]["content"][0]["type"]
     return first in ("thinking", "redacted_thinking")
-
-
-def _read_refusal(exc: anthropic.APIStatusError) -> Refusal:
-    message = _error_message(exc)
-    kind = _error_type(exc.body)
-    return Refusal(
-        exc.status_code,
-        message,
-        too_long="prompt is too long" in message.lower(),
-        overloaded=kind in _OVERLOADED,
-        error_type=kind,
-    )
 
 
 def _error_type(body: object) -> str:

@@ -79,9 +79,11 @@ class Refusal:
 
 
 @dataclass(frozen=True)
-class Wording:
-    """What a provider tells its users that the other does not."""
+class ErrorDialect:
+    """What one provider's failures look like, and what its users are told that others are not."""
 
+    sdk: SdkErrors
+    read_refusal: Callable[[Any], Refusal]  # takes an ``sdk.status`` error
     reach_hint: str  # after "cannot reach ...: timed out after 2 retries. "; may use {url}
     overloaded_hint: str
     too_long: str  # the whole message; may use {url}, {model} and {message}
@@ -94,25 +96,17 @@ class EndpointErrors:
     """One provider's translation of what its calls raise."""
 
     def __init__(
-        self,
-        sdk: SdkErrors,
-        read_refusal: Callable[[Any], Refusal],
-        wording: Wording,
-        *,
-        url: str,
-        model: str,
-        max_retries: int,
-        key_source: str,
+        self, dialect: ErrorDialect, *, url: str, model: str, max_retries: int, key_source: str
     ) -> None:
-        self._sdk = sdk
-        self._read_refusal = read_refusal
-        self._wording = wording
+        self._sdk = dialect.sdk
+        self._read_refusal = dialect.read_refusal
+        self._dialect = dialect
         self._url = url
         self._model = model
         self._retries = f"after {max_retries} retries" if max_retries else "(no retries)"
         self._key_source = key_source
         # Everything a streamed call may raise that is the endpoint's fault, not ours.
-        self.caught: tuple[type[BaseException], ...] = (sdk.api, *UNDECODABLE, *BROKEN)
+        self.caught: tuple[type[BaseException], ...] = (self._sdk.api, *UNDECODABLE, *BROKEN)
 
     def translate(self, exc: BaseException) -> ProviderError:
         """``exc`` (one of :attr:`caught`) as the error the loop acts on."""
@@ -125,19 +119,19 @@ class EndpointErrors:
             return ProviderError(
                 f"the model endpoint {url} sent a reply that cannot be decoded "
                 f"({type(exc).__name__}: {str(exc)[:200]}); "
-                f"is [llm] base_url {self._wording.expected_api}?"
+                f"is [llm] base_url {self._dialect.expected_api}?"
             )
         return ModelUnavailable(
             f"the model endpoint {url} broke off its reply: {type(exc).__name__}: {exc}"
         )
 
     def _api_error(self, exc: Exception) -> ProviderError:
-        url, retries, wording = self._url, self._retries, self._wording
+        url, retries, dialect = self._url, self._retries, self._dialect
         if isinstance(exc, self._sdk.connection):
             kind = "timed out" if isinstance(exc, self._sdk.timeout) else "connection failed"
             return ModelUnavailable(
                 f"cannot reach the model endpoint {url}: {kind} {retries}. "
-                + wording.reach_hint.format(url=url)
+                + dialect.reach_hint.format(url=url)
             )
         if not isinstance(exc, self._sdk.status):
             message = getattr(exc, "message", str(exc))
@@ -151,15 +145,15 @@ class EndpointErrors:
             )
         if status == 400 and refusal.too_long:
             return ContextTooLong(
-                wording.too_long.format(url=url, model=self._model, message=message)
+                dialect.too_long.format(url=url, model=self._model, message=message)
             )
         if status in (408, 409, 429) or status >= 500 or refusal.overloaded:
-            kind = f" ({refusal.error_type or 'error'})" if wording.names_error_type else ""
+            kind = f" ({refusal.error_type or 'error'})" if dialect.names_error_type else ""
             return ModelUnavailable(
                 f"the model endpoint {url} answered HTTP {status}{kind} {retries}: "
-                f"{message}. {wording.overloaded_hint}"
+                f"{message}. {dialect.overloaded_hint}"
             )
-        hint = f" {wording.not_found_hint}" if status == 404 else ""
+        hint = f" {dialect.not_found_hint}" if status == 404 else ""
         return ProviderError(
             f"the model endpoint {url} refused the request with HTTP {status}: {message}.{hint}"
         )

@@ -18,7 +18,13 @@ from openai.types.chat.chat_completion_chunk import ChoiceDelta
 from openai.types.completion_usage import CompletionUsage
 
 from wakeful.llm.base import DeltaCallback, ModelRequest, ModelResponse, ToolCall, Usage
-from wakeful.llm.error_mapping import EndpointErrors, Refusal, SdkErrors, Wording, redact_url
+from wakeful.llm.error_mapping import (
+    EndpointErrors,
+    ErrorDialect,
+    Refusal,
+    SdkErrors,
+    redact_url,
+)
 from wakeful.llm.reasoning import ReasoningCollector, ReplayPolicy, wire_messages
 from wakeful.llm.request_encoding import SessionEncoders
 from wakeful.llm.streaming_call import stream_reply
@@ -26,7 +32,15 @@ from wakeful.llm.streaming_call import stream_reply
 # Local servers (llama.cpp, LM Studio, vLLM, Ollama) need no key, but the SDK
 # refuses to start without one.
 _DUMMY_KEY = "not-needed"
-_WORDING = Wording(
+
+
+def _read_refusal(exc: openai.APIStatusError) -> Refusal:
+    return Refusal(exc.status_code, exc.message, too_long=_is_context_too_long(exc))
+
+
+_ERRORS = ErrorDialect(
+    sdk=SdkErrors.of(openai),
+    read_refusal=_read_refusal,
     reach_hint="Is the server at {url} running? Check [llm] base_url.",
     overloaded_hint="The server is overloaded or failing; check it, or [llm] base_url.",
     too_long="the model endpoint {url} said the request is too long: {message}",
@@ -129,13 +143,7 @@ class OpenAIProvider:
         self._safe_url = redact_url(base_url)
         self._model = model
         self._errors = EndpointErrors(
-            SdkErrors.of(openai),
-            _read_refusal,
-            _WORDING,
-            url=self._safe_url,
-            model=model,
-            max_retries=max_retries,
-            key_source=key_source,
+            _ERRORS, url=self._safe_url, model=model, max_retries=max_retries, key_source=key_source
         )
         self._replay_reasoning: ReplayPolicy = replay_reasoning
         self._encoders = SessionEncoders()
@@ -193,10 +201,6 @@ class OpenAIProvider:
 
     async def aclose(self) -> None:
         await self._client.close()
-
-
-def _read_refusal(exc: openai.APIStatusError) -> Refusal:
-    return Refusal(exc.status_code, exc.message, too_long=_is_context_too_long(exc))
 
 
 def _is_context_too_long(exc: openai.APIStatusError) -> bool:
