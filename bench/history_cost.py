@@ -144,7 +144,8 @@ async def profile(h: Any, session: str, n: int) -> list[list[str]]:
             encoders[name].encode(session, body)
             after = clock(f"{name} encode, prefix kept", after)
             dumps(body)
-            clock(f"{name} encode, whole body (before)", after)
+            # Restarted: the next provider's conversion must not include this encode.
+            after = clock(f"{name} encode, whole body (before)", after)
         if iteration == 0:  # the first fills the kept prefix: not a cycle
             times.clear()
     await anthropic_provider.aclose()

@@ -20,6 +20,20 @@ deliberately rather than hoping the trajectory happens to fit:
   system block and the last block of each of the last two user turns, so the
   tools, the system prompt and the trajectory up to the previous turn are
   read from the cache on the next call.
+
+A session's request is its previous one plus a short tail, so a
+:class:`MessagesConverter` (one per session, kept by the provider) converts
+only the messages after the prefix it shares with the last call's (the same
+objects, or equal: the trajectory is append-only and never changed in place,
+as wakeful/llm/request_encoding.py relies on too). That holds because the
+conversion is a left fold: each message's turn is appended to, or merged
+into, the turns so far. Turns are converted once, then frozen: a turn that
+is no longer the last is never changed again and is handed out, the same
+object, to every later call (which also lets the encoder reuse it by
+identity); the last turn, which a same-role message may still grow, and the
+turns that carry a breakpoint are fresh copies in each call. Nothing in a
+returned body is changed by a later call, and nothing returned may be
+changed by its receiver.
 """
 
 from __future__ import annotations
@@ -31,6 +45,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from wakeful.llm.reasoning import REASONING_KEY
+from wakeful.llm.request_encoding import shared_prefix
 
 ANTHROPIC_FORMAT = "anthropic"  # the reasoning field's format for thinking blocks
 THINKING_TYPES = frozenset({"thinking", "redacted_thinking"})
@@ -56,15 +71,33 @@ class MessagesBody:
 def to_messages_body(
     messages: Sequence[dict[str, Any]], tools: Sequence[dict[str, Any]], model: str
 ) -> MessagesBody:
-    """The request parts for ``model``, with cache breakpoints placed."""
-    system_texts, rest = _split_system(messages)
-    turns = _alternate(_answer_tool_uses([_turn(m, model) for m in rest]))
-    if not turns or turns[0]["role"] != "user":
-        turns.insert(0, {"role": "user", "content": [_text(CONVERSATION_START)]})
-    system = [_text(text) for text in system_texts if text.strip()]
-    converted_tools = [tool_definition(tool) for tool in tools]
-    _place_breakpoints(system, turns, converted_tools)
-    return MessagesBody(system=system, messages=turns, tools=converted_tools)
+    """The request parts for ``model``, with cache breakpoints placed (all converted anew)."""
+    return MessagesConverter().convert(messages, tools, model)
+
+
+class MessagesConverter:
+    """One session's conversions, each reusing the turns of the prefix it shares with the last."""
+
+    def __init__(self) -> None:
+        self._model: str | None = None
+        self._fold = _TurnFold()
+        self.converted = 0  # messages the last call converted (the others were reused)
+
+    def convert(
+        self, messages: Sequence[dict[str, Any]], tools: Sequence[dict[str, Any]], model: str
+    ) -> MessagesBody:
+        """What :func:`to_messages_body` returns, converting only the new tail."""
+        system_texts, rest = _split_system(messages)
+        if model != self._model:  # thinking blocks are replayed to their own model only
+            self._model, self._fold = model, _TurnFold()
+        self.converted = self._fold.update(rest, model)
+        turns = self._fold.turns()
+        if not turns or turns[0]["role"] != "user":
+            turns.insert(0, {"role": "user", "content": [_text(CONVERSATION_START)]})
+        system = [_text(text) for text in system_texts if text.strip()]
+        converted_tools = [tool_definition(tool) for tool in tools]
+        _place_breakpoints(system, turns, converted_tools)
+        return MessagesBody(system=system, messages=turns, tools=converted_tools)
 
 
 def tool_definition(tool: dict[str, Any]) -> dict[str, Any]:
@@ -171,70 +204,115 @@ def _thinking_blocks(stored: Any, model: str) -> list[Block]:
     return [dict(d) for d in details if isinstance(d, dict) and d.get("type") in THINKING_TYPES]
 
 
-def _answer_tool_uses(turns: list[Turn]) -> list[Turn]:
-    """Every tool_use answered in the next user turn; every tool_result after its tool_use.
+@dataclass(frozen=True)
+class _Mark:
+    """How far the fold reached after one message: what undoing the messages after it keeps."""
 
-    Works on the unmerged turns: a tool turn belongs to the assistant turn
-    before it if that (or a tool turn in between) made the call.
+    turns: int
+    last_blocks: int  # blocks of the then last turn (it may have grown since)
+    open_ids: tuple[str, ...]
+
+
+class _TurnFold:
+    """The merged turns of a run of messages, extended one message at a time.
+
+    Applies the rules in order: every tool_use answered in the next user turn
+    (a call without a result gets one saying so), every tool_result after its
+    tool_use (else it becomes text), consecutive same-role turns merged, and
+    in a user turn the tool results first. A turn is sealed, its output form
+    made once, when a turn of the other role follows it.
     """
-    fixed: list[Turn] = []
-    open_ids: list[str] = []  # tool_use ids of the last assistant turn not yet answered
-    for turn in turns:
+
+    def __init__(self) -> None:
+        self._inputs: list[dict[str, Any]] = []  # the messages folded in (kept to compare)
+        self._marks: list[_Mark] = []  # after each of them
+        self._turns: list[Turn] = []  # merged, blocks in arrival order; only the last grows
+        self._sealed: list[Turn] = []  # the output form of every turn but the last: frozen
+        self._open: list[str] = []  # tool_use ids of the last assistant turn not yet answered
+
+    def update(self, messages: list[dict[str, Any]], model: str) -> int:
+        """Fold in ``messages`` after undoing what differs from the last; how many were new."""
+        kept = shared_prefix(messages, self._inputs)
+        if kept < len(self._inputs):
+            self._rewind(kept)
+        for message in messages[kept:]:
+            self._add(_turn(message, model))
+            self._inputs.append(message)
+            last_blocks = len(self._turns[-1]["content"]) if self._turns else 0
+            self._marks.append(_Mark(len(self._turns), last_blocks, tuple(self._open)))
+        return len(messages) - kept
+
+    def turns(self) -> list[Turn]:
+        """The output turns: a new list, its sealed turns shared, its last ones fresh."""
+        if not self._turns:
+            return []
+        last = self._turns[-1]
+        tail = [last]
+        # A call still unanswered at the end (it should not happen: the trajectory
+        # writer answers every call) would be rejected by the API; say so instead.
+        results = _unanswered(self._open)
+        if results and last["role"] == "user":
+            tail = [{"role": "user", "content": [*last["content"], *results]}]
+        elif results:
+            tail.append({"role": "user", "content": results})
+        return [*self._sealed, *(_output(turn) for turn in tail)]
+
+    def _rewind(self, kept: int) -> None:
+        mark = self._marks[kept - 1] if kept else _Mark(0, 0, ())
+        del self._inputs[kept:], self._marks[kept:]
+        del self._turns[mark.turns :]
+        if self._turns:
+            del self._turns[-1]["content"][mark.last_blocks :]
+        del self._sealed[max(mark.turns - 1, 0) :]  # the then last turn is not sealed
+        self._open = list(mark.open_ids)
+
+    def _add(self, turn: Turn) -> None:
         if turn["role"] == "assistant":
-            _close(fixed, open_ids)
-            open_ids = [b["id"] for b in turn["content"] if b["type"] == "tool_use"]
-            fixed.append(turn)
-            continue
-        blocks: list[Block] = []
-        for block in turn["content"]:
-            if block["type"] == "tool_result" and block["tool_use_id"] in open_ids:
-                open_ids.remove(block["tool_use_id"])
-                blocks.append(block)
-            elif block["type"] == "tool_result":
-                orphan = f"[Result of tool call {block['tool_use_id']}] {block['content']}"
-                blocks.append(_text(orphan))
-            else:
-                blocks.append(block)
-        fixed.append({"role": "user", "content": blocks})
-    _close(fixed, open_ids)
-    return fixed
-
-
-def _close(turns: list[Turn], open_ids: list[str]) -> None:
-    # A call without a result (it should not happen: the trajectory writer
-    # answers every call) would be rejected by the API; say so instead.
-    if open_ids:
-        results = [
-            {"type": "tool_result", "tool_use_id": use_id, "content": NO_RESULT, "is_error": True}
-            for use_id in open_ids
-        ]
-        turns.append({"role": "user", "content": results})
-        open_ids.clear()
-
-
-def _alternate(turns: list[Turn]) -> list[Turn]:
-    """Consecutive same-role turns merged; in a user turn, tool results first."""
-    merged: list[Turn] = []
-    for turn in turns:
-        if not turn["content"]:
-            continue  # an empty message (no text, no call) is no turn at all
-        if merged and merged[-1]["role"] == turn["role"]:
-            merged[-1]["content"].extend(turn["content"])
+            self._merge("user", _unanswered(self._open))
+            self._open = [b["id"] for b in turn["content"] if b["type"] == "tool_use"]
+            self._merge("assistant", turn["content"])
         else:
-            merged.append({"role": turn["role"], "content": list(turn["content"])})
-    for turn in merged:
-        if turn["role"] == "user":
-            # A note that arrived between a call and its result (the loop does not
-            # write this, but a merge can produce it) must follow the results.
-            blocks = turn["content"]
-            turn["content"] = [b for b in blocks if b["type"] == "tool_result"] + [
-                b for b in blocks if b["type"] != "tool_result"
-            ]
-    return merged
+            self._merge("user", [self._answer(block) for block in turn["content"]])
+
+    def _answer(self, block: Block) -> Block:
+        if block["type"] != "tool_result":
+            return block
+        if block["tool_use_id"] in self._open:
+            self._open.remove(block["tool_use_id"])
+            return block
+        return _text(f"[Result of tool call {block['tool_use_id']}] {block['content']}")
+
+    def _merge(self, role: str, blocks: list[Block]) -> None:
+        if not blocks:
+            return  # an empty message (no text, no call) is no turn at all
+        if self._turns and self._turns[-1]["role"] == role:
+            self._turns[-1]["content"].extend(blocks)
+            return
+        if self._turns:
+            self._sealed.append(_output(self._turns[-1]))
+        self._turns.append({"role": role, "content": list(blocks)})
+
+
+def _unanswered(open_ids: list[str]) -> list[Block]:
+    return [
+        {"type": "tool_result", "tool_use_id": use_id, "content": NO_RESULT, "is_error": True}
+        for use_id in open_ids
+    ]
+
+
+def _output(turn: Turn) -> Turn:
+    """A merged turn as sent: a copy, and in a user turn the tool results first."""
+    blocks = turn["content"]
+    if turn["role"] != "user":
+        return {"role": turn["role"], "content": list(blocks)}
+    # A note that arrived between a call and its result (the loop does not
+    # write this, but a merge can produce it) must follow the results.
+    results = [b for b in blocks if b["type"] == "tool_result"]
+    return {"role": "user", "content": results + [b for b in blocks if b["type"] != "tool_result"]}
 
 
 def _place_breakpoints(system: list[Block], turns: list[Turn], tools: list[dict[str, Any]]) -> None:
-    """Mark the ends of the stable prefixes; the blocks are fresh copies, safe to change."""
+    """Mark the ends of the stable prefixes, on copies: a turn may be frozen (shared)."""
     marked = 0
     if tools:
         tools[-1] = {**tools[-1], "cache_control": dict(EPHEMERAL)}
@@ -244,12 +322,18 @@ def _place_breakpoints(system: list[Block], turns: list[Turn], tools: list[dict[
         marked += 1
     # The current turn's end is written to the cache; the previous turn's end
     # is read from it (the rolling pair: each call reads what the last wrote).
-    user_turns = [turn for turn in turns if turn["role"] == "user"]
-    for turn in reversed(user_turns[-2:]):
-        if marked >= MAX_BREAKPOINTS:
+    # Roles alternate, so the last two user turns are among the last few.
+    user_turns = 0
+    for index in range(len(turns) - 1, -1, -1):
+        if marked >= MAX_BREAKPOINTS or user_turns == 2:
             break
-        turn["content"][-1] = {**turn["content"][-1], "cache_control": dict(EPHEMERAL)}
+        turn = turns[index]
+        if turn["role"] != "user":
+            continue
+        *before, end = turn["content"]
+        turns[index] = {**turn, "content": [*before, {**end, "cache_control": dict(EPHEMERAL)}]}
         marked += 1
+        user_turns += 1
 
 
 def _text(text: str) -> Block:

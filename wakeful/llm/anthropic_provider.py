@@ -2,44 +2,36 @@
 
 The trajectory is converted by wakeful/llm/anthropic_messages.py; this module
 streams one reply and folds its events (text, tool_use input fragments,
-thinking and its signature) into a :class:`ModelResponse`. The stream is
-closed in a shielded ``finally``, so a cancelled caller hangs up at once and
-the API stops generating (SPEC §4 rule 4).
+thinking and its signature) into a :class:`ModelResponse`; the call itself
+(a shielded hang-up, so a cancelled caller stops the API at once, SPEC §4
+rule 4, and the errors translated) is wakeful/llm/streaming_call.py's.
 """
 
 from __future__ import annotations
 
-import json
-import time
 from dataclasses import dataclass, field
 from typing import Any
 
 import anthropic
-import anyio
-import httpx
-import pydantic
 from anthropic import AsyncStream
 from anthropic.types import Message as AnthropicMessage
 from anthropic.types import RawMessageStreamEvent
 
-from wakeful.llm.anthropic_messages import ANTHROPIC_FORMAT, to_messages_body
-from wakeful.llm.base import (
-    ContextTooLong,
-    DeltaCallback,
-    ModelKeyRefused,
-    ModelRequest,
-    ModelResponse,
-    ModelUnavailable,
-    ProviderError,
-    ToolCall,
-    Usage,
+from wakeful.llm.anthropic_messages import ANTHROPIC_FORMAT, MessagesConverter
+from wakeful.llm.base import DeltaCallback, ModelRequest, ModelResponse, ToolCall, Usage
+from wakeful.llm.error_mapping import (
+    EndpointErrors,
+    ErrorDialect,
+    Refusal,
+    SdkErrors,
+    redact_url,
 )
-from wakeful.llm.openai_provider import redact_url
 from wakeful.llm.reasoning import Reasoning
 from wakeful.llm.request_encoding import SessionEncoders
+from wakeful.llm.session_cache import SessionCache
+from wakeful.llm.streaming_call import stream_reply
 
 DEFAULT_BASE_URL = "https://api.anthropic.com"
-_CLOSE_TIMEOUT_S = 2.0
 _MIN_THINKING_BUDGET = 1024  # the API's minimum budget_tokens
 # Anthropic's stop reasons as the loop knows them (OpenAI's finish_reason values).
 _FINISH = {
@@ -52,19 +44,30 @@ _FINISH = {
 _OVERLOADED = frozenset({"overloaded_error", "api_error", "rate_limit_error"})
 
 
-def _transport_errors() -> tuple[type[BaseException], ...]:
-    # SDK 0.x streams over httpx, 2.x over httpx2: a broken stream raises either.
-    errors: list[type[BaseException]] = [httpx.HTTPError]
-    try:
-        import httpx2
-    except ImportError:
-        return tuple(errors)
-    errors.append(httpx2.HTTPError)
-    return tuple(errors)
+def _read_refusal(exc: anthropic.APIStatusError) -> Refusal:
+    message = _error_message(exc)
+    kind = _error_type(exc.body)
+    return Refusal(
+        exc.status_code,
+        message,
+        too_long="prompt is too long" in message.lower(),
+        overloaded=kind in _OVERLOADED,
+        error_type=kind,
+    )
 
 
-_BROKEN = _transport_errors()
-_UNDECODABLE = (UnicodeDecodeError, json.JSONDecodeError, pydantic.ValidationError)
+_ERRORS = ErrorDialect(
+    sdk=SdkErrors.of(anthropic),
+    read_refusal=_read_refusal,
+    reach_hint="Is it reachable? Check [llm] base_url.",
+    overloaded_hint="The API is overloaded or failing; try again later.",
+    too_long=(
+        "the conversation is longer than the context window of [llm] model {model!r}: {message}"
+    ),
+    not_found_hint="Check [llm] model and [llm] base_url.",
+    expected_api="Anthropic's API",
+    names_error_type=True,
+)
 
 
 @dataclass
@@ -192,13 +195,6 @@ class _Accumulator:
         return Reasoning(text, ANTHROPIC_FORMAT, model, tuple(details))
 
 
-async def _hang_up(stream: AsyncStream[RawMessageStreamEvent]) -> None:
-    # Shielded: a cancelled caller must still close the connection, or the
-    # API keeps generating (and billing) for nobody.
-    with anyio.CancelScope(shield=True), anyio.move_on_after(_CLOSE_TIMEOUT_S):
-        await stream.close()
-
-
 class AnthropicProvider:
     """`ModelProvider` on the `anthropic` SDK's `AsyncAnthropic`, always streaming."""
 
@@ -215,11 +211,13 @@ class AnthropicProvider:
     ) -> None:
         self._model = model
         self._safe_url = redact_url(base_url)
-        self._key_source = key_source
-        self._max_retries = max_retries
+        self._errors = EndpointErrors(
+            _ERRORS, url=self._safe_url, model=model, max_retries=max_retries, key_source=key_source
+        )
         self._max_output_tokens = max_output_tokens
         self._thinking_budget = thinking_budget_tokens
         self._encoders = SessionEncoders()
+        self._converters = SessionCache(MessagesConverter)
         self._client = anthropic.AsyncAnthropic(
             api_key=api_key or "no-key-configured",
             base_url=base_url,
@@ -238,31 +236,10 @@ class AnthropicProvider:
     async def complete(
         self, request: ModelRequest, on_delta: DeltaCallback | None = None
     ) -> ModelResponse:
-        started = time.monotonic()
-        accumulator = _Accumulator()
-        try:
-            stream = await self._open(request)
-            try:
-                async for event in stream:
-                    added = accumulator.add(event)
-                    if added and on_delta is not None:
-                        await on_delta(added)
-            finally:
-                await _hang_up(stream)
-        except anthropic.APIError as exc:
-            raise self._translate(exc) from exc
-        except _UNDECODABLE as exc:
-            raise ProviderError(
-                f"the model endpoint {self._safe_url} sent a reply that cannot be decoded "
-                f"({type(exc).__name__}: {str(exc)[:200]}); is [llm] base_url Anthropic's API?"
-            ) from exc
-        except _BROKEN as exc:  # the stream broke after the SDK handed it over
-            raise ModelUnavailable(
-                f"the model endpoint {self._safe_url} broke off its reply: "
-                f"{type(exc).__name__}: {exc}"
-            ) from exc
         model = request.model or self._model
-        return accumulator.response(model, time.monotonic() - started)
+        return await stream_reply(
+            lambda: self._open(request), _Accumulator(), model, on_delta, self._errors
+        )
 
     async def _open(self, request: ModelRequest) -> AsyncStream[RawMessageStreamEvent]:
         # Posted as plain JSON (no per-field SDK transform), as the OpenAI provider does:
@@ -278,7 +255,11 @@ class AnthropicProvider:
     def wire_body(self, request: ModelRequest) -> dict[str, object]:
         """The JSON body posted to /v1/messages for this request."""
         model = request.model or self._model
-        converted = to_messages_body(request.messages, request.tools, model)
+        # A session's turns are converted once, the new tail each call; a
+        # one-off call's all at once.
+        session = request.session
+        converter = self._converters.get(session) if session else MessagesConverter()
+        converted = converter.convert(request.messages, request.tools, model)
         max_tokens = request.max_tokens or self._max_output_tokens
         body: dict[str, object] = {"model": model, "max_tokens": max_tokens, "stream": True}
         if converted.system:
@@ -293,41 +274,6 @@ class AnthropicProvider:
             if budget >= _MIN_THINKING_BUDGET:
                 body["thinking"] = {"type": "enabled", "budget_tokens": budget}
         return body
-
-    def _translate(self, exc: anthropic.APIError) -> ProviderError:
-        url = self._safe_url
-        retries = f"after {self._max_retries} retries" if self._max_retries else "(no retries)"
-        if isinstance(exc, anthropic.APIConnectionError):
-            timed_out = isinstance(exc, anthropic.APITimeoutError)
-            kind = "timed out" if timed_out else "connection failed"
-            return ModelUnavailable(
-                f"cannot reach the model endpoint {url}: {kind} {retries}. "
-                f"Is it reachable? Check [llm] base_url."
-            )
-        if not isinstance(exc, anthropic.APIStatusError):
-            return ModelUnavailable(f"the model endpoint {url} failed mid-stream: {exc.message}")
-        status = exc.status_code
-        kind = _error_type(exc.body)
-        message = _error_message(exc)
-        if status in (401, 403):
-            return ModelKeyRefused(
-                f"the model endpoint {url} refused the API key (HTTP {status}); the key comes "
-                f"from {self._key_source}: check it there (not retried)"
-            )
-        if status == 400 and "prompt is too long" in message.lower():
-            return ContextTooLong(
-                f"the conversation is longer than the context window of [llm] model "
-                f"{self._model!r}: {message}"
-            )
-        if status in (408, 409, 429) or status >= 500 or kind in _OVERLOADED:
-            return ModelUnavailable(
-                f"the model endpoint {url} answered HTTP {status} ({kind or 'error'}) {retries}: "
-                f"{message}. The API is overloaded or failing; try again later."
-            )
-        hint = " Check [llm] model and [llm] base_url." if status == 404 else ""
-        return ProviderError(
-            f"the model endpoint {url} refused the request with HTTP {status}: {message}.{hint}"
-        )
 
     async def aclose(self) -> None:
         await self._client.close()

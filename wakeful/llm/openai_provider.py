@@ -1,54 +1,52 @@
 """A provider for any OpenAI-compatible chat-completions endpoint.
 
-Streams through the official SDK. The response is closed in a shielded
-`finally`, so when the caller cancels mid-stream the server sees the
-disconnect at once and stops generating (SPEC §4 rule 4).
+Streams through the official SDK (wakeful/llm/streaming_call.py: the
+response is closed in a shielded `finally`, so when the caller cancels
+mid-stream the server sees the disconnect at once and stops generating,
+SPEC §4 rule 4). This module keeps what is OpenAI's: the request body, how
+the stream's chunks add up, and how its errors read.
 """
 
 from __future__ import annotations
 
-import json
-import time
 import uuid
 from dataclasses import dataclass, field
-from urllib.parse import urlsplit, urlunsplit
 
-import anyio
-import httpx
 import openai
-import pydantic
 from openai.types.chat import ChatCompletion, ChatCompletionChunk
 from openai.types.chat.chat_completion_chunk import ChoiceDelta
 from openai.types.completion_usage import CompletionUsage
 
-from wakeful.llm.base import (
-    ContextTooLong,
-    DeltaCallback,
-    ModelKeyRefused,
-    ModelRequest,
-    ModelResponse,
-    ModelUnavailable,
-    ProviderError,
-    ToolCall,
-    Usage,
+from wakeful.llm.base import DeltaCallback, ModelRequest, ModelResponse, ToolCall, Usage
+from wakeful.llm.error_mapping import (
+    EndpointErrors,
+    ErrorDialect,
+    Refusal,
+    SdkErrors,
+    redact_url,
 )
 from wakeful.llm.reasoning import ReasoningCollector, ReplayPolicy, wire_messages
 from wakeful.llm.request_encoding import SessionEncoders
+from wakeful.llm.streaming_call import stream_reply
 
 # Local servers (llama.cpp, LM Studio, vLLM, Ollama) need no key, but the SDK
 # refuses to start without one.
 _DUMMY_KEY = "not-needed"
-_CLOSE_TIMEOUT_S = 2.0
-# What a reply that is not UTF-8, not JSON or not the chunk schema raises while streamed.
-UNDECODABLE = (UnicodeDecodeError, json.JSONDecodeError, pydantic.ValidationError)
 
 
-def redact_url(url: str) -> str:
-    """The URL without any user:password part, safe for logs and messages."""
-    parts = urlsplit(url)
-    if "@" not in parts.netloc:
-        return url
-    return urlunsplit(parts._replace(netloc=parts.netloc.rsplit("@", 1)[1]))
+def _read_refusal(exc: openai.APIStatusError) -> Refusal:
+    return Refusal(exc.status_code, exc.message, too_long=_is_context_too_long(exc))
+
+
+_ERRORS = ErrorDialect(
+    sdk=SdkErrors.of(openai),
+    read_refusal=_read_refusal,
+    reach_hint="Is the server at {url} running? Check [llm] base_url.",
+    overloaded_hint="The server is overloaded or failing; check it, or [llm] base_url.",
+    too_long="the model endpoint {url} said the request is too long: {message}",
+    not_found_hint="Check [llm] model and [llm] base_url (usually ending in /v1).",
+    expected_api="an OpenAI-compatible endpoint",
+)
 
 
 @dataclass
@@ -127,13 +125,6 @@ def _usage(usage: CompletionUsage) -> Usage:
     )
 
 
-async def _hang_up(stream: openai.AsyncStream[ChatCompletionChunk]) -> None:
-    # Shielded: a cancelled caller must still close the connection, or the
-    # server keeps generating for nobody.
-    with anyio.CancelScope(shield=True), anyio.move_on_after(_CLOSE_TIMEOUT_S):
-        await stream.close()
-
-
 class OpenAIProvider:
     """`ModelProvider` on the `openai` SDK's `AsyncOpenAI`, always streaming."""
 
@@ -149,10 +140,11 @@ class OpenAIProvider:
         key_source: str = "[llm] api_key_env or [llm] api_key_file",
     ) -> None:
         self._base_url = base_url
-        self._key_source = key_source
         self._safe_url = redact_url(base_url)
         self._model = model
-        self._max_retries = max_retries
+        self._errors = EndpointErrors(
+            _ERRORS, url=self._safe_url, model=model, max_retries=max_retries, key_source=key_source
+        )
         self._replay_reasoning: ReplayPolicy = replay_reasoning
         self._encoders = SessionEncoders()
         self._client = openai.AsyncOpenAI(
@@ -173,28 +165,10 @@ class OpenAIProvider:
     async def complete(
         self, request: ModelRequest, on_delta: DeltaCallback | None = None
     ) -> ModelResponse:
-        started = time.monotonic()
-        accumulator = _Accumulator()
-        try:
-            stream = await self._open(request)
-            try:
-                async for chunk in stream:
-                    added = accumulator.add(chunk)
-                    if added and on_delta is not None:
-                        await on_delta(added)
-            finally:
-                await _hang_up(stream)
-        except openai.APIError as exc:
-            raise self._translate(exc) from exc
-        except UNDECODABLE as exc:
-            raise self._undecodable(exc) from exc
-        except httpx.HTTPError as exc:  # the stream broke after the SDK handed it over
-            raise ModelUnavailable(
-                f"the model endpoint {self._safe_url} broke off its reply: "
-                f"{type(exc).__name__}: {exc}"
-            ) from exc
         model = request.model or self._model
-        return accumulator.response(model, time.monotonic() - started)
+        return await stream_reply(
+            lambda: self._open(request), _Accumulator(), model, on_delta, self._errors
+        )
 
     async def _open(self, request: ModelRequest) -> openai.AsyncStream[ChatCompletionChunk]:
         # `chat.completions.create` walks the whole body through the SDK's
@@ -224,48 +198,6 @@ class OpenAIProvider:
         if request.max_tokens is not None:
             body["max_tokens"] = request.max_tokens
         return body
-
-    def _undecodable(self, exc: Exception) -> ProviderError:
-        # A failed call like any other (counted toward [loop] max_consecutive_failures),
-        # not a crash: the endpoint is broken, the session is not.
-        detail = str(exc)[:200]
-        return ProviderError(
-            f"the model endpoint {self._safe_url} sent a reply that cannot be decoded"
-            f" ({type(exc).__name__}: {detail}); is [llm] base_url an OpenAI-compatible"
-            " endpoint?"
-        )
-
-    def _translate(self, exc: openai.APIError) -> ProviderError:
-        url = self._safe_url
-        retries = f"after {self._max_retries} retries" if self._max_retries else "(no retries)"
-        if isinstance(exc, openai.APIConnectionError):
-            kind = "timed out" if isinstance(exc, openai.APITimeoutError) else "connection failed"
-            return ModelUnavailable(
-                f"cannot reach the model endpoint {url}: {kind} {retries}. "
-                f"Is the server at {url} running? Check [llm] base_url."
-            )
-        if not isinstance(exc, openai.APIStatusError):
-            return ModelUnavailable(f"the model endpoint {url} failed mid-stream: {exc.message}")
-        status = exc.status_code
-        if status in (401, 403):
-            return ModelKeyRefused(
-                f"the model endpoint {url} refused the API key (HTTP {status}); the key comes "
-                f"from {self._key_source}: check it there (not retried)"
-            )
-        if status in (408, 409, 429) or status >= 500:
-            return ModelUnavailable(
-                f"the model endpoint {url} answered HTTP {status} {retries}: {exc.message}. "
-                f"The server is overloaded or failing; check it, or [llm] base_url."
-            )
-        if status == 400 and _is_context_too_long(exc):
-            return ContextTooLong(
-                f"the model endpoint {url} said the request is too long: {exc.message}"
-            )
-        hint = " Check [llm] model and [llm] base_url (usually ending in /v1)."
-        return ProviderError(
-            f"the model endpoint {url} refused the request with HTTP {status}: "
-            f"{exc.message}.{hint if status == 404 else ''}"
-        )
 
     async def aclose(self) -> None:
         await self._client.close()

@@ -24,14 +24,14 @@ bytes.
 from __future__ import annotations
 
 import json
-from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from wakeful.llm.session_cache import MAX_SESSIONS, SessionCache
+
 # The SDKs' own JSON settings (openai/_utils/_json.py, anthropic/_utils/_json.py).
 _ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-MAX_SESSIONS = 32  # encoders kept; an evicted session pays one whole encode, nothing else
 
 
 def dumps(value: Any) -> bytes:
@@ -58,7 +58,7 @@ class _EncodedList:
         self._buffer = bytearray()
 
     def update(self, items: list[Any], stats: EncodeStats) -> None:
-        kept = _shared_prefix(items, self._items)
+        kept = shared_prefix(items, self._items)
         del self._buffer[self._ends[kept - 1] if kept else 0 :]
         del self._items[kept:], self._ends[kept:]
         for item in items[kept:]:
@@ -75,7 +75,7 @@ class _EncodedList:
         parts.append(b"]")
 
 
-def _shared_prefix(items: list[Any], previous: list[Any]) -> int:
+def shared_prefix(items: list[Any], previous: list[Any]) -> int:
     """How many leading items are the same as last time (identical, or equal)."""
     limit = min(len(items), len(previous))
     # The usual cycle keeps all but the last item (the status bar): two C-speed
@@ -133,20 +133,14 @@ class SessionEncoders:
     """A provider's encoders, one per session, the most recently used kept."""
 
     def __init__(self, list_key: str = "messages", max_sessions: int = MAX_SESSIONS) -> None:
-        self._list_key = list_key
-        self._max = max_sessions
-        self._encoders: OrderedDict[str, BodyEncoder] = OrderedDict()
+        self._encoders = SessionCache(lambda: BodyEncoder(list_key), max_sessions)
 
     def encode(self, session: str | None, body: Mapping[str, Any]) -> bytes:
         """The body's bytes; ``session`` None (a one-off call): encoded whole, nothing kept."""
         if session is None:
             return dumps(body)
-        encoder = self._encoders.pop(session, None) or BodyEncoder(self._list_key)
-        self._encoders[session] = encoder
-        while len(self._encoders) > self._max:
-            self._encoders.popitem(last=False)
-        return encoder.encode(body)
+        return self._encoders.get(session).encode(body)
 
     def stats(self, session: str) -> EncodeStats | None:
-        encoder = self._encoders.get(session)
+        encoder = self._encoders.peek(session)
         return encoder.stats if encoder is not None else None
