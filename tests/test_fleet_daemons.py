@@ -75,6 +75,7 @@ def test_three_daemons_share_the_sessions(tmp_path: Path, redis_prefix: str) -> 
         assert overlapping_requests(fleet, time.monotonic()) == []
         check_status_command(fleet.members[1])
         check_cancel_reaches_the_owner(fleet)
+        check_stop_phrase_reaches_the_owner(fleet)
 
 
 def check_status_command(member: Member) -> None:
@@ -110,6 +111,29 @@ def check_cancel_reaches_the_owner(fleet: Fleet) -> None:
     aborted = owner.model.wait_for_abort(streaming.index, timeout_s=10)
     assert aborted.aborted_at is not None
     print(f"cancel via another daemon: POST to stream closed {aborted.aborted_at - started:.3f} s")
+
+
+def check_stop_phrase_reaches_the_owner(fleet: Fleet) -> None:
+    """A plain "stop" (a ``user.input``, no kind saying it is urgent) sent to a daemon
+    that does not own the session: that daemon's router reads the phrase, and the
+    interrupt goes to the owner as for ``user.interrupt``; its model call ends."""
+    owner = owner_of(fleet, "s1")
+    other = next(m for m in fleet.members if m is not owner)
+    before = len(owner.model.requests)
+    owner.model.push(Reply(text="a long answer", hang=True))
+    send(other.url, "s1", "[s1] tell me everything")
+    [*_, streaming] = owner.model.wait_for_requests(before + 1, timeout_s=10)
+    started = time.monotonic()
+    send(other.url, "s1", "[s1] stop")
+    aborted = owner.model.wait_for_abort(streaming.index, timeout_s=10)
+    assert aborted.aborted_at is not None
+    print(
+        f"plain stop via another daemon: POST to stream closed {aborted.aborted_at - started:.3f} s"
+    )
+    # The owner asks the model again with the stop in the batch, from the same daemon.
+    wait_until(lambda: "[s1] stop" in json.dumps(fleet.trajectory("s1")), 10, "the stop stored")
+    [*_, after] = owner.model.wait_for_requests(streaming.index + 2, timeout_s=10)
+    assert "[s1] stop" in json.dumps(after.body["messages"])
 
 
 def signed_by(name: str) -> Callable[[dict[str, Any]], Reply]:

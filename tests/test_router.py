@@ -35,7 +35,7 @@ def event(
     )
 
 
-def decide(ev: Event, *, busy: bool = True) -> Decision:
+def decide(ev: Event, *, busy: bool | None = True) -> Decision:
     decision = Router().decide_fast(ev, busy=busy)
     assert decision is not None
     return decision
@@ -175,6 +175,33 @@ def test_ordinary_message_with_classifier_is_left_to_it() -> None:
             raise AssertionError("not called by decide_fast")
 
     assert Router(Never()).decide_fast(user_message("use Beijing data"), busy=True) is None
+
+
+# --- another daemon of the fleet runs the session (busy unknown) ----------------
+
+
+@pytest.mark.parametrize(
+    ("text", "stop_tools"), [("stop", True), ("Stopp!", True), ("wait, I was wrong", False)]
+)
+def test_stop_phrase_for_another_daemons_session_cancels(text: str, stop_tools: bool) -> None:
+    """Where the event is accepted is where it is routed: a stop or wait phrase cancels
+    even though this daemon cannot see whether the owner's loop is busy."""
+    decision = decide(user_message(text), busy=None)
+    assert decision.strategy is Strategy.CANCEL
+    assert decision.stop_tools is stop_tools
+
+
+@pytest.mark.parametrize("text", ["what time is it?", "use Beijing data", "don't stop"])
+def test_other_messages_for_another_daemons_session_queue(text: str) -> None:
+    """No parallel answer and no classifier call on a guess of the owner's state: queued,
+    as for an idle session (the owner's next safe point takes it)."""
+
+    class Never:
+        async def classify(self, ev: Event) -> Decision:
+            raise AssertionError("not asked for another daemon's session")
+
+    decision = Router(Never()).decide_fast(user_message(text), busy=None)
+    assert decision is not None and decision.strategy is Strategy.QUEUE
 
 
 # --- the model classifier -------------------------------------------------------

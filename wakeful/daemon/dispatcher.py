@@ -40,8 +40,9 @@ from wakeful.events import Event
 
 log = structlog.get_logger(__name__)
 
-# Fleet: pass an interrupt (cause, stop_tools) to the daemon that owns the session.
-TellOwner = Callable[[str, str, bool], Awaitable[None]]
+# Fleet: pass an interrupt (session, cause, stop_tools, the event that asks for it) to
+# the daemon that owns the session.
+TellOwner = Callable[[str, str, bool, str], Awaitable[None]]
 
 # How long a failed step waits before it tries again to put its event back.
 REQUEUE_BACKOFF_S = (0.5, 30.0)
@@ -103,7 +104,7 @@ class Dispatcher:
         if self.stopping and not internal:
             raise DaemonUnavailable("the daemon is stopping; retry shortly", retry_after_s=5)
         loop = self.sessions.get(event.session)
-        decision = self._router.decide_fast(event, busy=loop.busy)
+        decision = self._router.decide_fast(event, busy=self._busy(event.session, loop))
         status = EventStatus.ROUTING if decision is None else STATUS_FOR[decision.strategy]
         try:
             result = await self._store.append(
@@ -130,11 +131,20 @@ class Dispatcher:
         return SubmitResult(event.id, duplicate=False)
 
     async def _classify_then_act(self, loop: SessionLoop, stored: StoredEvent) -> None:
-        decision = await self._router.decide(stored.event, busy=loop.busy)
+        decision = await self._router.decide(
+            stored.event, busy=self._busy(stored.event.session, loop)
+        )
         await self._store.set_route(
             stored.event.id, STATUS_FOR[decision.strategy], decision.strategy, decision.reason
         )
         self._act(stored, decision, loop)
+
+    def _busy(self, session: str, loop: SessionLoop) -> bool | None:
+        """Whether the session's loop is busy; None in a fleet when another daemon runs
+        it (this daemon's loop object for it never runs, so it is never busy)."""
+        if self.tell_owner is None or self.sessions.owns(session):
+            return loop.busy
+        return None
 
     def _act(self, stored: StoredEvent, decision: Decision, loop: SessionLoop) -> None:
         event = stored.event
@@ -169,7 +179,7 @@ class Dispatcher:
             if self.tell_owner is None or self.sessions.owns(event.session):
                 loop.interrupt(cause, stop_tools=decision.stop_tools)
             else:  # fleet: the session's loop runs on another daemon
-                tell = self._tell_owner(event.session, cause, decision.stop_tools)
+                tell = self._tell_owner(event.session, cause, decision.stop_tools, event.id)
                 self._group.start_soon(tell, name=f"cancel {event.id}")
         elif decision.strategy is Strategy.PARALLEL:
             answer = self._guarded("parallel", stored, loop, answer_in_parallel)
@@ -178,7 +188,7 @@ class Dispatcher:
             loop.notify(event.id)
 
     def _tell_owner(
-        self, session: str, cause: str, stop_tools: bool
+        self, session: str, cause: str, stop_tools: bool, event_id: str
     ) -> Callable[[], Coroutine[Any, Any, None]]:
         """The interrupt, sent to the daemon that owns the session; cannot raise: the
         event is stored either way and its owner takes it at the next safe point."""
@@ -187,7 +197,7 @@ class Dispatcher:
 
         async def send() -> None:
             try:
-                await tell(session, cause, stop_tools)
+                await tell(session, cause, stop_tools, event_id)
             except Exception as exc:
                 metrics.BACKGROUND_FAILURES.inc(step="cancel")
                 log.warning("could not pass the interrupt to the session's owner", error=str(exc))

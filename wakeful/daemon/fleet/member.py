@@ -28,6 +28,7 @@ from anyio.abc import TaskStatus
 from redis.exceptions import RedisError, ResponseError
 
 from wakeful.daemon import metrics
+from wakeful.daemon.loop.session_loop import SessionLoop
 from wakeful.daemon.sessions import Sessions
 from wakeful.daemon.store.base import StoreUnavailable
 from wakeful.daemon.store.redis_fleet import Control, RedisFleet, Routed
@@ -111,15 +112,15 @@ class FleetMember:
         loop = self.sessions.get(control.session)
         if control.op == "cancel":
             cause = control.cause or "an urgent event arrived"
-            loop.interrupt(cause, stop_tools=control.stop_tools)
+            _interrupt(loop, cause, control.stop_tools, control.event)
         else:
             loop.notify()
 
-    async def tell_owner(self, session: str, cause: str, stop_tools: bool) -> None:
+    async def tell_owner(self, session: str, cause: str, stop_tools: bool, event_id: str) -> None:
         """The dispatcher's interrupt for a session this daemon does not own."""
-        owner = await self.fleet.tell_owner(session, "cancel", cause, stop_tools)
+        owner = await self.fleet.tell_owner(session, "cancel", cause, stop_tools, event_id)
         if owner == self.fleet.me and self.sessions.owns(session):
-            self.sessions.get(session).interrupt(cause, stop_tools=stop_tools)
+            _interrupt(self.sessions.get(session), cause, stop_tools, event_id)
 
     # -- heartbeat ------------------------------------------------------------------
 
@@ -171,3 +172,15 @@ class FleetMember:
 
     async def status(self) -> dict[str, Any]:
         return await self.fleet.status()
+
+
+def _interrupt(loop: SessionLoop, cause: str, stop_tools: bool, event_id: str) -> None:
+    """A cancel another daemon decided, for a loop of this one. The event and its cancel
+    travel apart (the event stream, this daemon's control stream), so the loop may have
+    taken the event at its latest safe point already: the model is being asked with it,
+    and an interrupt now would cut short the answer to the "stop" itself. An idle loop
+    needs no check: its next safe point, which the interrupt brings, clears it."""
+    if event_id and loop.queued.just_took(event_id):
+        log.info("cancel came after its event was taken; nothing to interrupt", event=event_id)
+        return
+    loop.interrupt(cause, stop_tools=stop_tools)

@@ -47,6 +47,10 @@ class QueuedEvents:
             self._waiting.discard(event_id)
             self._just_taken.add(event_id)
 
+    def just_took(self, event_id: str) -> bool:
+        """The latest safe point took this event (a cancel arriving late is moot)."""
+        return event_id in self._just_taken
+
     def queued(self, event_id: str) -> None:
         """The dispatcher put this event in the queue (or back into it)."""
         if event_id in self._just_taken:

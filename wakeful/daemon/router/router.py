@@ -2,6 +2,13 @@
 
 Queue is the default. Interrupting tempts the model to trust placeholders,
 so only kinds that mean "now" and messages that clearly say stop cancel.
+
+In a fleet the daemon that accepts an event decides, and it may not be the one
+running the session's loop: ``busy=None`` says so (whether the loop is busy is not
+known here). A stop or wait phrase still cancels — the owner is told, and an
+interrupt finds nothing to cut short when its loop is idle (see
+:meth:`FleetMember._interrupt`) — and anything else is queued as for an idle
+session: a parallel answer or the classifier's call would be guesses.
 """
 
 from __future__ import annotations
@@ -18,8 +25,9 @@ class Router:
     def __init__(self, classifier: Classifier | None = None) -> None:
         self._classifier = classifier
 
-    def decide_fast(self, event: Event, *, busy: bool) -> Decision | None:
-        """A decision from rules alone, or None when only the classifier can tell."""
+    def decide_fast(self, event: Event, *, busy: bool | None) -> Decision | None:
+        """A decision from rules alone, or None when only the classifier can tell.
+        ``busy=None``: the session's loop runs on another daemon of the fleet."""
         if event.kind in URGENT_KINDS:
             stop = event.kind == "user.interrupt" and not is_hold_request(event.content.text)
             return Decision.cancel(f"{event.kind} is urgent by kind", stop_tools=stop)
@@ -27,11 +35,15 @@ class Router:
             return Decision.cancel("marked urgent by its source", stop_tools=False)
         if event.kind != "user.input":
             return Decision.queue(f"{event.kind} is routine: handled at the next safe point")
+        if busy is None:
+            return self._by_stop_phrase(event.content.text) or Decision.queue(
+                "the session runs on another daemon: queued for it"
+            )
         if not busy:
             return Decision.queue("the session is idle: it runs now")
         return self._by_phrase(event.content.text)
 
-    async def decide(self, event: Event, *, busy: bool) -> Decision:
+    async def decide(self, event: Event, *, busy: bool | None) -> Decision:
         fast = self.decide_fast(event, busy=busy)
         if fast is not None:
             return fast
@@ -39,11 +51,17 @@ class Router:
             return Decision.queue("no classifier configured: user input is queued")
         return await self._classifier.classify(event)
 
-    def _by_phrase(self, text: str) -> Decision | None:
+    def _by_stop_phrase(self, text: str) -> Decision | None:
         if is_stop_request(text):
             return Decision.cancel("the message asks to stop", stop_tools=True)
         if is_hold_request(text):
             return Decision.cancel("the message asks to wait or corrects", stop_tools=False)
+        return None
+
+    def _by_phrase(self, text: str) -> Decision | None:
+        stop = self._by_stop_phrase(text)
+        if stop is not None:
+            return stop
         if is_quick_question(text):
             return Decision.parallel("a quick independent question")
         if self._classifier is None:

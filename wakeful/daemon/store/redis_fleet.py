@@ -65,6 +65,7 @@ class Control:
     session: str
     cause: str
     stop_tools: bool
+    event: str = ""  # cancel: the event that asked for it ('' if not known)
 
 
 @dataclass(frozen=True)
@@ -182,10 +183,12 @@ class RedisFleet:
         self.tokens.clear()
         return int(await self._script("FLEET_HAND_OVER", [self.me]))
 
-    async def tell_owner(self, session: str, op: str, cause: str, stop_tools: bool) -> str | None:
+    async def tell_owner(
+        self, session: str, op: str, cause: str, stop_tools: bool, event_id: str = ""
+    ) -> str | None:
         """A control message to the session's owner; the owner, or None if it has none."""
         owner = await self._script(
-            "FLEET_TELL_OWNER", [session, op, cause, "1" if stop_tools else ""]
+            "FLEET_TELL_OWNER", [session, op, cause, "1" if stop_tools else "", event_id]
         )
         return str(owner) if owner else None
 
@@ -211,4 +214,5 @@ def _control(fields: dict[str, str]) -> Control:
         session=fields.get("session", ""),
         cause=fields.get("cause", ""),
         stop_tools=bool(fields.get("stop_tools")),
+        event=fields.get("event", ""),
     )

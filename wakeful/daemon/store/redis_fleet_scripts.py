@@ -247,13 +247,14 @@ redis.call('HDEL', p .. 'fleet:daemons', me)
 return moved
 """
 
-# ARGV: prefix, session, op, cause, stop_tools -> the owner told, or false if none.
+# ARGV: prefix, session, op, cause, stop_tools[, the event asking] -> the owner told, or
+# false if none.
 TELL_OWNER = """
 local p = ARGV[1]
 local owner = redis.call('GET', p .. 'owner:' .. ARGV[2])
 if not owner then return false end
 redis.call('XADD', p .. 'ctl:' .. owner, 'MAXLEN', '~', 10000, '*', 'op', ARGV[3],
-           'session', ARGV[2], 'cause', ARGV[4], 'stop_tools', ARGV[5])
+           'session', ARGV[2], 'cause', ARGV[4], 'stop_tools', ARGV[5], 'event', ARGV[6] or '')
 return owner
 """
 
