@@ -94,3 +94,24 @@ async def test_raw_when_nothing_fits_says_why(
     err = capsys.readouterr().err
     assert "no request can be built" in err and "cannot fit" in err, err
     assert "internal error" not in err
+
+
+async def test_context_reset_as_the_readme_spells_it(
+    tmp_path: Path,
+    model_server: FakeModelServer,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """`wakeful context reset SESSION` (README): says what it did; an unknown session is
+    one line naming it, not a traceback."""
+    model_server.push(Reply(text="ok"))
+    settings = daemon_settings(tmp_path / "data", model_server.base_url)
+    async with harness(settings) as h, watch_feed(h) as feed:
+        await h.send("hello")
+        await feed.wait_for(lambda i: i.get("type") == "run" and i.get("state") == "idle")
+        capsys.readouterr()
+        assert await _cli(h.running.url, monkeypatch, "context", "reset", "main") == 0
+        assert capsys.readouterr().out.strip() == "session main had no failed compactions"
+        assert await _cli(h.running.url, monkeypatch, "context", "reset", "nobody") == 1
+    err = capsys.readouterr().err
+    assert "nobody" in err and "Traceback" not in err, err
