@@ -173,7 +173,7 @@ return lost
 """
 
 # ARGV: prefix, me, ttl_ms -> {session, token} flat: orphans this daemon took. An orphan is
-# a session once owned whose lease lapsed (its daemon died, or handed it over); each live
+# a session once owned whose lease lapsed (its daemon died, handed it over or gave it up); each live
 # daemon takes them up to its fair share, so the sessions spread. Dead daemons' registry
 # rows, control streams and (empty) consumers are removed on the way.
 ADOPT = (
