@@ -189,7 +189,9 @@ class RedisFleet:
         another live daemon holds at least two fewer. Both conditions keep sessions from
         bouncing: the one that takes it stays within its share (so it never gives back),
         and a one-session difference (3/2 over 5) is left as it is."""
-        mine, fair, fewest = (int(v) for v in await self._script("FLEET_SHARE", [self.me]))
+        mine, fair, fewest = (
+            int(v) for v in await self._script("FLEET_SHARE", [self.me, len(self.tokens)])
+        )
         return mine > fair and 0 <= fewest <= mine - 2
 
     async def give_up(self, session: str) -> int:

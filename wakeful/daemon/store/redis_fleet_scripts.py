@@ -247,10 +247,12 @@ redis.call('HDEL', p .. 'fleet:daemons', me)
 return moved
 """
 
-# ARGV: prefix, me -> {mine, fair, fewest}: the sessions this daemon owns, its fair share
-# (every session ever owned over the live daemons, rounded up, as ADOPT counts it) and the
-# fewest any other live daemon owns (-1 if none is live). Reads only: the daemon decides
-# whether to give one up (see RedisFleet.over_share), since only it knows which is idle.
+# ARGV: prefix, me, mine -> {mine, fair, fewest}: the sessions this daemon owns (its own
+# count of its tokens: a session whose give-up failed half way stays in its owned set),
+# its fair share (every session ever owned over the live daemons, rounded up, as ADOPT
+# counts it) and the fewest any other live daemon owns (-1 if none is live). Reads only:
+# the daemon decides whether to give one up (RedisFleet.over_share), since only it
+# knows which of its sessions is idle.
 SHARE = """
 local p, me = ARGV[1], ARGV[2]
 local live, fewest = 1, -1
@@ -261,7 +263,7 @@ for _, daemon in ipairs(redis.call('HKEYS', p .. 'fleet:daemons')) do
     if fewest < 0 or owned < fewest then fewest = owned end
   end
 end
-local mine = redis.call('SCARD', p .. 'fleet:owned:' .. me)
+local mine = tonumber(ARGV[3])
 return {mine, math.ceil(redis.call('HLEN', p .. 'fleet:claimed') / live), fewest}
 """
 
