@@ -164,7 +164,13 @@ class FleetMember:
             return  # every session is busy or owed something: the next heartbeat tries
         session = min(resting)
         self.fleet.let_go(session)
-        await self.sessions.hand_off(session)
+        with anyio.move_on_after(self.heartbeat_s) as waiting:  # leases last 3 beats
+            await self.sessions.hand_off(session)  # a resting loop ends at once
+        if waiting.cancel_called:
+            # Its lease is not renewed any more and lapses (then another daemon adopts
+            # it): the heartbeat must not stall, or every other lease would lapse too.
+            log.warning("a session's loop did not end; its lease lapses", session=session)
+            return
         moved = await self.fleet.give_up(session)
         log.info("gave a session up to even the fleet out", session=session, entries=moved)
 
