@@ -270,8 +270,38 @@ def test_rolling_restart_hands_sessions_over(tmp_path: Path, redis_prefix: str) 
                 member.process.wait_for_log("handed the sessions over", timeout_s=5)
                 member.restart()
             time.sleep(1)
+        after_restart = owners_by_daemon(fleet)
         # The leases are 30 s: what was answered within less came by the hand-over.
         check_exactly_once(fleet, load.accepted, timeout_s=20)
+        check_sessions_even_out(fleet, after_restart, sessions=6)
+
+
+def owners_by_daemon(fleet: Fleet) -> dict[str, frozenset[str]]:
+    daemons = fleet.status()["fleet"]["daemons"]
+    return {name: frozenset(row["sessions"]) for name, row in daemons.items() if row["alive"]}
+
+
+def check_sessions_even_out(
+    fleet: Fleet, after_restart: dict[str, frozenset[str]], sessions: int
+) -> None:
+    """The daemon restarted first took most sessions (the others were stopping in turn);
+    the owners above their share give resting ones up, one per heartbeat, and then the
+    sessions stay where they are."""
+    share = sessions // len(fleet.members)
+    started = time.monotonic()
+
+    def even() -> bool:
+        owned = owners_by_daemon(fleet)
+        return len(owned) == len(fleet.members) and {len(s) for s in owned.values()} == {share}
+
+    wait_until(even, 20, f"{share} sessions on each daemon")
+    spread = sorted(len(s) for s in after_restart.values())
+    waited = time.monotonic() - started
+    print(f"sessions per daemon after the restart {spread}; {share} each {waited:.1f} s later")
+    settled = owners_by_daemon(fleet)
+    time.sleep(3)  # three heartbeats: a session that bounced would show here
+    assert owners_by_daemon(fleet) == settled
+    assert overlapping_requests(fleet, time.monotonic()) == []
 
 
 @pytest.mark.slow

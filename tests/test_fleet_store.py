@@ -208,6 +208,67 @@ async def test_orphaned_sessions_spread_over_the_live_daemons(
         await c.aclose()
 
 
+async def beat_giving_up_idle_sessions(fleet: RedisFleet) -> None:
+    """One heartbeat as the member runs it, every session idle (the member picks one whose
+    loop is at rest and ends that loop before giving the session up)."""
+    await fleet.renew()
+    await fleet.adopt()
+    if await fleet.over_share():
+        await fleet.give_up(sorted(fleet.tokens)[0])
+
+
+async def test_a_joining_daemon_gets_its_share_of_a_live_owners_sessions(
+    redis_prefix: str,
+) -> None:
+    a = await RedisStore(REDIS_URL, prefix=redis_prefix, fleet=FAST).open()
+    b = await RedisStore(REDIS_URL, prefix=redis_prefix, fleet=FAST).open()
+    try:
+        await fleet_of(a).join()
+        for i in range(4):
+            await a.append(user_message("hi", session=f"s{i}", event_id=f"e{i}"))
+        await read(a)
+        for i in range(4):
+            await a.consume(f"s{i}", [f"e{i}"], [msg("hi")])
+        assert len(fleet_of(a).tokens) == 4  # the one live daemon owns everything
+        await fleet_of(b).join()
+        owned: list[tuple[int, int]] = []
+        for _ in range(8):
+            await beat_giving_up_idle_sessions(fleet_of(a))
+            await beat_giving_up_idle_sessions(fleet_of(b))
+            owned.append((len(fleet_of(a).tokens), len(fleet_of(b).tokens)))
+        # One session per heartbeat, then it stays: no session bounces back.
+        assert owned[:2] == [(3, 1), (2, 2)]
+        assert set(owned[2:]) == {(2, 2)}
+        moved = set(fleet_of(b).tokens)
+        assert not moved & set(fleet_of(a).tokens)
+        assert {fleet_of(b).tokens[s] for s in moved} == {"2"}  # one new owner each
+        for session in moved:  # the new owner writes; the old one is refused
+            await b.append_messages(session, [msg("from b")])
+            with pytest.raises(SessionLeaseLost):
+                await a.append_messages(session, [msg("from a")])
+    finally:
+        await a.aclose()
+        await b.aclose()
+
+
+async def test_giving_a_session_up_puts_its_held_entries_back(
+    pair: tuple[RedisStore, RedisStore],
+) -> None:
+    a, b = pair
+    await a.append(user_message("hi", session="s1", event_id="e1"))
+    await a.append(user_message("other", session="s2", event_id="e2"))
+    await read(a)  # a holds both entries, neither consumed
+    assert await fleet_of(a).give_up("s1") == 1  # only s1's entry moved
+    assert set(fleet_of(a).tokens) == {"s2"}
+    [routed] = await read(b)  # at once, not after the lease lapsed
+    assert (routed.session, routed.outcome, routed.detail) == ("s1", "taken", "2")
+    await b.consume("s1", ["e1"], [msg("hi")])
+    await a.consume("s2", ["e2"], [msg("other")])  # what a kept is untouched
+    r = raw()
+    assert r.xpending(f"{a.prefix}events", "fleet")["pending"] == 0
+    r.close()
+
+
 async def test_a_fleet_and_a_single_daemon_do_not_share_a_prefix(redis_prefix: str) -> None:
     fleet = await RedisStore(REDIS_URL, prefix=redis_prefix, fleet=FAST).open()
     try:

@@ -12,7 +12,8 @@ In a fleet (``owned_only``) a loop runs only for the sessions this daemon owns:
 :meth:`Sessions.get` still gives a loop object (the dispatcher reads whether it
 is busy), but only :meth:`Sessions.adopt` (the fleet member, once it holds the
 session's lease) starts it, and :meth:`Sessions.release` or a refused write
-(the lease was lost) ends it. Each started loop runs in a cancel scope of its own.
+(the lease was lost) ends it, and :meth:`Sessions.hand_off` ends an idle one the
+fleet gives to another daemon. Each started loop runs in a cancel scope of its own.
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ class Sessions:
         self.owned_only = owned_only
         self._loops: dict[str, SessionLoop] = {}
         self._running: dict[str, anyio.CancelScope] = {}
+        self._ended: dict[str, anyio.Event] = {}  # set once the loop's task has returned
         self.supervisors: dict[str, SessionSupervisor] = {}
         self._closed: dict[str, str] = {}  # session → why it was closed
         self.on_let_go: Callable[[str], None] = lambda session: None  # the fleet forgets it
@@ -82,12 +84,36 @@ class Sessions:
             self._loops.pop(session, None)
             self.supervisors.pop(session, None)
 
+    def resting(self) -> list[str]:
+        """The sessions running here whose loop is at rest (see SessionLoop.at_rest)."""
+        return [session for session in self._running if self._loops[session].at_rest]
+
+    async def hand_off(self, session: str) -> None:
+        """End a resting session's loop here; returns once its task has returned (the
+        fleet gives the session to another daemon next). The caller took ``session``
+        from :meth:`resting` with no pause since, so no run started after that check."""
+        ended = self._ended.get(session)
+        self.release(session)
+        if ended is not None:
+            await ended.wait()
+
     def _start(self, loop: SessionLoop) -> None:
         supervisor = self.supervisors[loop.session] = self._supervise(loop)
         scope = self._running[loop.session] = anyio.CancelScope()
-        self._group.start_soon(self._run, supervisor, scope, name=f"session {loop.session}")
+        ended = self._ended[loop.session] = anyio.Event()
+        self._group.start_soon(self._run, supervisor, scope, ended, name=f"session {loop.session}")
 
-    async def _run(self, supervisor: SessionSupervisor, scope: anyio.CancelScope) -> None:
+    async def _run(
+        self, supervisor: SessionSupervisor, scope: anyio.CancelScope, ended: anyio.Event
+    ) -> None:
+        try:
+            await self._supervised(supervisor, scope)
+        finally:
+            ended.set()
+            if self._ended.get(supervisor.loop.session) is ended:
+                del self._ended[supervisor.loop.session]
+
+    async def _supervised(self, supervisor: SessionSupervisor, scope: anyio.CancelScope) -> None:
         session = supervisor.loop.session
         with scope:
             try:

@@ -9,8 +9,10 @@ Two tasks, both owned by :meth:`FleetMember.run`:
   A control message wakes or interrupts (``cancel``) a loop of this daemon.
 - the heartbeat renews the registration and the leases (a lease found lost ends its
   loop here: the session is another daemon's now), adopts orphaned sessions up to a
-  fair share (so a dead daemon's sessions move within the lease time), claims what
-  dead daemons left pending, and trims the stream below its oldest unacknowledged entry.
+  fair share (so a dead daemon's sessions move within the lease time), gives one
+  resting session up when it holds more than its share (so a daemon that joins gets
+  some of a live owner's), claims what dead daemons left pending, and trims the
+  stream below its oldest unacknowledged entry.
 
 Stopping (SIGTERM): :meth:`begin_stop` stops taking sessions while the loops reach
 their safe points; :meth:`hand_over`, once none runs, ends the leases and puts the
@@ -146,9 +148,31 @@ class FleetMember:
         for session in await self.fleet.adopt():
             log.info("adopted an orphaned session", session=session)
             self.sessions.adopt(session)
+        if await self.fleet.over_share():
+            await self._give_one_up()
         self._apply(await self.fleet.claim_stale())
         if beats % TRIM_EVERY == 0:
             await self.fleet.trim()
+
+    async def _give_one_up(self) -> None:
+        """One resting session goes to a daemon below its share (it adopts the orphan).
+        The order keeps two daemons from ever running it at once: its token goes first
+        (no write of this daemon passes the fence, the reader no longer wakes it), then
+        its loop ends here, and only then does its lease end in Redis."""
+        resting = self.sessions.resting()
+        if not resting:
+            return  # every session is busy or owed something: the next heartbeat tries
+        session = min(resting)
+        self.fleet.let_go(session)
+        with anyio.move_on_after(self.heartbeat_s) as waiting:  # leases last 3 beats
+            await self.sessions.hand_off(session)  # a resting loop ends at once
+        if waiting.cancel_called:
+            # Its lease is not renewed any more and lapses (then another daemon adopts
+            # it): the heartbeat must not stall, or every other lease would lapse too.
+            log.warning("a session's loop did not end; its lease lapses", session=session)
+            return
+        moved = await self.fleet.give_up(session)
+        log.info("gave a session up to even the fleet out", session=session, entries=moved)
 
     # -- stopping -------------------------------------------------------------------
 

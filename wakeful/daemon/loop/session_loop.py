@@ -75,6 +75,7 @@ class SessionLoop:
         self.busy = False
         self.waiting_for_model_config = False
         self._wakeup = anyio.Event()
+        self._asleep = False  # waiting for a wake-up (after the start's repair and replies)
         self.queued = QueuedEvents()  # the status bar's count, kept without store reads
         self._interrupt: Interrupt | None = None
         self._step_scope: anyio.CancelScope | None = None
@@ -114,6 +115,19 @@ class SessionLoop:
         self._wakeup.set()
         metrics.INTERRUPTS.inc(session=self.session)
 
+    @property
+    def at_rest(self) -> bool:
+        """Idle with nothing owed: asleep between runs (not starting up, not running), no
+        wake-up or event waiting, no task running (a shell command's process belongs to
+        this daemon). A fleet gives only such a session to another daemon."""
+        return (
+            self._asleep
+            and not self.busy
+            and not self._wakeup.is_set()
+            and len(self.queued) == 0
+            and not self.all_tasks.running()
+        )
+
     # -- stopping the daemon --------------------------------------------------------
 
     async def drain(self) -> None:
@@ -151,7 +165,11 @@ class SessionLoop:
                 await send_owed_reply(self.session, messages, self.deps.outbox)
             self._wakeup.set()  # events or a reply may be owed from before a restart
             while True:
-                await self._wakeup.wait()
+                self._asleep = True
+                try:
+                    await self._wakeup.wait()
+                finally:
+                    self._asleep = False
                 self._wakeup = anyio.Event()
                 if self.closed is not None:
                     await self._record_unhandled(self.closed)

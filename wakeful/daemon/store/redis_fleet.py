@@ -3,8 +3,9 @@
 :class:`RedisFleet` is what one daemon of the fleet asks Redis: join, read the
 events stream and its control stream (XREADGROUP BLOCK), route what it read
 (own it, take it, or move it to its owner), renew its leases, adopt orphaned
-sessions, claim what dead daemons held, hand over at a stop. Every step is one
-script of :mod:`~wakeful.daemon.store.redis_fleet_scripts`. It also holds the
+sessions, give one up when it holds more than its share, claim what dead daemons
+held, hand over at a stop. Every step is one script of
+:mod:`~wakeful.daemon.store.redis_fleet_scripts`. It also holds the
 fencing tokens of the sessions this daemon owns, which the store puts on every
 trajectory write (:meth:`RedisStore.consume`): the one place the check happens
 is the write's script.
@@ -182,6 +183,22 @@ class RedisFleet:
         """End this daemon's leases and put what it holds back in the stream; entries moved."""
         self.tokens.clear()
         return int(await self._script("FLEET_HAND_OVER", [self.me]))
+
+    async def over_share(self) -> bool:
+        """This daemon should give one session up: it holds more than its fair share and
+        another live daemon holds at least two fewer. Both conditions keep sessions from
+        bouncing: the one that takes it stays within its share (so it never gives back),
+        and a one-session difference (3/2 over 5) is left as it is."""
+        mine, fair, fewest = (
+            int(v) for v in await self._script("FLEET_SHARE", [self.me, len(self.tokens)])
+        )
+        return mine > fair and 0 <= fewest <= mine - 2
+
+    async def give_up(self, session: str) -> int:
+        """End this daemon's lease on one session (its loop already ended here) and put
+        the entries it held for it back in the stream; the entries moved."""
+        self.tokens.pop(session, None)
+        return int(await self._script("FLEET_GIVE_UP", [self.me, session]))
 
     async def tell_owner(
         self, session: str, op: str, cause: str, stop_tools: bool, event_id: str = ""

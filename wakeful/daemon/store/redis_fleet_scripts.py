@@ -173,7 +173,7 @@ return lost
 """
 
 # ARGV: prefix, me, ttl_ms -> {session, token} flat: orphans this daemon took. An orphan is
-# a session once owned whose lease lapsed (its daemon died, or handed it over); each live
+# a session once owned whose lease lapsed (its daemon died, handed it over or gave it up); each live
 # daemon takes them up to its fair share, so the sessions spread. Dead daemons' registry
 # rows, control streams and (empty) consumers are removed on the way.
 ADOPT = (
@@ -244,6 +244,62 @@ end
 redis.call('XGROUP', 'DELCONSUMER', key, 'fleet', me)
 redis.call('DEL', p .. 'fleet:alive:' .. me, p .. 'ctl:' .. me)
 redis.call('HDEL', p .. 'fleet:daemons', me)
+return moved
+"""
+
+# ARGV: prefix, me, mine -> {mine, fair, fewest}: the sessions this daemon owns (its own
+# count of its tokens: a session whose give-up failed half way stays in its owned set),
+# its fair share (every session ever owned over the live daemons, rounded up, as ADOPT
+# counts it) and the fewest any other live daemon owns (-1 if none is live). Reads only:
+# the daemon decides whether to give one up (RedisFleet.over_share), since only it
+# knows which of its sessions is idle.
+SHARE = """
+local p, me = ARGV[1], ARGV[2]
+local live, fewest = 1, -1
+for _, daemon in ipairs(redis.call('HKEYS', p .. 'fleet:daemons')) do
+  if daemon ~= me and redis.call('EXISTS', p .. 'fleet:alive:' .. daemon) == 1 then
+    live = live + 1
+    local owned = redis.call('SCARD', p .. 'fleet:owned:' .. daemon)
+    if fewest < 0 or owned < fewest then fewest = owned end
+  end
+end
+local mine = tonumber(ARGV[3])
+return {mine, math.ceil(redis.call('HLEN', p .. 'fleet:claimed') / live), fewest}
+"""
+
+# ARGV: prefix, me, session -> how many entries were put back. HAND_OVER for one session
+# (the daemon holds more than its share and the session is idle): its lease ends if it is
+# still this daemon's, and the entries of that session it holds go back into the stream as
+# new ones; nothing else changes (no fencing token is bumped: the next owner's take does
+# it). A daemon below its share adopts the orphan (ADOPT).
+GIVE_UP = """
+local p, me, session = ARGV[1], ARGV[2], ARGV[3]
+local key = p .. 'events'
+if redis.call('GET', p .. 'owner:' .. session) == me then
+  redis.call('DEL', p .. 'owner:' .. session)
+end
+redis.call('SREM', p .. 'fleet:owned:' .. me, session)
+local moved = 0
+for _, row in ipairs(redis.call('XPENDING', key, 'fleet', '-', '+', 10000, me)) do
+  local entry = row[1]
+  local found = redis.call('XRANGE', key, entry, entry)[1]
+  local id, of
+  if found then
+    local fields = found[2]
+    for i = 1, #fields, 2 do
+      if fields[i] == 'id' then id = fields[i + 1] end
+      if fields[i] == 'session' then of = fields[i + 1] end
+    end
+  end
+  if of == session then
+    redis.call('XACK', key, 'fleet', entry)
+    if id and redis.call('HGET', p .. 'ev:' .. id, 'entry') == entry then
+      local new = redis.call('XADD', key, '*', 'id', id, 'session', session)
+      redis.call('HSET', p .. 'ev:' .. id, 'entry', new)
+      moved = moved + 1
+    end
+  end
+end
 return moved
 """
 
@@ -325,6 +381,8 @@ SCRIPTS = {
     "FLEET_RENEW": RENEW,
     "FLEET_ADOPT": ADOPT,
     "FLEET_HAND_OVER": HAND_OVER,
+    "FLEET_SHARE": SHARE,
+    "FLEET_GIVE_UP": GIVE_UP,
     "FLEET_TELL_OWNER": TELL_OWNER,
     "FLEET_TRIM": TRIM,
     "FLEET_STATUS": STATUS,
