@@ -1,4 +1,5 @@
-"""Mailbox subscriptions in a fleet: one daemon watches each, the others stand by.
+"""Mailbox and http_check subscriptions in a fleet: one daemon watches each, the others
+stand by.
 
 Two daemons' lease holders on one Redis prefix (the real Redis), each asked to
 watch the same subscription: only one runs the watch; when it stops, the other
@@ -8,14 +9,29 @@ takes over within the lease's TTL; another subscription is leased on its own.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from typing import Any
 
 import anyio
 import pytest
 from redis.asyncio import Redis
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import PlainTextResponse, Response
+from starlette.routing import Route
 
+from tests.fakes.loopback_http import LoopbackHttpServer
 from tests.redis_server import REDIS_URL
+from wakeful.channels.subscriptions.arming import Subscriptions
+from wakeful.channels.subscriptions.config import SubscriptionsSection
 from wakeful.channels.subscriptions.fleet import WatchLeases
+from wakeful.channels.subscriptions.kinds.http_check import HttpCheckKind
+from wakeful.channels.subscriptions.records import Subscription, SubscriptionBook
+from wakeful.daemon.front_door import SubmitResult
+from wakeful.daemon.store.base import Cursor
+from wakeful.daemon.store.redis_fleet import FleetOptions
 from wakeful.daemon.store.redis_named_lease import lease_holder
+from wakeful.daemon.store.redis_store import RedisStore
+from wakeful.events import Event
 
 pytestmark = pytest.mark.anyio
 
@@ -69,3 +85,119 @@ async def test_one_daemon_watches_a_subscription_and_another_takes_over(
         assert await lease_holder(client, first.key("sub-1")) is None  # released on stop
     finally:
         await client.aclose()
+
+
+class Site:
+    """One page whose status the test sets."""
+
+    def __init__(self) -> None:
+        self.status = 200
+        app = Starlette(routes=[Route("/health", self._health)])
+        self.http = LoopbackHttpServer(app, "site")
+        self.url = f"http://127.0.0.1:{self.http.port}/health"
+        self.allow = f"127.0.0.1:{self.http.port}"
+
+    async def _health(self, request: Request) -> Response:
+        return PlainTextResponse(f"status {self.status}", status_code=self.status)
+
+
+class CheckingKind(HttpCheckKind):
+    """The real http_check, noting which daemon made each check."""
+
+    def __init__(self, name: str, checks: list[str], **options: Any) -> None:
+        super().__init__(**options)
+        self._name, self._checks = name, checks
+
+    async def _check(self, url: str) -> tuple[str, str | None, str]:
+        self._checks.append(self._name)
+        return await super()._check(url)
+
+
+class Daemon:
+    """What a fleet's daemon has of subscriptions: its store, its book, its arming."""
+
+    def __init__(self, name: str, store: RedisStore, leases: WatchLeases, site: Site) -> None:
+        self.name, self.store, self.leases = name, store, leases
+        self.book = SubscriptionBook(store)
+        self.fired: list[Event] = []
+        self.checks: list[str] = []
+        kind = CheckingKind(
+            name,
+            self.checks,
+            http_allow=(site.allow,),
+            min_interval_s=1.0,
+            leases=leases,
+            latest=self.book.reread,
+        )
+        self.subs = Subscriptions(
+            self.book, {"http_check": kind}, self.submit, store, SubscriptionsSection()
+        )
+
+    async def submit(self, event: Event, *, cursor: Cursor | None = None) -> SubmitResult:
+        self.fired.append(event)
+        return SubmitResult(event.id, False)
+
+
+async def test_one_daemon_checks_an_http_subscription_and_another_resumes_it(
+    redis_prefix: str,
+) -> None:
+    """Two daemons arm the same http_check: only the lease holder GETs the URL and
+    fires; when it stops, the other takes over from the record's last status (no
+    spurious change at takeover) and fires the next real change, once."""
+    site = Site()
+    site.http.start()
+    client = Redis.from_url(REDIS_URL, decode_responses=True)
+    stores = [
+        await RedisStore(REDIS_URL, prefix=redis_prefix, fleet=FleetOptions()).open()
+        for _ in range(2)
+    ]
+    try:
+        first, second = (
+            Daemon(name, store, WatchLeases(client, redis_prefix, f"host:{n}:{name}", TTL_S), site)
+            for n, (name, store) in enumerate(zip(("first", "second"), stores, strict=True))
+        )
+        spec = {"url": site.url, "interval_s": 0.2, "on": "status"}
+        sub = Subscription(id="sub-http1", kind="http_check", session="main", spec=spec)
+        await first.book.put(sub)
+        await second.book.load()  # as at its start: the record is in the shared store
+        async with anyio.create_task_group() as group:
+            first_scope = anyio.CancelScope()
+
+            async def run_first() -> None:
+                with first_scope:
+                    async with anyio.create_task_group() as own:
+                        first.subs.start(own)
+                        await anyio.sleep_forever()
+
+            group.start_soon(run_first)
+            await wait_until(lambda: len(first.checks) >= 2)  # the baseline, and one more
+            second_group = anyio.CancelScope()
+
+            async def run_second() -> None:
+                with second_group:
+                    async with anyio.create_task_group() as own:
+                        second.subs.start(own)
+                        await anyio.sleep_forever()
+
+            group.start_soon(run_second)
+            site.status = 503
+            await wait_until(lambda: len(first.fired) == 1)
+            await wait_until(lambda: len(first.checks) >= 6)  # renewals meanwhile
+            assert second.checks == [] and second.fired == []  # it stood by
+            assert await lease_holder(client, first.leases.key(sub.id)) == "host:0:first"
+
+            first_scope.cancel()  # the first daemon stops: the second takes over
+            await wait_until(lambda: len(second.checks) >= 2)
+            assert second.fired == []  # it resumed from 503: no change seen at takeover
+            site.status = 200
+            await wait_until(lambda: len(second.fired) == 1)
+            assert "from 503 to 200" in second.fired[0].content.data["change"]
+            assert len(first.fired) == 1
+            stored = await second.book.reread(sub.id)
+            assert stored is not None and stored.spec["_status"] == "200"
+            group.cancel_scope.cancel()
+    finally:
+        for store in stores:
+            await store.aclose()
+        await client.aclose()
+        site.http.close()

@@ -9,6 +9,7 @@ marked ended; neither touches any other subscription.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -153,18 +154,20 @@ class Subscriptions:
 
     async def count(self, sub_id: str) -> None:
         """One more event raised for the subscription (list_channels' ``fired``)."""
-        current = self.book.get(sub_id)
-        if current is not None:
-            await self.book.change(sub_id, fired=current.fired + 1, last_fired_at=time.time())
+        now = time.time()
+        await self.book.update(
+            sub_id, lambda s: dataclasses.replace(s, fired=s.fired + 1, last_fired_at=now)
+        )
 
     def _reporter(self, sub_id: str) -> Any:
         async def report(detail: str, *, keep: dict[str, Any] | None = None) -> None:
             current = self.book.get(sub_id)
-            if current is None:
+            if current is None or (detail == current.detail and not keep):
                 return
-            spec = {**current.spec, **(keep or {})}
-            if detail != current.detail or keep:
-                await self.book.change(sub_id, detail=detail, spec=spec)
+            await self.book.update(
+                sub_id,
+                lambda s: dataclasses.replace(s, detail=detail, spec={**s.spec, **(keep or {})}),
+            )
 
         return report
 

@@ -62,14 +62,18 @@ class SubscriptionsComponent:
             )
             ingress.add_tap(hook_filters)
         webhook = WebhookKind(book.get, subs.fire_for, hook_filters)
+        leases = self._leases(setup)
         for kind in (
-            MailboxKind(
-                self._email.accounts if self._email else None, setup.state, self._leases(setup)
-            ),
+            MailboxKind(self._email.accounts if self._email else None, setup.state, leases),
             webhook,
             FileKind(section.watch_paths, section.debounce_ms),
             ShellOutputKind(self._shell.manager),
-            HttpCheckKind(tuple(setup.settings.safety.http_allow), section.min_http_interval_s),
+            HttpCheckKind(
+                tuple(setup.settings.safety.http_allow),
+                section.min_http_interval_s,
+                leases,
+                book.reread,
+            ),
         ):
             kinds[kind.kind] = kind
         subs.kinds.update(kinds)
@@ -82,9 +86,10 @@ class SubscriptionsComponent:
         setup.set_health("subscriptions", ComponentHealth(True, "ready"))
 
     def _leases(self, setup: ComponentSetup) -> WatchLeases | None:
-        """On Redis (a fleet may share it), the leases that let one daemon watch a mailbox."""
+        """On Redis (a fleet may share it), the leases that let one daemon watch a
+        mailbox or check a URL."""
         store = setup.settings.store
-        if self._email is None or store.backend != "redis":
+        if store.backend != "redis":
             return None
         from wakeful.daemon.store.redis_connect import component_redis
 
