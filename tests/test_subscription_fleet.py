@@ -9,10 +9,12 @@ takes over within the lease's TTL; another subscription is leased on its own.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
+from anyio.abc import TaskStatus
 from redis.asyncio import Redis
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -23,9 +25,10 @@ from tests.fakes.loopback_http import LoopbackHttpServer
 from tests.redis_server import REDIS_URL
 from wakeful.channels.subscriptions.arming import Subscriptions
 from wakeful.channels.subscriptions.config import SubscriptionsSection
-from wakeful.channels.subscriptions.fleet import WatchLeases
+from wakeful.channels.subscriptions.fleet import ChangeNotices, WatchLeases
 from wakeful.channels.subscriptions.kinds.http_check import HttpCheckKind
 from wakeful.channels.subscriptions.records import Subscription, SubscriptionBook
+from wakeful.channels.subscriptions.request import ConnectRequest
 from wakeful.daemon.front_door import SubmitResult
 from wakeful.daemon.store.base import Cursor
 from wakeful.daemon.store.redis_fleet import FleetOptions
@@ -116,7 +119,14 @@ class CheckingKind(HttpCheckKind):
 class Daemon:
     """What a fleet's daemon has of subscriptions: its store, its book, its arming."""
 
-    def __init__(self, name: str, store: RedisStore, leases: WatchLeases, site: Site) -> None:
+    def __init__(
+        self,
+        name: str,
+        store: RedisStore,
+        leases: WatchLeases,
+        site: Site,
+        notices: ChangeNotices | None = None,
+    ) -> None:
         self.name, self.store, self.leases = name, store, leases
         self.book = SubscriptionBook(store)
         self.fired: list[Event] = []
@@ -130,8 +140,19 @@ class Daemon:
             latest=self.book.reread,
         )
         self.subs = Subscriptions(
-            self.book, {"http_check": kind}, self.submit, store, SubscriptionsSection()
+            self.book, {"http_check": kind}, self.submit, store, SubscriptionsSection(), notices
         )
+
+    async def run(self, *, task_status: TaskStatus[anyio.CancelScope]) -> None:
+        """As the component's run: every watch, and the other daemons' notices."""
+        with anyio.CancelScope() as scope:
+            async with anyio.create_task_group() as group:
+                self.subs.start(group)
+                if self.subs.notices is not None:
+                    notices = self.subs.notices
+                    await group.start(notices.follow, self.subs.apply_change, self.subs.resync)
+                task_status.started(scope)
+                await anyio.sleep_forever()
 
     async def submit(self, event: Event, *, cursor: Cursor | None = None) -> SubmitResult:
         self.fired.append(event)
@@ -195,6 +216,62 @@ async def test_one_daemon_checks_an_http_subscription_and_another_resumes_it(
             assert len(first.fired) == 1
             stored = await second.book.reread(sub.id)
             assert stored is not None and stored.spec["_status"] == "200"
+            group.cancel_scope.cancel()
+    finally:
+        for store in stores:
+            await store.aclose()
+        await client.aclose()
+        site.http.close()
+
+
+async def test_a_subscription_made_or_removed_on_one_daemon_reaches_the_other(
+    redis_prefix: str, tmp_path: Path
+) -> None:
+    """No restart: connect_channel through one daemon arms the subscription on the
+    other (it takes over the check when the first stops), and disconnect_channel
+    through the other disarms it on the first (its watch ends, its lease is let go)."""
+    site = Site()
+    site.http.start()
+    client = Redis.from_url(REDIS_URL, decode_responses=True)
+    stores = [
+        await RedisStore(REDIS_URL, prefix=redis_prefix, fleet=FleetOptions()).open()
+        for _ in range(2)
+    ]
+    try:
+        first, second = (
+            Daemon(
+                name,
+                store,
+                WatchLeases(client, redis_prefix, f"host:{n}:{name}", TTL_S),
+                site,
+                ChangeNotices(client, redis_prefix),
+            )
+            for n, (name, store) in enumerate(zip(("first", "second"), stores, strict=True))
+        )
+        request = ConnectRequest(kind="http_check", url=site.url, interval_s=1)
+        async with anyio.create_task_group() as group:
+            first_scope = await group.start(first.run)
+            await group.start(second.run)
+
+            made, _ = await first.subs.connect(
+                request, session="main", workspace=tmp_path, tainted_by=None
+            )
+            await wait_until(lambda: second.book.get(made.id) is not None)
+            await wait_until(lambda: len(first.checks) >= 1)
+            assert await lease_holder(client, first.leases.key(made.id)) == "host:0:first"
+            await second.subs.disconnect(made.id)
+            await wait_until(lambda: first.book.get(made.id) is None)
+            await wait_until(lambda: made.id not in first.subs._armed)  # its watch ended
+            assert await lease_holder(client, first.leases.key(made.id)) is None
+
+            again, _ = await first.subs.connect(
+                request, session="main", workspace=tmp_path, tainted_by=None
+            )
+            await wait_until(lambda: second.book.get(again.id) is not None)
+            await wait_until(lambda: len(first.checks) >= 2)
+            first_scope.cancel()  # the first daemon stops: the second, never restarted, checks
+            await wait_until(lambda: len(second.checks) >= 1)
+            assert await lease_holder(client, first.leases.key(again.id)) == "host:1:second"
             group.cancel_scope.cancel()
     finally:
         for store in stores:
