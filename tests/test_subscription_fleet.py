@@ -8,7 +8,8 @@ takes over within the lease's TTL; another subscription is leased on its own.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -159,12 +160,11 @@ class Daemon:
         return SubmitResult(event.id, False)
 
 
-async def test_one_daemon_checks_an_http_subscription_and_another_resumes_it(
-    redis_prefix: str,
-) -> None:
-    """Two daemons arm the same http_check: only the lease holder GETs the URL and
-    fires; when it stops, the other takes over from the record's last status (no
-    spurious change at takeover) and fires the next real change, once."""
+@asynccontextmanager
+async def two_daemons(
+    redis_prefix: str, *, notices: bool
+) -> AsyncIterator[tuple[Daemon, Daemon, Redis, Site]]:
+    """Two daemons' subscriptions on one Redis prefix, and the site they check."""
     site = Site()
     site.http.start()
     client = Redis.from_url(REDIS_URL, decode_responses=True)
@@ -174,33 +174,38 @@ async def test_one_daemon_checks_an_http_subscription_and_another_resumes_it(
     ]
     try:
         first, second = (
-            Daemon(name, store, WatchLeases(client, redis_prefix, f"host:{n}:{name}", TTL_S), site)
+            Daemon(
+                name,
+                store,
+                WatchLeases(client, redis_prefix, f"host:{n}:{name}", TTL_S),
+                site,
+                ChangeNotices(client, redis_prefix) if notices else None,
+            )
             for n, (name, store) in enumerate(zip(("first", "second"), stores, strict=True))
         )
+        yield first, second, client, site
+    finally:
+        for store in stores:
+            await store.aclose()
+        await client.aclose()
+        site.http.close()
+
+
+async def test_one_daemon_checks_an_http_subscription_and_another_resumes_it(
+    redis_prefix: str,
+) -> None:
+    """Two daemons arm the same http_check: only the lease holder GETs the URL and
+    fires; when it stops, the other takes over from the record's last status (no
+    spurious change at takeover) and fires the next real change, once."""
+    async with two_daemons(redis_prefix, notices=False) as (first, second, client, site):
         spec = {"url": site.url, "interval_s": 0.2, "on": "status"}
         sub = Subscription(id="sub-http1", kind="http_check", session="main", spec=spec)
         await first.book.put(sub)
         await second.book.load()  # as at its start: the record is in the shared store
         async with anyio.create_task_group() as group:
-            first_scope = anyio.CancelScope()
-
-            async def run_first() -> None:
-                with first_scope:
-                    async with anyio.create_task_group() as own:
-                        first.subs.start(own)
-                        await anyio.sleep_forever()
-
-            group.start_soon(run_first)
+            first_scope = await group.start(first.run)
             await wait_until(lambda: len(first.checks) >= 2)  # the baseline, and one more
-            second_group = anyio.CancelScope()
-
-            async def run_second() -> None:
-                with second_group:
-                    async with anyio.create_task_group() as own:
-                        second.subs.start(own)
-                        await anyio.sleep_forever()
-
-            group.start_soon(run_second)
+            await group.start(second.run)
             site.status = 503
             await wait_until(lambda: len(first.fired) == 1)
             await wait_until(lambda: len(first.checks) >= 6)  # renewals meanwhile
@@ -217,11 +222,6 @@ async def test_one_daemon_checks_an_http_subscription_and_another_resumes_it(
             stored = await second.book.reread(sub.id)
             assert stored is not None and stored.spec["_status"] == "200"
             group.cancel_scope.cancel()
-    finally:
-        for store in stores:
-            await store.aclose()
-        await client.aclose()
-        site.http.close()
 
 
 async def test_a_subscription_made_or_removed_on_one_daemon_reaches_the_other(
@@ -230,24 +230,7 @@ async def test_a_subscription_made_or_removed_on_one_daemon_reaches_the_other(
     """No restart: connect_channel through one daemon arms the subscription on the
     other (it takes over the check when the first stops), and disconnect_channel
     through the other disarms it on the first (its watch ends, its lease is let go)."""
-    site = Site()
-    site.http.start()
-    client = Redis.from_url(REDIS_URL, decode_responses=True)
-    stores = [
-        await RedisStore(REDIS_URL, prefix=redis_prefix, fleet=FleetOptions()).open()
-        for _ in range(2)
-    ]
-    try:
-        first, second = (
-            Daemon(
-                name,
-                store,
-                WatchLeases(client, redis_prefix, f"host:{n}:{name}", TTL_S),
-                site,
-                ChangeNotices(client, redis_prefix),
-            )
-            for n, (name, store) in enumerate(zip(("first", "second"), stores, strict=True))
-        )
+    async with two_daemons(redis_prefix, notices=True) as (first, second, client, site):
         request = ConnectRequest(kind="http_check", url=site.url, interval_s=1)
         async with anyio.create_task_group() as group:
             first_scope = await group.start(first.run)
@@ -273,8 +256,3 @@ async def test_a_subscription_made_or_removed_on_one_daemon_reaches_the_other(
             await wait_until(lambda: len(second.checks) >= 1)
             assert await lease_holder(client, first.leases.key(again.id)) == "host:1:second"
             group.cancel_scope.cancel()
-    finally:
-        for store in stores:
-            await store.aclose()
-        await client.aclose()
-        site.http.close()
