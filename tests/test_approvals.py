@@ -178,7 +178,7 @@ async def test_a_call_killed_while_running_is_reported_lost_not_run_twice(
         assert found is not None
         from dataclasses import replace
 
-        await approvals._save(replace(found, state=ApprovalState.RUNNING))
+        await approvals._change(found.id, lambda a: replace(a, state=ApprovalState.RUNNING))
     finally:
         await store.aclose()
     model_server.push(text_reply("I will check"))
@@ -275,7 +275,9 @@ async def test_the_safety_guides_commands_run_as_written(
     async with harness(settings) as h:
         approvals = h.running.safety.approvals
         for identifier, call_id in (("k3fwz2qp", "call_doc1"), ("m4x7p2rd", "call_doc2")):
-            await approvals._save(
+            await approvals._put_if(
+                identifier,
+                None,
                 Approval(
                     id=identifier, session="main", call_id=call_id, tool="shell_exec",
                     arguments=f'{{"command": "{COMMAND}"}}', reason="the session read a webhook",

@@ -8,15 +8,22 @@ Two real daemons on one Redis prefix. The owner's model asks the owner a questio
 from __future__ import annotations
 
 import json
+import threading
 from pathlib import Path
 from typing import Any
 
+import anyio
 import httpx
+import pytest
 
 from tests.daemon_harness import ADMIN_TOKEN
 from tests.fakes.model_replies import Reply, ToolCallSpec, text_reply
 from tests.fleet_daemons import Member, running_fleet, send
+from tests.redis_server import REDIS_URL
 from tests.test_fleet_daemons import owner_of, times_in, wait_until
+from wakeful.daemon.store.redis_fleet import FleetOptions
+from wakeful.daemon.store.redis_store import RedisStore
+from wakeful.safety.approvals import Approvals, DecideOutcome
 
 
 def approvals(member: Member, everything: bool = False) -> list[dict[str, Any]]:
@@ -74,3 +81,92 @@ def test_a_decision_on_another_daemon_reaches_the_owner(tmp_path: Path, redis_pr
         assert "timed out" not in trajectory and "denied" not in trajectory
         # Carried out by the owner only: the other daemon's model never saw the session.
         assert not any("[s1]" in json.dumps(r.body) for r in other.model.requests)
+
+
+def test_two_decisions_at_once_on_two_daemons_one_stands(tmp_path: Path, redis_prefix: str) -> None:
+    """Approve through one daemon and deny through the other at the same instant: the
+    store's compare-and-set lets exactly one through (200), the other is told 409, and
+    both daemons and the trajectory show the one that stood."""
+    with running_fleet(tmp_path, redis_prefix, n=2) as fleet:
+        send(fleet.members[0].url, "s2", "[s2] hello")
+        wait_until(lambda: times_in(fleet, "s2", "[s2] hello") == 1, 15, "the first message")
+        owner = owner_of(fleet, "s2")
+        other = next(m for m in fleet.members if m is not owner)
+        question = {"question": "[s2] may I send the invoice?"}
+        owner.model.push(
+            Reply(tool_calls=[ToolCallSpec("request_human_approval", question)]),
+            text_reply("[s2] asked the owner"),
+            text_reply("[s2] done deciding"),
+        )
+        send(owner.url, "s2", "[s2] please send the invoice")
+        wait_until(lambda: approvals(other) != [], 15, "the approval listed")
+        [approval] = approvals(other)
+        start = threading.Barrier(2)
+        answers: dict[str, httpx.Response] = {}
+
+        def post(member: Member, decision: str) -> None:
+            start.wait(timeout=10)
+            answers[decision] = decide(member, approval["id"], decision)
+
+        threads = [
+            threading.Thread(target=post, args=(owner, "approve")),
+            threading.Thread(target=post, args=(other, "deny")),
+        ]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=20)
+        codes = sorted(answer.status_code for answer in answers.values())
+        assert codes == [200, 409], {d: (a.status_code, a.text) for d, a in answers.items()}
+        [winner] = [d for d, a in answers.items() if a.status_code == 200]
+        [decided] = approvals(owner, everything=True)
+        assert decided["decision"] == winner
+        assert approvals(other, everything=True)[0]["decision"] == winner
+        verb = "approved" if winner == "approve" else "denied"
+        wait_until(
+            lambda: times_in(fleet, "s2", f"The owner {verb} it") == 1,
+            15,
+            "the standing decision in the owner's trajectory",
+        )
+        loser = "denied" if winner == "approve" else "approved"
+        assert f"The owner {loser} it" not in json.dumps(fleet.trajectory("s2"))
+
+
+@pytest.mark.anyio
+async def test_decisions_racing_through_two_stores_one_stands(redis_prefix: str) -> None:
+    """The same race without the HTTP in between, many times: two daemons' Approvals on
+    one Redis prefix decide the same approval at once (their reads and writes
+    interleave); each time exactly one decision is taken, and it is the stored one."""
+    stores = [
+        await RedisStore(REDIS_URL, prefix=redis_prefix, fleet=FleetOptions()).open()
+        for _ in range(2)
+    ]
+    try:
+        first, second = (Approvals(store, timeout_s=900) for store in stores)
+        for approvals_of_daemon in (first, second):
+            approvals_of_daemon.share(lambda session: False)  # neither carries it out
+        for round_ in range(20):
+            filed = await first.request(
+                session="s3", call_id=f"call_{round_}", tool="shell_exec",
+                arguments="{}", reason="the session read a webhook", tainted_by=None,
+            )  # fmt: skip
+            outcomes: dict[str, DecideOutcome] = {}
+
+            async with anyio.create_task_group() as group:
+                group.start_soon(_take, first, filed.id, "approve", outcomes)
+                group.start_soon(_take, second, filed.id, "deny", outcomes)
+            taken = [d for d, o in outcomes.items() if o is DecideOutcome.DECIDED]
+            assert len(taken) == 1, outcomes
+            assert set(outcomes.values()) == {DecideOutcome.DECIDED, DecideOutcome.ALREADY}
+            for daemon in (first, second):
+                stored = await daemon.get(filed.id)
+                assert stored is not None and stored.decision == taken[0]
+    finally:
+        for store in stores:
+            await store.aclose()
+
+
+async def _take(
+    daemon: Approvals, identifier: str, decision: str, outcomes: dict[str, DecideOutcome]
+) -> None:
+    outcomes[decision] = (await daemon.decide(identifier, decision))[0]

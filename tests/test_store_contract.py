@@ -470,6 +470,42 @@ async def test_channel_state_sets_replaces_and_deletes(store: Store) -> None:
     assert await store.get_state("pairing:code:telegram:ABCD") is None
 
 
+async def test_put_state_if_writes_only_over_the_expected_value(store: Store) -> None:
+    key = "approval:k3fwz2qp"
+    assert await store.put_state_if(key, None, "pending")  # absent, as expected
+    assert not await store.put_state_if(key, None, "pending again")  # no longer absent
+    assert not await store.put_state_if(key, "approved", "running")  # not what it holds
+    assert await store.get_state(key) == "pending"
+    assert await store.put_state_if(key, "pending", "approved")
+    assert not await store.put_state_if(key, "pending", "denied")  # the first one stands
+    assert await store.get_state(key) == "approved"
+    assert await store.put_state_if(key, "approved", None)  # deletes
+    assert await store.get_state(key) is None
+    assert not await store.put_state_if(key, "approved", "x")
+    assert await store.get_state(key) is None
+    # An empty string is a value, not absence.
+    assert await store.put_state_if(key, None, "")
+    assert not await store.put_state_if(key, None, "y")
+    assert await store.put_state_if(key, "", "z")
+    assert await store.get_state(key) == "z"
+
+
+async def test_put_state_if_concurrent_writers_one_wins(store: Store) -> None:
+    key = "approval:race"
+    await store.put_state(key, "pending")
+    won: list[str] = []
+
+    async def decide(decision: str) -> None:
+        if await store.put_state_if(key, "pending", decision):
+            won.append(decision)
+
+    async with anyio.create_task_group() as group:
+        for n in range(8):
+            group.start_soon(decide, f"decision-{n}")
+    assert len(won) == 1
+    assert await store.get_state(key) == won[0]
+
+
 async def test_states_under_lists_one_prefix_only(store: Store) -> None:
     await store.put_state("pairing:code:telegram:AB*D", "1")
     await store.put_state("pairing:code:telegram:EFGH", "2")

@@ -303,6 +303,12 @@ class Recorder:
     async def states_under(self, prefix: str) -> dict[str, str]:
         return {k: v for k, v in self.state.items() if k.startswith(prefix)}
 
+    async def put_state_if(self, key: str, expected: str | None, value: str | None) -> bool:
+        if self.state.get(key) != expected:
+            return False
+        await self.put_state(key, value)
+        return True
+
 
 async def test_alert_book_one_episode_per_condition() -> None:
     """Raised twice: one alert; resolved: the same id + ':resolved'; raised again: a new id."""

@@ -16,7 +16,11 @@ reports it lost rather than running it twice.
 In a fleet (several daemons on one Redis) every daemon files, lists and decides
 any approval, so none is the records' only writer: each reads them from the store,
 and only the daemon that owns a session announces, times out and carries out its
-approvals (see :meth:`Approvals.share`).
+approvals (see :meth:`Approvals.share`). Every change of a record is a
+compare-and-set on the text read (:meth:`ChannelState.put_state_if`), re-read and
+re-judged when another writer came in between: two decisions at the same instant
+on two daemons leave exactly one standing, and the owner's "announced" mark never
+overwrites a decision made elsewhere.
 """
 
 from __future__ import annotations
@@ -172,6 +176,17 @@ Submit = Callable[[Event], Awaitable[object]]
 Announce = Callable[[Approval], Awaitable[None]]
 # Counts an owner's denial towards the session's breaker.
 CountDenial = Callable[[str], Awaitable[object]]
+# One change of a record, given its current text: the record to write instead, or None
+# to leave it (it is no longer in the state the change is for).
+Step = Callable[[Approval], Approval | None]
+
+
+@dataclass(frozen=True)
+class _Stored:
+    """A record as read, with its exact text: what a compare-and-set expects."""
+
+    approval: Approval
+    raw: str
 
 
 def _iso(moment: datetime) -> str:
@@ -184,13 +199,12 @@ class Approvals:
     def __init__(self, state: ChannelState, *, timeout_s: float) -> None:
         self._state = state
         self.timeout_s = timeout_s
-        self._cache: dict[str, Approval] | None = None
+        self._cache: dict[str, _Stored] | None = None
         self._submit: Submit | None = None
         self._run_approved: RunApproved | None = None
         self._announce: Announce | None = None
         self._count_denial: CountDenial | None = None
         self._changed = anyio.Event()
-        self._lock = anyio.Lock()  # one decision at a time: the first one stands
         self._group: anyio.abc.TaskGroup | None = None
         self._owns: Callable[[str], bool] | None = None  # set in a fleet
         self._running_here: set[str] = set()  # approved calls this process runs now
@@ -258,7 +272,11 @@ class Approvals:
             default=default,
             timeout_s=wait_s,
         )
-        await self._save(approval)
+        if not await self._put_if(approval.id, None, approval):
+            filed = await self.get(identifier)  # filed at the same instant elsewhere
+            if filed is not None:
+                return filed
+            raise RuntimeError(f"approval {identifier} vanished while it was filed")
         log.warning(
             "approval needed", approval_id=identifier, tool=tool, session=session, reason=reason
         )
@@ -267,7 +285,7 @@ class Approvals:
 
     # -- reading ---------------------------------------------------------------
 
-    async def _records(self) -> dict[str, Approval]:
+    async def _records(self) -> dict[str, _Stored]:
         """Every record, read from the store once: this object is their only writer, and
         the status bar asks for the pending ones on every model request. In a fleet it
         is not: read each time."""
@@ -275,17 +293,25 @@ class Approvals:
             return self._cache
         raw = await self._state.states_under(KEY_PREFIX)
         records = {
-            key.removeprefix(KEY_PREFIX): Approval.from_json(value) for key, value in raw.items()
+            key.removeprefix(KEY_PREFIX): _Stored(Approval.from_json(value), value)
+            for key, value in raw.items()
         }
         if self._owns is None:
             self._cache = records
         return records
 
+    async def _read(self, identifier: str) -> _Stored | None:
+        if self._cache is not None or self._owns is None:
+            return (await self._records()).get(identifier)
+        raw = await self._state.get_state(KEY_PREFIX + identifier)
+        return None if raw is None else _Stored(Approval.from_json(raw), raw)
+
     async def get(self, identifier: str) -> Approval | None:
-        return (await self._records()).get(identifier.strip().lower())
+        found = await self._read(identifier.strip().lower())
+        return None if found is None else found.approval
 
     async def all(self) -> list[Approval]:
-        found = (await self._records()).values()
+        found = [stored.approval for stored in (await self._records()).values()]
         return sorted(found, key=lambda a: (a.requested_at, a.id))
 
     async def pending(self, session: str | None = None) -> list[Approval]:
@@ -304,10 +330,11 @@ class Approvals:
         a request for input); the first decision stands."""
         if decision not in ("approve", "deny", "answer"):
             raise ValueError(f'decision must be "approve", "deny" or "answer", got {decision!r}')
-        async with self._lock:
-            approval = await self.get(identifier)
-            if approval is None:
+        while True:  # again when another writer changed the record since it was read
+            found = await self._read(identifier.strip().lower())
+            if found is None:
                 return DecideOutcome.UNKNOWN, None
+            approval = found.approval
             if approval.state is not ApprovalState.PENDING:
                 return DecideOutcome.ALREADY, approval
             if (decision == "answer") != (approval.kind == "input"):
@@ -320,7 +347,8 @@ class Approvals:
                 decided_reason=reason.strip() or None,
                 decided_at=_iso(datetime.now(UTC)),
             )
-            await self._save(decided)
+            if await self._put_if(approval.id, found.raw, decided):
+                break
         log.info("approval decided", approval_id=decided.id, decision=decision, by=by)
         # A refused tool call counts towards the breaker; saying no to a question does not.
         if decision == "deny" and decided.kind == "call" and self._count_denial is not None:
@@ -358,7 +386,7 @@ class Approvals:
             "its outcome is unknown. It may have partially executed — verify its "
             "effects before retrying. It was not run a second time."
         )
-        await self._finish(approval, ApprovalState.DONE, text)
+        await self._finish(approval, ApprovalState.RUNNING, ApprovalState.DONE, text)
 
     async def _carry_out_decisions(self, group: anyio.abc.TaskGroup) -> None:
         for approval in await self.all():
@@ -367,17 +395,23 @@ class Approvals:
             if approval.state is ApprovalState.PENDING and not approval.announced:
                 await self._tell_owner(approval)
             elif approval.state is ApprovalState.APPROVED and approval.kind != "call":
-                await self._finish(approval, ApprovalState.DONE, _answered_text(approval))
+                text = _answered_text(approval)
+                await self._finish(approval, ApprovalState.APPROVED, ApprovalState.DONE, text)
             elif approval.state is ApprovalState.APPROVED:
-                running = replace(approval, state=ApprovalState.RUNNING)
-                await self._save(running)  # before it starts: a restart never runs it twice
+                # Marked running before it starts (a restart never runs it twice), and only
+                # if it is still approved: one daemon starts it, whoever else read it.
+                step = _when(ApprovalState.APPROVED, state=ApprovalState.RUNNING)
+                running = await self._change(approval.id, step)
+                if running is None:
+                    continue
                 self._running_here.add(approval.id)
                 group.start_soon(self._execute, running, name=f"approved {approval.id}")
             elif approval.state is ApprovalState.RUNNING and self._owns is not None:
                 if approval.id not in self._running_here:  # its earlier owner stopped
                     await self._report_lost(approval)
             elif approval.state is ApprovalState.DENIED and not approval.reported:
-                await self._finish(approval, ApprovalState.DENIED, _denied_text(approval))
+                text = _denied_text(approval)
+                await self._finish(approval, ApprovalState.DENIED, ApprovalState.DENIED, text)
             elif approval.state in DECIDED and not approval.reported:
                 await self._report(approval)
 
@@ -387,10 +421,8 @@ class Approvals:
                 await self._announce(approval)
             except Exception:  # best effort: the web page, CLI and API still show it
                 log.exception("could not announce an approval", approval_id=approval.id)
-        async with self._lock:  # a decision may have come meanwhile: keep it
-            current = await self.get(approval.id)
-            if current is not None:
-                await self._save(replace(current, announced=True))
+        # A decision may have come meanwhile, here or elsewhere: it is kept.
+        await self._change(approval.id, _when(ApprovalState.PENDING, announced=True))
 
     async def _execute(self, approval: Approval) -> None:
         assert self._run_approved is not None, "Approvals.connect() was not called"
@@ -404,7 +436,7 @@ class Approvals:
         text = f"approved by the owner and run once ({took:.1f} s). Its result:\n{result}"
         with anyio.CancelScope(shield=True):
             try:
-                await self._finish(approval, ApprovalState.DONE, text)
+                await self._finish(approval, ApprovalState.RUNNING, ApprovalState.DONE, text)
             finally:
                 self._running_here.discard(approval.id)
 
@@ -417,29 +449,32 @@ class Approvals:
                 continue  # its owner times it out
             expires = datetime.fromisoformat(approval.expires_at)
             if expires <= now:
-                async with self._lock:
-                    current = await self.get(approval.id)
-                    if current is None or current.state is not ApprovalState.PENDING:
-                        continue
-                    timed_out = replace(
-                        current,
-                        state=ApprovalState.TIMED_OUT,
-                        decision="timeout",
-                        decided_by="timeout",
-                        decided_at=_iso(now),
-                    )
-                    await self._save(timed_out)
+                step = _when(
+                    ApprovalState.PENDING,
+                    state=ApprovalState.TIMED_OUT,
+                    decision="timeout",
+                    decided_by="timeout",
+                    decided_at=_iso(now),
+                )
+                timed_out = await self._change(approval.id, step)
+                if timed_out is None:
+                    continue  # decided meanwhile: that decision stands
                 text = _timed_out_text(approval)
                 log.info("approval timed out", approval_id=approval.id)
-                await self._finish(timed_out, ApprovalState.TIMED_OUT, text)
+                state = ApprovalState.TIMED_OUT
+                await self._finish(timed_out, state, state, text)
             else:
                 next_s = min(next_s, (expires - now).total_seconds())
         return max(0.05, next_s)
 
-    async def _finish(self, approval: Approval, state: ApprovalState, text: str) -> None:
-        finished = replace(approval, state=state, outcome=text)
-        await self._save(finished)
-        await self._report(finished)
+    async def _finish(
+        self, approval: Approval, before: ApprovalState, state: ApprovalState, text: str
+    ) -> None:
+        """Moves the record from ``before`` to ``state`` with the outcome and reports it;
+        nothing if it left ``before`` meanwhile (another daemon finished it)."""
+        finished = await self._change(approval.id, _when(before, state=state, outcome=text))
+        if finished is not None:
+            await self._report(finished)
 
     async def _report(self, approval: Approval) -> None:
         """The decision and the call's outcome, as events (deduplicated by id)."""
@@ -450,25 +485,58 @@ class Approvals:
         except Exception:
             log.exception("could not report an approval's outcome; retrying", id=approval.id)
             return  # stays unreported: the next pass retries
-        await self._save(replace(approval, reported=True))
+        await self._change(approval.id, _when(approval.state, reported=True))
 
-    async def _save(self, approval: Approval) -> None:
-        await self._state.put_state(KEY_PREFIX + approval.id, approval.to_json())
+    async def _change(self, identifier: str, step: Step) -> Approval | None:
+        """``step`` applied to the current record, atomically: re-read and re-applied
+        when another writer came in between. The record written, or None if ``step``
+        left it (or there is none)."""
+        while True:
+            found = await self._read(identifier)
+            if found is None:
+                return None
+            changed = step(found.approval)
+            if changed is None:
+                return None
+            if await self._put_if(identifier, found.raw, changed):
+                return changed
+
+    async def _put_if(
+        self, identifier: str, expected: str | None, approval: Approval | None
+    ) -> bool:
+        """Compare-and-set of one record (``None`` deletes it); the cache follows."""
+        text = None if approval is None else approval.to_json()
+        if not await self._state.put_state_if(KEY_PREFIX + identifier, expected, text):
+            if self._owns is None:
+                self._cache = None  # someone else wrote after all: read the store again
+            return False
         if self._cache is not None:
-            self._cache[approval.id] = approval
+            if approval is None or text is None:
+                self._cache.pop(identifier, None)
+            else:
+                self._cache[identifier] = _Stored(approval, text)
+        return True
 
     async def forget_old(self) -> int:
         """Drop decided records older than KEEP_DECIDED_S; returns how many."""
         cutoff = datetime.now(UTC) - timedelta(seconds=KEEP_DECIDED_S)
         dropped = 0
-        for approval in await self.all():
+        for stored in list((await self._records()).values()):
+            approval = stored.approval
             old = approval.decided_at and datetime.fromisoformat(approval.decided_at) < cutoff
             if approval.state in DECIDED and approval.reported and old:
-                await self._state.put_state(KEY_PREFIX + approval.id, None)
-                if self._cache is not None:
-                    self._cache.pop(approval.id, None)
-                dropped += 1
+                # Another daemon may drop it at the same pass: one of them counts it.
+                dropped += await self._put_if(approval.id, stored.raw, None)
         return dropped
+
+
+def _when(only_in: ApprovalState, **changes: Any) -> Step:
+    """A step that makes ``changes`` to a record still in ``only_in``, and leaves any other."""
+
+    def step(current: Approval) -> Approval | None:
+        return replace(current, **changes) if current.state is only_in else None
+
+    return step
 
 
 def _why(approval: Approval) -> str:

@@ -5,10 +5,16 @@ arms it; ``disconnect`` cancels the watch and removes the record. At start
 every active record is armed again. A watch that fails is restarted after a
 backoff (its detail says why), one that ends (its shell task exited) is
 marked ended; neither touches any other subscription.
+
+In a fleet (``notices`` given) each of these changes is announced to the other
+daemons, which re-read the record and arm or disarm it (subscriptions/fleet.py).
+Only the kinds whose source every daemon can reach are armed from a notice: a
+file or a shell task's output is on the daemon it was made on.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -19,6 +25,7 @@ import structlog
 from anyio.abc import TaskGroup
 
 from wakeful.channels.subscriptions.config import SubscriptionsSection
+from wakeful.channels.subscriptions.fleet import ChangeNotices
 from wakeful.channels.subscriptions.kinds.base import (
     Asking,
     Ended,
@@ -29,6 +36,7 @@ from wakeful.channels.subscriptions.kinds.base import (
 )
 from wakeful.channels.subscriptions.kinds.mailbox import CURSOR_PREFIX
 from wakeful.channels.subscriptions.records import (
+    Kind,
     Subscription,
     SubscriptionBook,
     new_subscription_id,
@@ -41,6 +49,8 @@ from wakeful.events import Event
 log = structlog.get_logger(__name__)
 
 _BACKOFF_MIN_S, _BACKOFF_MAX_S = 1.0, 300.0
+# Sources any daemon of a fleet reaches (a mailbox and a URL by lease, a hook by route).
+SHARED_KINDS: frozenset[Kind] = frozenset({"mailbox", "http_check", "webhook"})
 
 
 class Subscriptions:
@@ -51,8 +61,10 @@ class Subscriptions:
         submit: Submit,
         state: ChannelState,
         section: SubscriptionsSection,
+        notices: ChangeNotices | None = None,
     ) -> None:
         self.book = book
+        self.notices = notices
         self.kinds = dict(kinds)
         self._submit = submit
         self._state = state
@@ -90,6 +102,7 @@ class Subscriptions:
         )
         await self.book.put(sub)  # stored before the id is promised
         self._arm(sub)
+        await self._announce(sub_id)
         return sub, planned
 
     async def disconnect(self, sub_id: str) -> Subscription | None:
@@ -101,7 +114,9 @@ class Subscriptions:
             scope.cancel()
         self.kinds[sub.kind].disarmed(sub)
         await self._state.put_state(CURSOR_PREFIX + sub_id, None)
-        return await self.book.remove(sub_id)
+        removed = await self.book.remove(sub_id)
+        await self._announce(sub_id)
+        return removed
 
     # -- running ----------------------------------------------------------------------
 
@@ -133,6 +148,7 @@ class Subscriptions:
                     log.info("subscription ended", subscription=sub_id, why=str(exc))
                     self.kinds[sub.kind].disarmed(sub)
                     await self.book.change(sub_id, state="ended", ended_reason=str(exc))
+                    await self._announce(sub_id)
                     return
                 except Exception as exc:  # this source only: back off, try again
                     why = f"{type(exc).__name__}: {exc}"
@@ -142,6 +158,32 @@ class Subscriptions:
                     await self.book.change(sub_id, detail=f"failing: {why}; retry in {delay:g} s")
                     await anyio.sleep(delay)
         self._armed.pop(sub_id, None)
+
+    # -- the other daemons of a fleet ------------------------------------------------
+
+    async def _announce(self, sub_id: str) -> None:
+        if self.notices is not None:
+            await self.notices.announce(sub_id)
+
+    async def apply_change(self, sub_id: str) -> None:
+        """Another daemon changed this record: re-read it; arm it if it is new here and
+        its source is shared, disarm it if it is gone or ended."""
+        known = self.book.get(sub_id)
+        sub = await self.book.reread(sub_id)
+        if sub is not None and sub.state == "active":
+            if sub_id not in self._armed and sub.kind in SHARED_KINDS:
+                self._arm(sub)
+            return
+        scope = self._armed.pop(sub_id, None)
+        if scope is not None:
+            scope.cancel()
+            if known is not None:
+                self.kinds[known.kind].disarmed(known)
+
+    async def resync(self) -> None:
+        """Notices may have been missed (the feed was down): apply every record."""
+        for sub_id in sorted(await self.book.stored_ids() | {s.id for s in self.book.all()}):
+            await self.apply_change(sub_id)
 
     def fire_for(self, sub: Subscription) -> Fire:
         async def fire(event: Event) -> None:
@@ -153,18 +195,20 @@ class Subscriptions:
 
     async def count(self, sub_id: str) -> None:
         """One more event raised for the subscription (list_channels' ``fired``)."""
-        current = self.book.get(sub_id)
-        if current is not None:
-            await self.book.change(sub_id, fired=current.fired + 1, last_fired_at=time.time())
+        now = time.time()
+        await self.book.update(
+            sub_id, lambda s: dataclasses.replace(s, fired=s.fired + 1, last_fired_at=now)
+        )
 
     def _reporter(self, sub_id: str) -> Any:
         async def report(detail: str, *, keep: dict[str, Any] | None = None) -> None:
             current = self.book.get(sub_id)
-            if current is None:
+            if current is None or (detail == current.detail and not keep):
                 return
-            spec = {**current.spec, **(keep or {})}
-            if detail != current.detail or keep:
-                await self.book.change(sub_id, detail=detail, spec=spec)
+            await self.book.update(
+                sub_id,
+                lambda s: dataclasses.replace(s, detail=detail, spec={**s.spec, **(keep or {})}),
+            )
 
         return report
 

@@ -15,7 +15,7 @@ from anyio.abc import TaskStatus
 from starlette.routing import Route
 
 from wakeful.channels.subscriptions.arming import Subscriptions
-from wakeful.channels.subscriptions.fleet import WatchLeases
+from wakeful.channels.subscriptions.fleet import ChangeNotices, WatchLeases
 from wakeful.channels.subscriptions.kinds.base import SourceKind
 from wakeful.channels.subscriptions.kinds.files import FileKind
 from wakeful.channels.subscriptions.kinds.hook_filter import HookFilters
@@ -28,6 +28,8 @@ from wakeful.channels.subscriptions.tools import ConnectChannel, DisconnectChann
 from wakeful.daemon.components.context import ComponentHealth, ComponentSetup
 
 if TYPE_CHECKING:
+    from redis.asyncio import Redis
+
     from wakeful.channels.email.component import EmailComponent
     from wakeful.channels.shell.component import ShellComponent
     from wakeful.channels.webhook.component import WebhookComponent
@@ -53,7 +55,10 @@ class SubscriptionsComponent:
         book = SubscriptionBook(setup.state)
         await book.load()
         kinds: dict[str, SourceKind] = {}
-        subs = Subscriptions(book, kinds, setup.submit, setup.state, section)
+        redis = self._redis(setup)
+        leases = None if redis is None else WatchLeases(redis, setup.settings.store.redis_prefix)
+        notices = None if redis is None else ChangeNotices(redis, setup.settings.store.redis_prefix)
+        subs = Subscriptions(book, kinds, setup.submit, setup.state, section, notices)
         hook_filters = None
         if self._webhooks is not None:
             ingress = self._webhooks.ingress
@@ -63,13 +68,16 @@ class SubscriptionsComponent:
             ingress.add_tap(hook_filters)
         webhook = WebhookKind(book.get, subs.fire_for, hook_filters)
         for kind in (
-            MailboxKind(
-                self._email.accounts if self._email else None, setup.state, self._leases(setup)
-            ),
+            MailboxKind(self._email.accounts if self._email else None, setup.state, leases),
             webhook,
             FileKind(section.watch_paths, section.debounce_ms),
             ShellOutputKind(self._shell.manager),
-            HttpCheckKind(tuple(setup.settings.safety.http_allow), section.min_http_interval_s),
+            HttpCheckKind(
+                tuple(setup.settings.safety.http_allow),
+                section.min_http_interval_s,
+                leases,
+                book.reread,
+            ),
         ):
             kinds[kind.kind] = kind
         subs.kinds.update(kinds)
@@ -81,20 +89,24 @@ class SubscriptionsComponent:
         setup.add_status("subscriptions", subs.status)
         setup.set_health("subscriptions", ComponentHealth(True, "ready"))
 
-    def _leases(self, setup: ComponentSetup) -> WatchLeases | None:
-        """On Redis (a fleet may share it), the leases that let one daemon watch a mailbox."""
+    def _redis(self, setup: ComponentSetup) -> Redis | None:
+        """On Redis (a fleet may share it): the client for the leases that let one daemon
+        watch a mailbox or check a URL, and for the change notices."""
         store = setup.settings.store
-        if self._email is None or store.backend != "redis":
+        if store.backend != "redis":
             return None
         from wakeful.daemon.store.redis_connect import component_redis
 
         client = component_redis(store, "subscriptions")
         setup.resources.push_async_callback(client.aclose)
-        return WatchLeases(client, store.redis_prefix)
+        return client
 
     async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         # This group owns every watch; the daemon stopping cancels them all.
         async with anyio.create_task_group() as group:
             self.subscriptions.start(group)
+            subs = self.subscriptions
+            if subs.notices is not None:
+                await group.start(subs.notices.follow, subs.apply_change, subs.resync)
             task_status.started()
             await anyio.sleep_forever()

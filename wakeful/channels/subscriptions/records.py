@@ -4,6 +4,13 @@ One key per subscription, ``subscriptions:<id>`` → JSON, written before the
 tool answers (so an id the agent was given survives a crash) and after each
 change of state. Nothing secret is kept: a webhook's token is stored as its
 SHA-256 only.
+
+In a fleet every daemon keeps a copy of the records and more than one writes
+them (the watching daemon its checks and counts, any daemon a disconnect), so
+each change is a compare-and-set on the text last read
+(:meth:`ChannelState.put_state_if`), re-read and re-applied when another daemon
+wrote in between: no change overwrites another, and none brings back a record
+another daemon removed.
 """
 
 from __future__ import annotations
@@ -12,6 +19,7 @@ import dataclasses
 import json
 import secrets
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -77,18 +85,36 @@ def _iso(at: float | None) -> str | None:
 
 
 class SubscriptionBook:
-    """Every subscription, read once at start and kept in memory by its only writer."""
+    """Every subscription, read at start (and when another daemon announces a change)
+    and kept in memory with the text it was read as."""
 
     def __init__(self, state: ChannelState) -> None:
         self._state = state
         self._items: dict[str, Subscription] = {}
+        self._texts: dict[str, str] = {}  # as last read or written: what a change expects
 
     async def load(self) -> None:
         stored = await self._state.states_under(KEY_PREFIX)
+        self._texts = {key.removeprefix(KEY_PREFIX): value for key, value in stored.items()}
         self._items = {
-            key.removeprefix(KEY_PREFIX): Subscription.from_json(value)
-            for key, value in stored.items()
+            sub_id: Subscription.from_json(value) for sub_id, value in self._texts.items()
         }
+
+    async def stored_ids(self) -> set[str]:
+        """The ids in the store now (another daemon may have added or removed some)."""
+        stored = await self._state.states_under(KEY_PREFIX)
+        return {key.removeprefix(KEY_PREFIX) for key in stored}
+
+    async def reread(self, sub_id: str) -> Subscription | None:
+        """The record as the store holds it now, kept in memory (gone if it is gone)."""
+        text = await self._state.get_state(KEY_PREFIX + sub_id)
+        if text is None:
+            self._items.pop(sub_id, None)
+            self._texts.pop(sub_id, None)
+            return None
+        sub = Subscription.from_json(text)
+        self._items[sub_id], self._texts[sub_id] = sub, text
+        return sub
 
     def get(self, sub_id: str) -> Subscription | None:
         return self._items.get(sub_id)
@@ -103,18 +129,34 @@ class SubscriptionBook:
         return [s for s in self.all() if s.session == session]
 
     async def put(self, sub: Subscription) -> Subscription:
-        await self._state.put_state(KEY_PREFIX + sub.id, sub.to_json())
-        self._items[sub.id] = sub
+        """Store a new record (its id is fresh, so nobody else has written it)."""
+        text = sub.to_json()
+        if not await self._state.put_state_if(KEY_PREFIX + sub.id, None, text):
+            raise RuntimeError(f"subscription id {sub.id} is taken")
+        self._items[sub.id], self._texts[sub.id] = sub, text
         return sub
 
     async def change(self, sub_id: str, **changes: Any) -> Subscription | None:
-        sub = self._items.get(sub_id)
-        if sub is None:
-            return None
-        return await self.put(dataclasses.replace(sub, **changes))
+        return await self.update(sub_id, lambda sub: dataclasses.replace(sub, **changes))
+
+    async def update(
+        self, sub_id: str, step: Callable[[Subscription], Subscription]
+    ) -> Subscription | None:
+        """``step`` applied to the record as stored, atomically: re-read and re-applied
+        when another daemon wrote it meanwhile; None (nothing written) once it is gone."""
+        while (sub := self._items.get(sub_id)) is not None:
+            changed = step(sub)
+            text = changed.to_json()
+            expected = self._texts.get(sub_id)
+            if await self._state.put_state_if(KEY_PREFIX + sub_id, expected, text):
+                self._items[sub_id], self._texts[sub_id] = changed, text
+                return changed
+            await self.reread(sub_id)
+        return None
 
     async def remove(self, sub_id: str) -> Subscription | None:
         sub = self._items.pop(sub_id, None)
-        if sub is not None:
+        self._texts.pop(sub_id, None)
+        if sub is not None:  # unconditional: a removal stands over any change made meanwhile
             await self._state.put_state(KEY_PREFIX + sub_id, None)
         return sub

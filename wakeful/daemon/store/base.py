@@ -246,6 +246,12 @@ class ChannelState(Protocol):
         """Every key starting with ``prefix`` and its value (for short listings)."""
         ...
 
+    async def put_state_if(self, key: str, expected: str | None, value: str | None) -> bool:
+        """Set ``key`` to ``value`` (``None`` deletes it) only if it now holds ``expected``
+        (``None``: absent), atomically; False, and nothing written, if it does not. For
+        records several daemons of a fleet change: the first writer wins, no write is lost."""
+        ...
+
 
 class Store(EventQueue, TrajectoryStore, ModelCallLog, ChannelState, Protocol):
     """Every port, as both backends implement them, plus health and closing."""

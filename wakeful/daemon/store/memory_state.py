@@ -20,3 +20,10 @@ class MemoryState:
 
     async def states_under(self, prefix: str) -> dict[str, str]:
         return {k: v for k, v in self._values.items() if k.startswith(prefix)}
+
+    async def put_state_if(self, key: str, expected: str | None, value: str | None) -> bool:
+        # No await in between: one task at a time runs this, so it is atomic.
+        if self._values.get(key) != expected:
+            return False
+        await self.put_state(key, value)
+        return True

@@ -450,6 +450,24 @@ end
 return 0
 """
 
+# ARGV: prefix, key, expected is absent (1|0), expected, delete (1|0), value -> 1 if the
+# state field held what was expected and now holds the value (or is gone), else 0.
+PUT_STATE_IF = """
+local name = ARGV[1] .. 'state'
+local current = redis.call('HGET', name, ARGV[2])
+if ARGV[3] == '1' then
+  if current then return 0 end
+elseif current ~= ARGV[4] then
+  return 0
+end
+if ARGV[5] == '1' then
+  redis.call('HDEL', name, ARGV[2])
+else
+  redis.call('HSET', name, ARGV[2], ARGV[6])
+end
+return 1
+"""
+
 SCRIPTS = {
     "APPEND": APPEND,
     "SET_ROUTE": SET_ROUTE,
@@ -469,4 +487,5 @@ SCRIPTS = {
     "RENEW_LEASE": RENEW_LEASE,
     "RELEASE_LEASE": RELEASE_LEASE,
     "TAKE_OVER_LEASE": TAKE_OVER_LEASE,
+    "PUT_STATE_IF": PUT_STATE_IF,
 }

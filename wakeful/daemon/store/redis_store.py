@@ -318,6 +318,13 @@ class RedisStore:
         else:
             await self._run(lambda c: c.hset(name, key, value), retry=True)
 
+    async def put_state_if(self, key: str, expected: str | None, value: str | None) -> bool:
+        # A flag stands for None (a Lua argument cannot be nil). Not retried on a dropped
+        # connection: a write that landed would then read as lost to another writer.
+        absent, delete = ("1" if v is None else "0" for v in (expected, value))
+        args = [key, absent, expected or "", delete, value or ""]
+        return bool(await self._script("PUT_STATE_IF", args, retry=False))
+
     async def states_under(self, prefix: str) -> dict[str, str]:
         name, pattern = f"{self.prefix}state", _glob_escape(prefix) + "*"
 

@@ -213,6 +213,16 @@ class SqliteStore:
     async def put_state(self, key: str, value: str | None) -> None:
         await self._transaction(lambda conn: _put_state(conn, key, value))
 
+    async def put_state_if(self, key: str, expected: str | None, value: str | None) -> bool:
+        def txn(conn: sqlite3.Connection) -> bool:
+            row = conn.execute("SELECT value FROM channel_state WHERE key = ?", (key,)).fetchone()
+            if (None if row is None else str(row[0])) != expected:
+                return False
+            _put_state(conn, key, value)
+            return True
+
+        return await self._transaction(txn)
+
     async def states_under(self, prefix: str) -> dict[str, str]:
         rows = await self._run(
             lambda conn: conn.execute(

@@ -7,6 +7,11 @@ last status, content hash and check time are kept in the record, so a
 restart neither fires for what it already saw nor checks early. A check that
 cannot connect has the status ``unreachable``. The first check sets the
 baseline and raises nothing.
+
+In a fleet on Redis every daemon arms the same subscription, but only the holder
+of its named lease checks (subscriptions/fleet.py): one GET per interval, not one
+per daemon. A daemon taking the lease over reads the record first, so it resumes
+from the last holder's status, hash and check time.
 """
 
 from __future__ import annotations
@@ -14,12 +19,14 @@ from __future__ import annotations
 import hashlib
 import time
 import uuid
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import anyio
 import httpcore
 
 from wakeful.channels.subscriptions.events import subscription_event
+from wakeful.channels.subscriptions.fleet import WatchLeases
 from wakeful.channels.subscriptions.kinds.base import Asking, Fire, Planned, Refusal, Report
 from wakeful.channels.subscriptions.records import Kind, Subscription
 from wakeful.channels.subscriptions.request import ConnectRequest
@@ -38,9 +45,17 @@ class HttpCheckKind:
     kind: Kind = "http_check"
     effect = Effect.NETWORK  # it talks to a host on the internet, again and again
 
-    def __init__(self, http_allow: tuple[str, ...], min_interval_s: float) -> None:
+    def __init__(
+        self,
+        http_allow: tuple[str, ...],
+        min_interval_s: float,
+        leases: WatchLeases | None = None,
+        latest: Callable[[str], Awaitable[Subscription | None]] | None = None,
+    ) -> None:
         self._http_allow = http_allow
         self._min_interval_s = min_interval_s
+        self._leases = leases  # on Redis: one daemon of the fleet checks each subscription
+        self._latest = latest  # the record as stored now (another holder's last check)
 
     def reach(self, request: ConnectRequest) -> Reach:
         return Reach(hosts=(request.url,)) if request.url else Reach()
@@ -64,7 +79,22 @@ class HttpCheckKind:
         return Planned({"url": request.url, "interval_s": request.interval_s, "on": request.on})
 
     async def watch(self, sub: Subscription, fire: Fire, report: Report) -> None:
-        spec = dict(sub.spec)
+        if self._leases is None:
+            await self._check_forever(sub, dict(sub.spec), fire, report)
+            return
+
+        async def run_holding() -> None:
+            current = await self._latest(sub.id) if self._latest is not None else sub
+            if current is None:
+                return  # disconnected meanwhile through another daemon
+            await self._check_forever(current, dict(current.spec), fire, report)
+
+        await report("standby: another daemon of the fleet checks it, or will")
+        await self._leases.hold(sub.id, run_holding)
+
+    async def _check_forever(
+        self, sub: Subscription, spec: dict[str, Any], fire: Fire, report: Report
+    ) -> None:
         while True:
             checked_at = spec.get("_checked_at")
             if checked_at is not None:
