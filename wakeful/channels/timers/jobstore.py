@@ -33,11 +33,12 @@ import sqlite3
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import anyio
 import anyio.to_thread
 import structlog
+from anyio.streams.memory import MemoryObjectReceiveStream
 from apscheduler.job import Job
 from apscheduler.jobstores.memory import MemoryJobStore
 from apscheduler.util import datetime_to_utc_timestamp
@@ -60,6 +61,19 @@ CREATE TABLE IF NOT EXISTS timer_fires (
 
 # One queued change: (SQL, parameters) or a barrier set once all before it are committed.
 _Statement = tuple[str, tuple[Any, ...]]
+
+
+T = TypeVar("T")
+
+
+def take_queued(receive: MemoryObjectReceiveStream[T]) -> list[T]:
+    """What a job store's writer has queued already, without waiting (for one batch)."""
+    taken: list[T] = []
+    while True:
+        try:
+            taken.append(receive.receive_nowait())
+        except (anyio.WouldBlock, anyio.EndOfStream):
+            return taken
 
 
 @dataclass(frozen=True)
@@ -150,12 +164,7 @@ class SqliteJobStore(MemoryJobStore):  # type: ignore[misc]
             await self._commit(batch)
 
     def _take_queued(self) -> list[_Write]:
-        taken: list[_Write] = []
-        while True:
-            try:
-                taken.append(self._receive.receive_nowait())
-            except (anyio.WouldBlock, anyio.EndOfStream):
-                return taken
+        return take_queued(self._receive)
 
     async def drain(self) -> None:
         """After the writer task has ended: commit what is still queued, accept no more."""

@@ -41,7 +41,7 @@ from redis.asyncio import Redis
 from redis.asyncio.client import PubSub
 from redis.exceptions import RedisError
 
-from wakeful.channels.timers.jobstore import PendingFire
+from wakeful.channels.timers.jobstore import PendingFire, take_queued
 from wakeful.daemon.store.redis_named_lease import process_holder_id
 
 log = structlog.get_logger(__name__)
@@ -126,12 +126,7 @@ class RedisJobStore(MemoryJobStore):  # type: ignore[misc]
                 await self._commit(batch)
 
     def _take_queued(self) -> list[_Op]:
-        taken: list[_Op] = []
-        while True:
-            try:
-                taken.append(self._receive.receive_nowait())
-            except (anyio.WouldBlock, anyio.EndOfStream):
-                return taken
+        return take_queued(self._receive)
 
     async def drain(self) -> None:
         self._send.close()
