@@ -95,14 +95,42 @@ class PendingFire:
     body: dict[str, Any]  # everything needed to build the event without the job
 
 
-class SqliteJobStore(MemoryJobStore):  # type: ignore[misc]
+class RestoringJobStore(MemoryJobStore):  # type: ignore[misc]
+    """A memory job store whose jobs were read (pickled) before the scheduler started:
+    restored into it at start, for the SQLite and the Redis job stores alike."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._loaded: list[bytes] = []
+
+    def start(self, scheduler: Any, alias: str) -> None:
+        super().start(scheduler, alias)
+        for state in self._loaded:
+            job = self._restore(state)
+            if job is not None:
+                super().add_job(job)
+        self._loaded = []
+
+    def _restore(self, state: bytes) -> Job | None:
+        try:
+            job = Job.__new__(Job)
+            job.__setstate__(pickle.loads(state))
+        except Exception:
+            # A job whose code moved cannot run; drop it rather than fail every start.
+            log.exception("cannot restore a stored timer; skipping it")
+            return None
+        job._scheduler = self._scheduler
+        job._jobstore_alias = self._alias
+        return job
+
+
+class SqliteJobStore(RestoringJobStore):
     def __init__(self, path: Path, *, durable_synchronous: str = "full") -> None:
         super().__init__()
         self._path = path
         self._durable_synchronous = durable_synchronous.upper()
         self._conn: sqlite3.Connection | None = None
         self._send, self._receive = anyio.create_memory_object_stream[_Write](math.inf)
-        self._loaded: list[bytes] = []
         self._fires_in_flight = 0
         self._no_fires = anyio.Event()
         self.pending_fires: list[PendingFire] = []
@@ -132,26 +160,6 @@ class SqliteJobStore(MemoryJobStore):  # type: ignore[misc]
             )
         ]
         return states, fires
-
-    def start(self, scheduler: Any, alias: str) -> None:
-        super().start(scheduler, alias)
-        for state in self._loaded:
-            job = self._restore(state)
-            if job is not None:
-                super().add_job(job)
-        self._loaded = []
-
-    def _restore(self, state: bytes) -> Job | None:
-        try:
-            job = Job.__new__(Job)
-            job.__setstate__(pickle.loads(state))
-        except Exception:
-            # A job whose code moved cannot run; drop it rather than fail every start.
-            log.exception("cannot restore a stored timer; removing it")
-            return None
-        job._scheduler = self._scheduler
-        job._jobstore_alias = self._alias
-        return job
 
     async def run_writer(self) -> None:
         """Commit queued changes in order, in batches; run it in a task group."""

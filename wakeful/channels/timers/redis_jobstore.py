@@ -36,12 +36,11 @@ import structlog
 from anyio.abc import TaskStatus
 from apscheduler.job import Job
 from apscheduler.jobstores.base import JobLookupError
-from apscheduler.jobstores.memory import MemoryJobStore
 from redis.asyncio import Redis
 from redis.asyncio.client import PubSub
 from redis.exceptions import RedisError
 
-from wakeful.channels.timers.jobstore import PendingFire, take_queued
+from wakeful.channels.timers.jobstore import PendingFire, RestoringJobStore, take_queued
 from wakeful.daemon.store.redis_named_lease import process_holder_id
 
 log = structlog.get_logger(__name__)
@@ -72,7 +71,7 @@ class _Op:
     published: list[str] = field(default_factory=list)  # job ids to announce
 
 
-class RedisJobStore(MemoryJobStore):  # type: ignore[misc]
+class RedisJobStore(RestoringJobStore):
     def __init__(self, client: Redis, prefix: str) -> None:
         super().__init__()
         self._client = client
@@ -82,7 +81,6 @@ class RedisJobStore(MemoryJobStore):  # type: ignore[misc]
         self._channel = f"{prefix}timer:changes"
         self._origin = process_holder_id()  # our own announcements are not applied again
         self._send, self._receive = anyio.create_memory_object_stream[_Op](math.inf)
-        self._loaded: list[str] = []
         self._claims: dict[str, _Op] = {}
         self._ours: set[str] = set()  # fires this daemon claimed or replays
         self.pending_fires: list[PendingFire] = []
@@ -91,30 +89,12 @@ class RedisJobStore(MemoryJobStore):  # type: ignore[misc]
 
     async def open(self) -> None:
         """Read the shared jobs and the fires in flight (before the scheduler starts)."""
-        self._loaded = [str(v) for v in (await self._client.hgetall(self._jobs_key)).values()]
+        stored = (await self._client.hgetall(self._jobs_key)).values()
+        self._loaded = [_unpacked(str(v)) for v in stored]
         fires = await self._client.hgetall(self._fires_key)
         self.pending_fires = sorted(
             (_fire_from_json(str(raw)) for raw in fires.values()), key=lambda f: f.run_time
         )
-
-    def start(self, scheduler: Any, alias: str) -> None:
-        super().start(scheduler, alias)
-        for state in self._loaded:
-            job = self._restore(state)
-            if job is not None:
-                super().add_job(job)
-        self._loaded = []
-
-    def _restore(self, state: str) -> Job | None:
-        try:
-            job = Job.__new__(Job)
-            job.__setstate__(pickle.loads(base64.b64decode(state)))
-        except Exception:
-            log.exception("cannot restore a stored timer; skipping it")
-            return None
-        job._scheduler = self._scheduler
-        job._jobstore_alias = self._alias
-        return job
 
     async def run_writer(self) -> None:
         """Send queued changes in order and follow other daemons' changes, until cancelled."""
@@ -250,7 +230,7 @@ class RedisJobStore(MemoryJobStore):  # type: ignore[misc]
     async def _apply_change(self, job_id: str) -> None:
         """Make our in-memory copy of one job what Redis holds now (no write back)."""
         state = await self._client.hget(self._jobs_key, job_id)
-        job = self._restore(str(state)) if state is not None else None
+        job = self._restore(_unpacked(str(state))) if state is not None else None
         if job is None:
             self._forget(job_id)
         elif super().lookup_job(job_id) is None:
@@ -316,3 +296,12 @@ def _fire_to_json(fire: PendingFire) -> str:
 def _fire_from_json(raw: str) -> PendingFire:
     data = json.loads(raw)
     return PendingFire(data["job_id"], datetime.fromisoformat(data["run_time"]), data["body"])
+
+
+def _unpacked(state: str) -> bytes:
+    """A job's pickled state from its base64 text; a damaged one gives b"", which the
+    restore logs and skips like any job that cannot be restored."""
+    try:
+        return base64.b64decode(state)
+    except ValueError:
+        return b""
