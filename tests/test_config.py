@@ -79,7 +79,7 @@ def test_bad_bind_names_key_and_example(tmp_path: Path) -> None:
 
 def test_bad_number_names_key(tmp_path: Path) -> None:
     """A non-numeric timeout is refused naming llm.timeout_s with an example."""
-    with pytest.raises(ConfigError, match=r"llm\.timeout_s.*timeout_s = 60"):
+    with pytest.raises(ConfigError, match=r"llm\.timeout_s.*timeout_s = 300"):
         load_settings(write(tmp_path, '[llm]\ntimeout_s = "soon"\n'))
 
 

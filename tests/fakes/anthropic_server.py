@@ -132,7 +132,9 @@ class FakeAnthropicServer(FakeModelServer):
         await _event(send, "ping", {})
         output = 0
         thinking = isinstance(wire.get("thinking"), dict)
+        blocks = 0
         for position, (kind, payload) in enumerate(_events(reply, self.issued, thinking)):
+            blocks += kind == "content_block_start"
             if position and reply.token_delay_s and kind == "content_block_delta":
                 await anyio.sleep(reply.token_delay_s)
             output += 1 if kind == "content_block_delta" else 0
@@ -144,6 +146,13 @@ class FakeAnthropicServer(FakeModelServer):
             return
         if reply.hang:
             await anyio.sleep_forever()  # ended by the disconnect watcher or shutdown
+        if reply.endless:  # one text block more, one word at a time, until the client leaves
+            opened = {"index": blocks, "content_block": {"type": "text", "text": ""}}
+            await _event(send, "content_block_start", opened)
+            while True:
+                await anyio.sleep(reply.token_delay_s)
+                delta = {"type": "text_delta", "text": " more"}
+                await _event(send, "content_block_delta", {"index": blocks, "delta": delta})
         stop = reply.finish_reason or ("tool_use" if reply.tool_calls else "end_turn")
         delta = {"delta": {"stop_reason": stop, "stop_sequence": None}}
         output = reply.completion_tokens if reply.completion_tokens is not None else output

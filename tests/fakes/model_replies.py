@@ -52,6 +52,9 @@ class Reply:
     token_delay_s: float = 0.0
     first_token_delay_s: float = 0.0
     hang: bool = False  # stream every scripted chunk, then wait for the client to leave
+    # Stream every scripted chunk, then one more word every token_delay_s until the
+    # client leaves: a model that never stops talking.
+    endless: bool = False
     status: int = 200
     error_message: str = "scripted error"
     retry_after_s: float | None = None  # sent as retry-after-ms so SDK retries are fast
@@ -122,6 +125,10 @@ class ReplyRenderer:
         if self.reply.finish_reason is not None:
             return self.reply.finish_reason
         return "tool_calls" if self.calls else "stop"
+
+    def word_chunk(self, word: str) -> dict[str, Any]:
+        """One more text token (Reply.endless streams these until the client leaves)."""
+        return self._chunk({"content": word})
 
     def _chunk(self, delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
         choice = {"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}

@@ -280,6 +280,9 @@ class FakeModelServer(ServesWhileOpen):
             return
         if renderer.reply.hang:
             await anyio.sleep_forever()  # ended by the disconnect watcher or shutdown
+        while renderer.reply.endless:  # ended by the disconnect watcher or shutdown
+            await anyio.sleep(delay)
+            await _send_event(send, json.dumps(renderer.word_chunk(" more")))
         for chunk in renderer.final_chunks():
             await _send_event(send, json.dumps(chunk))
         await _send_event(send, "[DONE]")

@@ -415,8 +415,28 @@ class LlmSection(Section):
             "beside the config)."
         ),
     )
+    # Two limits: a model that keeps streaming never trips a per-read timeout,
+    # so the whole call has its own deadline; a server that stalls is caught
+    # sooner by the silence limit. 60 s of silence is what one read was allowed
+    # before, enough for a long prompt's first token; 300 s lets a long reply
+    # (thousands of tokens) finish.
     timeout_s: float = Field(
-        default=60.0, gt=0, examples=[60], description="Seconds one model call may take."
+        default=300.0,
+        gt=0,
+        examples=[300],
+        description=(
+            "Seconds one whole model call may take, retries included; past it the stream is "
+            "closed and the call fails."
+        ),
+    )
+    read_timeout_s: float = Field(
+        default=60.0,
+        gt=0,
+        examples=[60],
+        description=(
+            "The longest silence of a model call in seconds: waiting for the answer or between "
+            "two chunks."
+        ),
     )
     max_retries: int = Field(
         default=2,

@@ -44,7 +44,8 @@ base_url = "https://api.openai.com/v1"  # vLLM, llama.cpp, Ollama: their /v1 URL
 # Empty: no model yet; events are stored and wait until you set one.
 model = ""                              # e.g. "gpt-4.1-mini"
 api_key_env = "OPENAI_API_KEY"          # or api_key_file = "/etc/wakeful/openai-key"
-timeout_s = 60
+timeout_s = 300                         # the whole call's deadline, retries included
+read_timeout_s = 60                     # the longest silence: before the answer or between chunks
 max_retries = 2
 replay_reasoning = "auto"               # "always" | "never": what reasoning is sent back
 

@@ -103,6 +103,7 @@ def make_provider(llm: LlmSection, api_key: str | None) -> ModelProvider:
         key_source=key_source(llm),
         model=llm.model,
         timeout_s=llm.timeout_s,
+        read_timeout_s=llm.read_timeout_s,
         max_retries=llm.max_retries,
         replay_reasoning=llm.replay_reasoning,
     )
@@ -119,6 +120,7 @@ def _anthropic_provider(llm: LlmSection, api_key: str | None) -> ModelProvider:
         max_output_tokens=llm.max_output_tokens,
         thinking_budget_tokens=llm.thinking_budget_tokens,
         timeout_s=llm.timeout_s,
+        read_timeout_s=llm.read_timeout_s,
         max_retries=llm.max_retries,
         key_source=key_source(llm),
     )

@@ -205,15 +205,22 @@ class AnthropicProvider:
         base_url: str = DEFAULT_BASE_URL,
         max_output_tokens: int = 8192,
         thinking_budget_tokens: int = 0,
-        timeout_s: float = 60.0,
+        timeout_s: float = 300.0,
         max_retries: int = 2,
         key_source: str = "[llm] api_key_env or [llm] api_key_file",
+        read_timeout_s: float = 60.0,
     ) -> None:
         self._model = model
         self._safe_url = redact_url(base_url)
         self._errors = EndpointErrors(
-            _ERRORS, url=self._safe_url, model=model, max_retries=max_retries, key_source=key_source
+            _ERRORS,
+            url=self._safe_url,
+            model=model,
+            max_retries=max_retries,
+            key_source=key_source,
+            read_timeout_s=read_timeout_s,
         )
+        self._deadline_s = timeout_s  # the whole call's (streaming_call.py)
         self._max_output_tokens = max_output_tokens
         self._thinking_budget = thinking_budget_tokens
         self._encoders = SessionEncoders()
@@ -221,7 +228,9 @@ class AnthropicProvider:
         self._client = anthropic.AsyncAnthropic(
             api_key=api_key or "no-key-configured",
             base_url=base_url,
-            timeout=timeout_s,
+            # Per read (connect, each chunk): the longest silence; the whole call's
+            # deadline is stream_reply's, as a model that keeps talking resets this one.
+            timeout=read_timeout_s,
             max_retries=max_retries,
         )
 
@@ -238,7 +247,12 @@ class AnthropicProvider:
     ) -> ModelResponse:
         model = request.model or self._model
         return await stream_reply(
-            lambda: self._open(request), _Accumulator(), model, on_delta, self._errors
+            lambda: self._open(request),
+            _Accumulator(),
+            model,
+            on_delta,
+            self._errors,
+            self._deadline_s,
         )
 
     async def _open(self, request: ModelRequest) -> AsyncStream[RawMessageStreamEvent]:

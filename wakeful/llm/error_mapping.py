@@ -29,19 +29,22 @@ from wakeful.llm.base import ContextTooLong, ModelKeyRefused, ModelUnavailable, 
 UNDECODABLE = (UnicodeDecodeError, json.JSONDecodeError, pydantic.ValidationError)
 
 
-def _transport_errors() -> tuple[type[BaseException], ...]:
+def _transport_modules() -> list[ModuleType]:
     # An SDK on httpx or on httpx2 (anthropic 2.x): a broken stream raises either.
-    errors: list[type[BaseException]] = [httpx.HTTPError]
+    modules: list[ModuleType] = [httpx]
     try:
         import httpx2
     except ImportError:
-        return tuple(errors)
-    errors.append(httpx2.HTTPError)
-    return tuple(errors)
+        return modules
+    modules.append(httpx2)
+    return modules
 
 
-# What a stream that broke after the SDK handed it over raises.
-BROKEN = _transport_errors()
+# What a stream that broke after the SDK handed it over raises ...
+BROKEN: tuple[type[BaseException], ...] = tuple(m.HTTPError for m in _transport_modules())
+# ... and the part of it that means the server sent nothing for a whole read
+# timeout ([llm] read_timeout_s, the SDK's per-read limit).
+SILENT: tuple[type[BaseException], ...] = tuple(m.TimeoutException for m in _transport_modules())
 
 
 def redact_url(url: str) -> str:
@@ -96,7 +99,14 @@ class EndpointErrors:
     """One provider's translation of what its calls raise."""
 
     def __init__(
-        self, dialect: ErrorDialect, *, url: str, model: str, max_retries: int, key_source: str
+        self,
+        dialect: ErrorDialect,
+        *,
+        url: str,
+        model: str,
+        max_retries: int,
+        key_source: str,
+        read_timeout_s: float,
     ) -> None:
         self._sdk = dialect.sdk
         self._read_refusal = dialect.read_refusal
@@ -105,6 +115,7 @@ class EndpointErrors:
         self._model = model
         self._retries = f"after {max_retries} retries" if max_retries else "(no retries)"
         self._key_source = key_source
+        self._silence = f"[llm] read_timeout_s = {read_timeout_s:g} s"
         # Everything a streamed call may raise that is the endpoint's fault, not ours.
         self.caught: tuple[type[BaseException], ...] = (self._sdk.api, *UNDECODABLE, *BROKEN)
 
@@ -121,14 +132,31 @@ class EndpointErrors:
                 f"({type(exc).__name__}: {str(exc)[:200]}); "
                 f"is [llm] base_url {self._dialect.expected_api}?"
             )
+        if isinstance(exc, SILENT):
+            return ModelUnavailable(
+                f"the model endpoint {url} went silent mid-reply for longer than "
+                f"{self._silence} (the longest wait between chunks); the stream was closed"
+            )
         return ModelUnavailable(
             f"the model endpoint {url} broke off its reply: {type(exc).__name__}: {exc}"
+        )
+
+    def past_deadline(self, deadline_s: float) -> ProviderError:
+        """A call stopped at ``[llm] timeout_s``: the model was still talking (or retrying)."""
+        return ProviderError(
+            f"the model call to {self._url} did not finish within [llm] timeout_s = "
+            f"{deadline_s:g} s (the whole call's deadline, retries included); the stream "
+            "was closed. Raise [llm] timeout_s if replies this long are expected"
         )
 
     def _api_error(self, exc: Exception) -> ProviderError:
         url, retries, dialect = self._url, self._retries, self._dialect
         if isinstance(exc, self._sdk.connection):
-            kind = "timed out" if isinstance(exc, self._sdk.timeout) else "connection failed"
+            kind = (
+                f"no answer within {self._silence}"
+                if isinstance(exc, self._sdk.timeout)
+                else "connection failed"
+            )
             return ModelUnavailable(
                 f"cannot reach the model endpoint {url}: {kind} {retries}. "
                 + dialect.reach_hint.format(url=url)

@@ -133,24 +133,33 @@ class OpenAIProvider:
         base_url: str,
         api_key: str | None,
         model: str,
-        timeout_s: float = 60.0,
+        timeout_s: float = 300.0,
         max_retries: int = 2,
         extra_headers: dict[str, str] | None = None,
         replay_reasoning: ReplayPolicy = "auto",
         key_source: str = "[llm] api_key_env or [llm] api_key_file",
+        read_timeout_s: float = 60.0,
     ) -> None:
         self._base_url = base_url
         self._safe_url = redact_url(base_url)
         self._model = model
         self._errors = EndpointErrors(
-            _ERRORS, url=self._safe_url, model=model, max_retries=max_retries, key_source=key_source
+            _ERRORS,
+            url=self._safe_url,
+            model=model,
+            max_retries=max_retries,
+            key_source=key_source,
+            read_timeout_s=read_timeout_s,
         )
+        self._deadline_s = timeout_s  # the whole call's (streaming_call.py)
         self._replay_reasoning: ReplayPolicy = replay_reasoning
         self._encoders = SessionEncoders()
         self._client = openai.AsyncOpenAI(
             base_url=base_url,
             api_key=api_key or _DUMMY_KEY,
-            timeout=timeout_s,
+            # Per read (connect, each chunk): the longest silence; the whole call's
+            # deadline is stream_reply's, as a model that keeps talking resets this one.
+            timeout=read_timeout_s,
             max_retries=max_retries,
             default_headers=extra_headers,
         )
@@ -167,7 +176,12 @@ class OpenAIProvider:
     ) -> ModelResponse:
         model = request.model or self._model
         return await stream_reply(
-            lambda: self._open(request), _Accumulator(), model, on_delta, self._errors
+            lambda: self._open(request),
+            _Accumulator(),
+            model,
+            on_delta,
+            self._errors,
+            self._deadline_s,
         )
 
     async def _open(self, request: ModelRequest) -> openai.AsyncStream[ChatCompletionChunk]:

@@ -6,6 +6,12 @@ whatever failed (wakeful/llm/error_mapping.py). The hang-up is what makes a
 cancelled caller stop the server at once (SPEC §4 rule 4): the partial reply
 is never returned, so it cannot reach the trajectory. A provider keeps only
 how it opens its stream and how its events add up.
+
+Two limits bound a call. The longest silence (``[llm] read_timeout_s``) is
+the SDK's per-read timeout, so it holds while waiting for the answer and
+between chunks. The whole call (``[llm] timeout_s``, retries included) is a
+deadline here: a model that keeps streaming resets every per-read timeout,
+and without it would hold its session for as long as it talks.
 """
 
 from __future__ import annotations
@@ -50,21 +56,27 @@ async def stream_reply(
     requested_model: str,
     on_delta: DeltaCallback | None,
     errors: EndpointErrors,
+    deadline_s: float,
 ) -> ModelResponse:
-    """The whole reply of one call; a failure raised as ``errors`` translates it."""
+    """The whole reply of one call within ``deadline_s``; a failure raised as ``errors``
+    translates it."""
     started = time.monotonic()
-    try:
-        stream = await open_stream()
+    with anyio.move_on_after(deadline_s) as whole:
         try:
-            async for event in stream:
-                added = accumulator.add(event)
-                if added and on_delta is not None:
-                    await on_delta(added)
-        finally:
-            await _hang_up(stream)
-    except errors.caught as exc:
-        raise errors.translate(exc) from exc
-    return accumulator.response(requested_model, time.monotonic() - started)
+            stream = await open_stream()
+            try:
+                async for event in stream:
+                    added = accumulator.add(event)
+                    if added and on_delta is not None:
+                        await on_delta(added)
+            finally:
+                await _hang_up(stream)
+        except errors.caught as exc:
+            raise errors.translate(exc) from exc
+        return accumulator.response(requested_model, time.monotonic() - started)
+    # Only our own deadline lands here: a caller's cancellation passes through the scope.
+    assert whole.cancelled_caught
+    raise errors.past_deadline(deadline_s)
 
 
 async def _hang_up(stream: ReplyStream[object]) -> None:

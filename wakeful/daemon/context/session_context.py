@@ -60,7 +60,7 @@ class SessionContext:
         self.window = window
         self._output_dir = output_dir
         self._summarize = summarize
-        self.tokens = TokenEstimator()
+        self.tokens = TokenEstimator(session)
         self._view: ContextView | None = None
         self.last_estimate = 0
         self._last_raw = 0
