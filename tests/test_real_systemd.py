@@ -14,7 +14,7 @@ test's own), /var is a directory of that root (``StateDirectory=`` lands there, 
 the host's /var/lib/wakeful) and /run, /tmp are fresh tmpfs. The test plants a canary
 /var/lib/wakeful on the host, held by a live daemon's lock, and checks it is untouched.
 
-It takes about 40 s (a venv install and a whole service manager). The target it
+It takes about a minute (a venv install and a whole service manager). The target it
 boots has ``DefaultDependencies=no`` and the tmpfiles units are masked: they have
 nothing of the test's to set up.
 """
