@@ -2,13 +2,38 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 
 import pytest
 
 from tests.fakes.model_server import FakeModelServer
+from tests.host_state import Entry, changes, shape
 
 pytest_plugins = ["tests.mail_servers", "tests.redis_server", "tests.synapse_server"]
+
+
+HOST_STATE = pytest.StashKey[dict[str, Entry | None]]()
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    # The one process that sees the whole run (xdist's controller, or the only one):
+    # it starts before any worker and finishes after all of them.
+    if "PYTEST_XDIST_WORKER" not in os.environ:
+        session.stash[HOST_STATE] = shape()
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """The run fails if a test moved, replaced, chowned or chmodded the host's wakeful
+    state (tests/host_state.py): every test keeps to its own temporary root."""
+    before = session.stash.get(HOST_STATE, None)
+    changed = changes(before, shape()) if before is not None else []
+    if changed:
+        message = "the tests changed the host's wakeful state:\n" + "\n".join(changed)
+        writer = session.config.get_terminal_writer()
+        writer.line()
+        writer.line(message, red=True)
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
 @pytest.fixture
