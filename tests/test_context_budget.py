@@ -283,3 +283,15 @@ def test_status_line_shows_an_open_breaker() -> None:
         {"tokens": 9100, "budget": 8000, "compaction_breaker": "open", "failed_compactions": 3}
     )
     assert line == "9100 of 8000 tokens, compaction breaker open after 3 failed compactions"
+
+
+@pytest.mark.parametrize(
+    ("window", "reserve"), [(8_192, 1024), (16_000, 2000), (32_768, 4096), (128_000, 8192)]
+)
+def test_the_default_reserve_scales_with_the_window(window: int, reserve: int) -> None:
+    """Only the window set: an 8k model gets a budget (a fixed 8192 left it 0); a set
+    reserve is used as it is."""
+    from wakeful.daemon.context.config import ContextSection
+
+    assert ContextSection(max_tokens=window).reserve(window) == reserve
+    assert ContextSection(max_tokens=window, reserve_tokens=300).reserve(window) == 300

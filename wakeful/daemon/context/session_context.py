@@ -72,8 +72,13 @@ class SessionContext:
         )
 
     @property
+    def reserve(self) -> int:
+        """Tokens kept free for the model's reply."""
+        return self._settings.reserve(self.window)
+
+    @property
     def budget(self) -> int:
-        budget = self.window - self._settings.reserve_tokens
+        budget = self.window - self.reserve
         if self._learned is not None:  # the model told us its window is smaller
             budget = min(budget, self._learned)
         return budget
@@ -111,7 +116,7 @@ class SessionContext:
         becomes that, less the reply's reserve; else a fifth below what was refused."""
         match = _WINDOW_IN_ERROR.search(message)
         if match is not None:
-            learned = int(match.group(1) or match.group(2)) - self._settings.reserve_tokens
+            learned = int(match.group(1) or match.group(2)) - self.reserve
         else:
             learned = int(self.last_estimate * 0.8)
         self._learned = max(1024, min(learned, self._learned or learned))
