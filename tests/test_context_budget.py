@@ -295,3 +295,46 @@ def test_the_default_reserve_scales_with_the_window(window: int, reserve: int) -
 
     assert ContextSection(max_tokens=window).reserve(window) == reserve
     assert ContextSection(max_tokens=window, reserve_tokens=300).reserve(window) == 300
+
+
+THIRTY_KB = "python3 -c \"[print('line', i, 'x' * 190) for i in range(150)]\""
+
+
+def thirty_kb_agent(body: dict[str, Any]) -> Reply:
+    """Each user step: one shell call printing 30 kB, then "done <step>"."""
+    messages = body["messages"]
+    if is_summary_request(body):
+        return text_reply("The user asked for numbered steps; each ran a shell command.")
+    last = [m for m in messages if m["role"] != "system"][-2]  # before the status bar
+    if last["role"] == "tool":
+        users = [m for m in messages if m["role"] == "user" and "] step " in str(m["content"])]
+        return text_reply("done " + str(users[-1]["content"]).rsplit("] step ", 1)[-1])
+    return Reply(tool_calls=[ToolCallSpec("shell_exec", {"command": THIRTY_KB})])
+
+
+@pytest.mark.parametrize("window", [8_192, 16_000, 32_768, 128_000])
+async def test_defaults_answer_every_turn_at_any_window(
+    tmp_path: Path, model_server: FakeModelServer, window: int
+) -> None:
+    """DEFAULTS ONLY (the window set, nothing tuned): 120 turns, each with a 30 kB tool
+    result, are all answered, none over the model's window, compacting rarely."""
+    turns = 120
+    model_server.responder = thirty_kb_agent
+    model_server.context_window = window
+    settings = daemon_settings(tmp_path, model_server.base_url, context={"max_tokens": window})
+    async with harness(settings) as h:
+        for step in range(turns):
+            await drive(h, f"step {step}")
+        status = (await h.client.get("/api/status")).json()["sessions"]["main"]["context"]
+        full = (await h.client.get("/api/sessions/main/trajectory?full=1")).json()["messages"]
+    answers = [m["content"] for m in full if m["role"] == "assistant" and m.get("content")]
+    answered = sum(f"done {step}" in answers for step in range(turns))
+    print(
+        f"\nwindow {window}: {answered}/{turns} turns answered, "
+        f"{status['compactions']} compactions, {status['prunes']} prunes, "
+        f"{len(model_server.too_long)} refused as too long, fixed part "
+        f"{status.get('fixed_tokens')} tokens"
+    )
+    assert answered == turns, status
+    assert model_server.too_long == [] and status["last_problem"] is None
+    assert status["compactions"] <= turns // 10, status  # at most once per ~10 turns

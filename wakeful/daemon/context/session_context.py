@@ -19,10 +19,11 @@ import structlog
 from wakeful.daemon.context.breaker import CompactionBreaker, closed
 from wakeful.daemon.context.compaction import Summarize, write_summary
 from wakeful.daemon.context.config import ContextSection
-from wakeful.daemon.context.tokens import TokenEstimator, raw_estimate
+from wakeful.daemon.context.tokens import CHARS_PER_TOKEN, TokenEstimator, raw_estimate
 from wakeful.daemon.context.view import ContextView, safe_boundaries, tool_names
 from wakeful.daemon.store.base import ChannelState
 from wakeful.daemon.trajectory.normalizer import normalize
+from wakeful.handlers.output import shape_output
 
 log = structlog.get_logger(__name__)
 
@@ -30,6 +31,8 @@ Message = dict[str, Any]
 KEY_PREFIX = "context:"
 COUNT_CACHE_MIN = 50_000  # messages whose token counts are remembered
 PRUNE_MIN_CHARS = 2000  # a tool result smaller than this is not worth a stub
+TRIM_MIN_CHARS = 800  # a trimmed result keeps at least this much of its head and tail
+TRIM_NOTE_TOKENS = 120  # the note a trimmed result gains (where its full text is)
 SUMMARY_ALLOWANCE = 1500  # tokens left for the summary when choosing the boundary
 # Pruning aims below this share of the budget, so it happens rarely (each prune
 # costs one prompt-cache miss), not every turn the budget is near.
@@ -133,32 +136,98 @@ class SessionContext:
 
     async def fit(self, full: list[Message], fixed: list[Any]) -> list[Message]:
         """The request's messages for ``full`` within the budget. ``fixed``: what else the
-        request carries (system prompt, tools, status bar). Raises ContextFull."""
-        view = await self.view()
-        messages = normalize(view.apply(full)).messages
-        self.last_estimate = self._measure(messages, fixed)
+        request carries (system prompt, tools, status bar). Raises ContextFull only when
+        nothing is left to shrink, naming what does not fit."""
+        messages = await self._shown(full, fixed)
         if self.last_estimate <= self.budget:
             return messages
-        await self.shrink(full, fixed)
-        messages = normalize((await self.view()).apply(full)).messages
-        self.last_estimate = self._measure(messages, fixed)
+        cannot_compact: str | None = None
+        try:
+            await self.shrink(full, fixed)
+        except ContextFull as exc:  # no compaction possible: pruning may still make it fit
+            cannot_compact = str(exc).split(": ", 1)[-1]
+        messages = await self._shown(full, fixed)
         if self.last_estimate > self.budget:
             # The newest results kept whole are a preference; fitting is not.
             await self._prune(full, fixed, forced=True, keep=1)
-            messages = normalize((await self.view()).apply(full)).messages
-            self.last_estimate = self._measure(messages, fixed)
+            messages = await self._shown(full, fixed)
         if self.last_estimate > self.budget:
-            raise await self._full(
-                f"about {self.last_estimate} tokens after pruning and compaction, over the budget "
-                f"of {self.budget}"
-            )
+            await self._trim(full, fixed)  # last: even the newest result, to head + tail
+            messages = await self._shown(full, fixed)
+        if self.last_estimate > self.budget:
+            why = self._what_does_not_fit(messages, fixed)
+            raise await self._full(why + (f"; {cannot_compact}" if cannot_compact else ""))
         return messages
+
+    async def _measured(self, full: list[Message], fixed: list[Any]) -> int:
+        return self._measure(normalize((await self.view()).apply(full)).messages, fixed)
+
+    async def _shown(self, full: list[Message], fixed: list[Any]) -> list[Message]:
+        messages = normalize((await self.view()).apply(full)).messages
+        self.last_estimate = self._measure(messages, fixed)
+        return messages
+
+    def _what_does_not_fit(self, messages: list[Message], fixed: list[Any]) -> str:
+        fixed_tokens = self.tokens.count_all(fixed)
+        history = self.last_estimate - fixed_tokens
+        largest = max(messages, key=self._raw_count, default=None)
+        biggest = (
+            f" (the largest, a {largest.get('role')} message, {self.tokens.count(largest)})"
+            if largest is not None
+            else ""
+        )
+        return (
+            f"the system prompt, tool schemas and status bar take about {fixed_tokens} tokens "
+            f"and the {len(messages)} messages left after pruning {history}"
+            f"{biggest}: {self.last_estimate} in all, over the budget of {self.budget} (a "
+            f"{self.window}-token window less {self.reserve} kept for the reply); raise "
+            '[context] max_tokens, or defer tools ([tools] defer = "always")'
+        )
+
+    async def _trim(self, full: list[Message], fixed: list[Any]) -> None:
+        """Cut tool results still shown whole, largest first, to their head and tail until
+        the request fits; each full text is saved in the outputs directory (the spill file
+        the note names), so nothing is lost, only moved out of the request."""
+        view = await self.view()
+        shown = {i: str(full[i].get("content") or "") for i in range(view.start, len(full))}
+        whole = [
+            i
+            for i, text in shown.items()
+            if full[i].get("role") == "tool" and i not in view.stubs and len(text) > TRIM_MIN_CHARS
+        ]
+        stubs = dict(view.stubs)
+        excess = self.last_estimate - self.budget
+        for index in sorted(whole, key=lambda i: -len(shown[i])):
+            if excess <= 0:
+                break
+            text = shown[index]
+            # Characters to drop: the excess at the current calibration, plus the note.
+            drop = int((excess + TRIM_NOTE_TOKENS) * CHARS_PER_TOKEN / max(self.tokens.scale, 0.1))
+            keep_chars = max(TRIM_MIN_CHARS, len(text) - drop)
+            call_id = str(full[index].get("tool_call_id"))
+            cut = shape_output(
+                text,
+                output_dir=self._output_dir,
+                name_hint=f"trimmed-{self.session}-{call_id}",
+                head_lines=len(text),  # by characters: the line budget would keep it all
+                tail_lines=0,
+                max_chars=keep_chars,
+            )
+            stubs[index] = f"[trimmed to fit the context] {cut}"
+            excess -= self.tokens.count(text) - self.tokens.count(stubs[index])
+        if stubs != view.stubs:
+            await self._save(dataclasses.replace(view, stubs=stubs, prunes=view.prunes + 1))
+            log.info("context trimmed", session=self.session, results=len(stubs) - len(view.stubs))
 
     async def shrink(self, full: list[Message], fixed: list[Any], *, forced: bool = False) -> None:
         """Prune old tool results and, if still over (or ``forced``: the provider said too
         long), compact. At most one compaction per call: a compaction that does not help
         is reported, never looped."""
         pruned = await self._prune(full, fixed, forced=forced)
+        if not forced and await self._measured(full, fixed) > self.budget:
+            # Stubs before a summary: a compaction is dearer (a model call, and more of
+            # the history lost), so it comes only when stubs alone cannot make room.
+            pruned = await self._prune(full, fixed, forced=False, keep=1) or pruned
         messages = normalize((await self.view()).apply(full)).messages
         target = self.budget * (LOW_WATER if forced else 1.0)
         if self._measure(messages, fixed) > target or (forced and not pruned):
@@ -220,8 +289,8 @@ class SessionContext:
         keep = self._settings.keep_user_messages
         if len(users) <= keep:
             raise await self._full(
-                f"the newest {keep} user messages alone do not fit; raise [context] max_tokens "
-                "or lower [context] keep_user_messages"
+                f"no compaction: {_count(len(users), 'user message')} since the last boundary, "
+                f"and a compaction keeps the newest {keep} verbatim ([context] keep_user_messages)"
             )
         newest_kept = users[-keep]
         chosen = [b for b in boundaries if b <= newest_kept]
@@ -339,3 +408,7 @@ class SessionContext:
         view = await self.view()
         if view.last_problem is not None:
             await self._save(dataclasses.replace(view, last_problem=None))
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
