@@ -338,3 +338,81 @@ async def test_defaults_answer_every_turn_at_any_window(
     assert answered == turns, status
     assert model_server.too_long == [] and status["last_problem"] is None
     assert status["compactions"] <= turns // 10, status  # at most once per ~10 turns
+
+
+def one_turn(result: str) -> list[dict[str, Any]]:
+    call = {"id": "call_1", "type": "function",
+            "function": {"name": "shell_exec", "arguments": "{}"}}  # fmt: skip
+    return [
+        {"role": "user", "content": "step 0"},
+        {"role": "assistant", "content": None, "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": "call_1", "content": result},
+    ]
+
+
+def saved_files(directory: Path, prefix: str) -> list[Path]:
+    return [p for p in directory.iterdir() if p.name.startswith(prefix)]
+
+
+async def never_summarize(text: str) -> str:
+    raise AssertionError("one user message: nothing to compact")
+
+
+async def test_a_result_too_big_for_the_room_left_is_trimmed_not_refused(tmp_path: Path) -> None:
+    """The 16k case of the issue, defaults only: a fixed part of ~7,250 tokens and one
+    5 kB result. The result is cut to head + tail (the full text kept in a file the
+    request names) and the request fits; before, every later turn was refused."""
+    from wakeful.daemon.context.config import ContextSection
+    from wakeful.daemon.context.session_context import SessionContext
+    from wakeful.daemon.store.memory_state import MemoryState
+
+    context = SessionContext(
+        "main", MemoryState(), ContextSection(max_tokens=16000), window=16000,
+        output_dir=tmp_path, summarize=never_summarize,
+    )  # fmt: skip
+    fixed = ["s" * 29_000 + "t" * 24_000]  # ~13,250 tokens: tools the surface did not defer
+    result = "".join(f"line {i} " + "x" * 90 + "\n" for i in range(50))
+    messages = await context.fit(one_turn(result), fixed)
+    assert context.last_estimate <= context.budget
+    trimmed = str(messages[-1]["content"])
+    assert trimmed.startswith("[trimmed to fit the context] line 0 ") and "line 49 " in trimmed
+    saved = saved_files(tmp_path, "trimmed-main-call_1")
+    assert len(saved) == 1 and saved[0].read_text() == result and str(saved[0]) in trimmed
+
+
+async def test_what_cannot_fit_is_named(tmp_path: Path) -> None:
+    """A fixed part larger than the budget: the refusal says what takes the room, and
+    that one user message cannot be compacted (not "the newest 5 ... do not fit")."""
+    from wakeful.daemon.context.config import ContextSection
+    from wakeful.daemon.context.session_context import ContextFull, SessionContext
+    from wakeful.daemon.store.memory_state import MemoryState
+
+    context = SessionContext(
+        "main", MemoryState(), ContextSection(max_tokens=8192), window=8192,
+        output_dir=tmp_path, summarize=never_summarize,
+    )  # fmt: skip
+    with pytest.raises(ContextFull) as refused:
+        await context.fit(one_turn("ok"), ["s" * 40_000])
+    message = str(refused.value)
+    assert "the system prompt, tool schemas and status bar take about 10001 tokens" in message
+    assert "over the budget of 7168 (a 8192-token window less 1024 kept for the reply)" in message
+    assert "1 user message since the last boundary" in message
+    assert "newest 5 user messages alone" not in message
+
+
+async def test_a_fixed_part_over_a_third_of_the_window_defers_tools(tmp_path: Path) -> None:
+    """Measured at start-up: the default tools at 16k take over a third of the window,
+    so the non-resident ones are deferred (found with search_tools) and status says it;
+    at 128k nothing changes."""
+    for window, deferred in ((16_000, True), (128_000, False)):
+        settings = daemon_settings(tmp_path / str(window), "http://127.0.0.1:9", context={
+            "max_tokens": window})  # fmt: skip
+        async with harness(settings) as h:
+            status = (await h.client.get("/api/status")).json()
+        fixed = status["fixed_part"]
+        assert fixed["auto_deferred"] is deferred, fixed
+        assert fixed["fixed_tokens"] < fixed["all_tools_tokens"] or not deferred, fixed
+        over = fixed["fixed_tokens"] * 3 > window  # the resident block alone may still be
+        assert (fixed["warning"] is not None) is over, fixed
+        if over:
+            assert "more than a third of the 16000-token window" in fixed["warning"]

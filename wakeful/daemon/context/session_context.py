@@ -66,6 +66,7 @@ class SessionContext:
         self.tokens = TokenEstimator()
         self._view: ContextView | None = None
         self.last_estimate = 0
+        self.fixed_tokens = 0  # system prompt, tools and status bar of the last request
         self._last_raw = 0
         self._learned: int | None = None
         self._counts: dict[int, tuple[Message, int]] = {}
@@ -99,8 +100,10 @@ class SessionContext:
     def _measure(self, messages: list[Message], fixed: list[Any]) -> int:
         """Estimated tokens of a request; each message is encoded once, when first seen
         (the history only grows), so a cycle's cost does not grow with it."""
-        raw = sum(self._raw_count(m) for m in messages) + sum(raw_estimate(f) for f in fixed)
+        fixed_raw = sum(raw_estimate(f) for f in fixed)
+        raw = sum(self._raw_count(m) for m in messages) + fixed_raw
         self._last_raw = raw
+        self.fixed_tokens = int(fixed_raw * self.tokens.scale) + 1
         return int(raw * self.tokens.scale) + 1
 
     def _raw_count(self, message: Message) -> int:
@@ -395,7 +398,16 @@ class SessionContext:
 
     def status(self) -> dict[str, Any]:
         """For ``/api/status``: how full the last request was, and any problem."""
-        info: dict[str, Any] = {"tokens": self.last_estimate, "budget": self.budget}
+        info: dict[str, Any] = {
+            "tokens": self.last_estimate,
+            "budget": self.budget,
+            "fixed_tokens": self.fixed_tokens,
+        }
+        if self.fixed_tokens * 3 > self.window:  # little room left for the conversation
+            info["fixed_warning"] = (
+                f"the system prompt and tools take {self.fixed_tokens} tokens, more than a "
+                f"third of the {self.window}-token window"
+            )
         if self.last_compaction_ms is not None:
             info["last_compaction_ms"] = self.last_compaction_ms
         if self._view is not None:
