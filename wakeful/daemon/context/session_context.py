@@ -290,19 +290,28 @@ class SessionContext:
         boundaries = safe_boundaries(full, view.start)
         users = [i for i in range(view.start, len(full)) if full[i].get("role") == "user"]
         keep = self._settings.keep_user_messages
-        if len(users) <= keep:
+        if len(users) <= 1:
             raise await self._full(
                 f"no compaction: {_count(len(users), 'user message')} since the last boundary, "
-                f"and a compaction keeps the newest {keep} verbatim ([context] keep_user_messages)"
+                "and the newest is always kept verbatim"
             )
-        newest_kept = users[-keep]
-        chosen = [b for b in boundaries if b <= newest_kept]
-        if not chosen:
+        # The newest keep_user_messages stay verbatim when they fit; when even they do
+        # not (a small window), fewer do, down to the newest one: a session that keeps
+        # going beats one refused forever for a preference.
+        preferred = [b for b in boundaries if len(users) > keep and b <= users[-keep]]
+        fallback = [b for b in boundaries if b <= users[-1]]
+        if not fallback:
             raise await self._full("no place to compact that keeps tool calls with their results")
         refusal = self.breaker.refusal(view, self.session)
         if refusal is not None:  # no model call: the last ones did not help
             raise await self._full(refusal)
-        boundary = self._boundary_keeping_most(full, view, chosen, fixed)
+        boundary = self._boundary_keeping_most(full, view, preferred, fixed)
+        if boundary is None:
+            boundary = self._boundary_keeping_most(full, view, fallback, fixed)
+            if boundary is not None:
+                log.info("compaction keeps fewer user messages", session=self.session, keep=keep)
+        if boundary is None:
+            boundary = (preferred or fallback)[-1]
         compacted = view.apply(full[:boundary]) if view.start < boundary else []
         before = self._measure(normalize(view.apply(full)).messages, fixed)
         began = time.monotonic()
@@ -344,9 +353,11 @@ class SessionContext:
 
     def _boundary_keeping_most(
         self, full: list[Message], view: ContextView, chosen: list[int], fixed: list[Any]
-    ) -> int:
-        """The earliest boundary whose kept part fits under the low-water mark (as much
-        verbatim history as room allows; compactions stay rare), else the latest."""
+    ) -> int | None:
+        """The earliest of ``chosen`` whose kept part fits under the low-water mark (as
+        much verbatim history as room allows; compactions stay rare), else None."""
+        if not chosen:
+            return None
         room = int(self.budget * LOW_WATER / self.tokens.scale) - sum(
             raw_estimate(f) for f in fixed
         )
@@ -362,7 +373,7 @@ class SessionContext:
                 break
             if index in candidates:
                 fits = index
-        return fits if fits is not None else chosen[-1]
+        return fits
 
     async def _failed(self, view: ContextView, why: str) -> ContextFull:
         """Count a failed compaction (``view``: what to keep of it); the ContextFull to
