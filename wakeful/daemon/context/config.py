@@ -64,7 +64,10 @@ class ContextSection(Section):
         default=8,
         ge=1,
         examples=[8],
-        description="Pruning never stubs the newest this many tool results.",
+        description=(
+            "Pruning stubs the newest this many tool results only when stubbing the older "
+            "ones cannot make the request fit."
+        ),
     )
 
     compaction_failures_to_trip: int = Field(
