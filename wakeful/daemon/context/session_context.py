@@ -122,7 +122,8 @@ class SessionContext:
         becomes that, less the reply's reserve; else a fifth below what was refused."""
         match = _WINDOW_IN_ERROR.search(message)
         if match is not None:
-            learned = int(match.group(1) or match.group(2)) - self.reserve
+            named = int(match.group(1) or match.group(2))
+            learned = named - self._settings.reserve(named)  # the reply's share of that window
         else:
             learned = int(self.last_estimate * 0.8)
         self._learned = max(1024, min(learned, self._learned or learned))
