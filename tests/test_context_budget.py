@@ -109,7 +109,9 @@ async def test_too_long_is_shrunk_and_retried_once_not_blindly(
     async with harness(settings) as h:
         for step in range(6):
             await drive(h, f"step {step}")
-        model_server.context_window = 7000  # the model's real window is smaller
+        # The model's real window is smaller (yet above the ~7,300 tokens of system
+        # prompt and every tool schema, which no pruning can shrink).
+        model_server.context_window = 10000
         before = len(model_server.requests)
         await drive(h, "step 6")
         refused = [i for i in model_server.too_long if i >= before]
@@ -283,3 +285,137 @@ def test_status_line_shows_an_open_breaker() -> None:
         {"tokens": 9100, "budget": 8000, "compaction_breaker": "open", "failed_compactions": 3}
     )
     assert line == "9100 of 8000 tokens, compaction breaker open after 3 failed compactions"
+
+
+@pytest.mark.parametrize(
+    ("window", "reserve"), [(8_192, 1024), (16_000, 2000), (32_768, 4096), (128_000, 8192)]
+)
+def test_the_default_reserve_scales_with_the_window(window: int, reserve: int) -> None:
+    """Only the window set: an 8k model gets a budget (a fixed 8192 left it 0); a set
+    reserve is used as it is."""
+    from wakeful.daemon.context.config import ContextSection
+
+    assert ContextSection(max_tokens=window).reserve(window) == reserve
+    assert ContextSection(max_tokens=window, reserve_tokens=300).reserve(window) == 300
+
+
+THIRTY_KB = "python3 -c \"[print('line', i, 'x' * 190) for i in range(150)]\""
+
+
+def thirty_kb_agent(body: dict[str, Any]) -> Reply:
+    """Each user step: one shell call printing 30 kB, then "done <step>"."""
+    messages = body["messages"]
+    if is_summary_request(body):
+        return text_reply("The user asked for numbered steps; each ran a shell command.")
+    last = [m for m in messages if m["role"] != "system"][-2]  # before the status bar
+    if last["role"] == "tool":
+        users = [m for m in messages if m["role"] == "user" and "] step " in str(m["content"])]
+        return text_reply("done " + str(users[-1]["content"]).rsplit("] step ", 1)[-1])
+    return Reply(tool_calls=[ToolCallSpec("shell_exec", {"command": THIRTY_KB})])
+
+
+@pytest.mark.parametrize("window", [8_192, 16_000, 32_768, 128_000])
+async def test_defaults_answer_every_turn_at_any_window(
+    tmp_path: Path, model_server: FakeModelServer, window: int
+) -> None:
+    """DEFAULTS ONLY (the window set, nothing tuned): 120 turns, each with a 30 kB tool
+    result, are all answered, none over the model's window, compacting rarely."""
+    turns = 120
+    model_server.responder = thirty_kb_agent
+    model_server.context_window = window
+    settings = daemon_settings(tmp_path, model_server.base_url, context={"max_tokens": window})
+    async with harness(settings) as h:
+        for step in range(turns):
+            await drive(h, f"step {step}")
+        status = (await h.client.get("/api/status")).json()["sessions"]["main"]["context"]
+        full = (await h.client.get("/api/sessions/main/trajectory?full=1")).json()["messages"]
+    answers = [m["content"] for m in full if m["role"] == "assistant" and m.get("content")]
+    answered = sum(f"done {step}" in answers for step in range(turns))
+    print(
+        f"\nwindow {window}: {answered}/{turns} turns answered, "
+        f"{status['compactions']} compactions, {status['prunes']} prunes, "
+        f"{len(model_server.too_long)} refused as too long, fixed part "
+        f"{status.get('fixed_tokens')} tokens"
+    )
+    assert answered == turns, status
+    assert model_server.too_long == [] and status["last_problem"] is None
+    if window >= 16_000:  # at 8k the resident tools alone take ~70 % of the budget
+        assert status["compactions"] <= turns // 10, status  # at most once per ~10 turns
+
+
+def one_turn(result: str) -> list[dict[str, Any]]:
+    call = {"id": "call_1", "type": "function",
+            "function": {"name": "shell_exec", "arguments": "{}"}}  # fmt: skip
+    return [
+        {"role": "user", "content": "step 0"},
+        {"role": "assistant", "content": None, "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": "call_1", "content": result},
+    ]
+
+
+def saved_files(directory: Path, prefix: str) -> list[Path]:
+    return [p for p in directory.iterdir() if p.name.startswith(prefix)]
+
+
+async def never_summarize(text: str) -> str:
+    raise AssertionError("one user message: nothing to compact")
+
+
+async def test_a_result_too_big_for_the_room_left_is_trimmed_not_refused(tmp_path: Path) -> None:
+    """The 16k case of the issue, defaults only: a fixed part of ~7,250 tokens and one
+    5 kB result. The result is cut to head + tail (the full text kept in a file the
+    request names) and the request fits; before, every later turn was refused."""
+    from wakeful.daemon.context.config import ContextSection
+    from wakeful.daemon.context.session_context import SessionContext
+    from wakeful.daemon.store.memory_state import MemoryState
+
+    context = SessionContext(
+        "main", MemoryState(), ContextSection(max_tokens=16000), window=16000,
+        output_dir=tmp_path, summarize=never_summarize,
+    )  # fmt: skip
+    fixed = ["s" * 29_000 + "t" * 24_000]  # ~13,250 tokens: tools the surface did not defer
+    result = "".join(f"line {i} " + "x" * 90 + "\n" for i in range(50))
+    messages = await context.fit(one_turn(result), fixed)
+    assert context.last_estimate <= context.budget
+    trimmed = str(messages[-1]["content"])
+    assert trimmed.startswith("[trimmed to fit the context] line 0 ") and "line 49 " in trimmed
+    saved = saved_files(tmp_path, "trimmed-main-call_1")
+    assert len(saved) == 1 and saved[0].read_text() == result and str(saved[0]) in trimmed
+
+
+async def test_what_cannot_fit_is_named(tmp_path: Path) -> None:
+    """A fixed part larger than the budget: the refusal says what takes the room, and
+    that one user message cannot be compacted (not "the newest 5 ... do not fit")."""
+    from wakeful.daemon.context.config import ContextSection
+    from wakeful.daemon.context.session_context import ContextFull, SessionContext
+    from wakeful.daemon.store.memory_state import MemoryState
+
+    context = SessionContext(
+        "main", MemoryState(), ContextSection(max_tokens=8192), window=8192,
+        output_dir=tmp_path, summarize=never_summarize,
+    )  # fmt: skip
+    with pytest.raises(ContextFull) as refused:
+        await context.fit(one_turn("ok"), ["s" * 40_000])
+    message = str(refused.value)
+    assert "the system prompt, tool schemas and status bar take about 10001 tokens" in message
+    assert "over the budget of 7168 (a 8192-token window less 1024 kept for the reply)" in message
+    assert "no compaction: 1 user message since the last boundary" in message
+    assert "newest 5 user messages alone" not in message
+
+
+async def test_a_fixed_part_over_a_third_of_the_window_defers_tools(tmp_path: Path) -> None:
+    """Measured at start-up: the default tools at 16k take over a third of the window,
+    so the non-resident ones are deferred (found with search_tools) and status says it;
+    at 128k nothing changes."""
+    for window, deferred in ((16_000, True), (128_000, False)):
+        settings = daemon_settings(tmp_path / str(window), "http://127.0.0.1:9", context={
+            "max_tokens": window})  # fmt: skip
+        async with harness(settings) as h:
+            status = (await h.client.get("/api/status")).json()
+        fixed = status["fixed_part"]
+        assert fixed["auto_deferred"] is deferred, fixed
+        assert fixed["fixed_tokens"] < fixed["all_tools_tokens"] or not deferred, fixed
+        over = fixed["fixed_tokens"] * 3 > window  # the resident block alone may still be
+        assert (fixed["warning"] is not None) is over, fixed
+        if over:
+            assert "more than a third of the 16000-token window" in fixed["warning"]

@@ -29,6 +29,7 @@ from wakeful.daemon.components.context import (
 from wakeful.daemon.components.supervision import configure_all, run_all
 from wakeful.daemon.config import LlmSection, Settings
 from wakeful.daemon.context.http_routes import context_routes
+from wakeful.daemon.context.tokens import raw_estimate
 from wakeful.daemon.data_dir_lock import hold_data_dir_lock
 from wakeful.daemon.data_dir_perms import secure_data_dir
 from wakeful.daemon.dispatcher import Dispatcher
@@ -51,7 +52,7 @@ from wakeful.daemon.router import Router
 from wakeful.daemon.router.classifier import ModelClassifier
 from wakeful.daemon.store.base import Store
 from wakeful.daemon.store.factory import open_store
-from wakeful.daemon.system_prompt import SystemPrompts
+from wakeful.daemon.system_prompt import SystemPrompts, compose_system_prompt
 from wakeful.handlers.output import saved_outputs_dir
 from wakeful.handlers.registry import ToolRegistry, default_registry
 from wakeful.handlers.search_tools import SearchTools
@@ -225,6 +226,12 @@ async def _start(
         resources=resources,
         approvals=safety.approvals,
     )
+    # The registry is frozen: the fixed part of every request can be measured now.
+    agents_md = read_agents_md(workspace)
+    window = settings.context.window(settings.llm.model)
+    prompt = compose_system_prompt(settings.daemon.system_prompt, agents_md, skills.listing(), "")
+    surface.fit_window(window, raw_estimate(prompt))
+    registrations.status_providers["fixed_part"] = lambda: surface.fixed
     # Every message that leaves the agent goes through the outbox to its channel: the
     # daemon's own web/CLI chat, and whatever channels the components declared.
     messages = await open_outbox(store)
@@ -247,7 +254,7 @@ async def _start(
         # registry is frozen: every tool is known to the deferred-tool index.
         prompts=SystemPrompts(
             settings.daemon.system_prompt,
-            [read_agents_md(workspace), skills.listing()],
+            [agents_md, skills.listing()],
             surface.deferred_listing,
             scopes,
         ),
@@ -258,7 +265,7 @@ async def _start(
         taints=safety.taints,
         approvals=safety.approvals,
         context=settings.context,
-        context_window=settings.context.window(settings.llm.model),
+        context_window=window,
         surface=surface,
         scopes=scopes,
     )

@@ -32,6 +32,7 @@ from typing import Any, Protocol
 
 import structlog
 
+from wakeful.daemon.context.tokens import raw_estimate
 from wakeful.daemon.store.base import ChannelState
 from wakeful.daemon.store.memory_state import MemoryState
 from wakeful.handlers.base import Tool, ToolContext
@@ -41,6 +42,9 @@ from wakeful.handlers.tools_config import DEFAULT_DEFER_ABOVE, DeferMode
 log = structlog.get_logger(__name__)
 
 SEARCH_TOOLS = "search_tools"
+# The fixed part (system prompt + tool schemas) may take at most this share of the
+# window: past it, a few tool results fill the rest and every turn compacts.
+FIXED_SHARE = 3
 OTHER_GROUP = "other"
 LOADED_KEY_PREFIX = "tools:loaded:"
 
@@ -82,6 +86,7 @@ class ToolSurface:
         self._definitions: dict[str, dict[str, Any]] = {}
         self._resident: list[dict[str, Any]] | None = None
         self._deferring: bool | None = None  # decided once the registry is frozen
+        self.fixed: dict[str, Any] = {}  # the fixed part measured at start-up (fit_window)
         registry.watch_calls(self._note_call)
 
     def deferring(self) -> bool:
@@ -96,6 +101,42 @@ class ToolSurface:
         if self._registry.frozen:
             self._deferring = deferring
         return deferring
+
+    def fit_window(self, window: int, prompt_tokens: int) -> dict[str, Any]:
+        """Measure the fixed part (``prompt_tokens`` of system prompt, plus the schemas)
+        once at start-up, the registry frozen. Over a third of ``window`` with
+        ``defer = "auto"``, the non-resident tools are deferred (search_tools finds
+        them); over it still, or with deferral off, a warning says so (log and status)."""
+        limit = window // FIXED_SHARE
+        tokens = all_tools = prompt_tokens + raw_estimate(self._resident_block())
+        auto_deferred = False
+        if tokens > limit and self._defer == "auto" and not self.deferring():
+            self._deferring, self._resident, auto_deferred = True, None, True
+            listing = raw_estimate(self.deferred_listing())
+            tokens = prompt_tokens + raw_estimate(self._resident_block()) + listing
+        warning = None
+        if tokens > limit:
+            warning = (
+                f"the system prompt and tool schemas take about {tokens} tokens, more than a "
+                f"third of the {window}-token window: raise [context] max_tokens, or set "
+                '[tools] defer = "always"'
+            )
+            log.warning("fixed part over a third of the window", tokens=tokens, window=window)
+        elif auto_deferred:
+            log.warning(
+                "tool schemas deferred: all of them took over a third of the window",
+                tokens=tokens,
+                window=window,
+            )
+        self.fixed = {
+            "fixed_tokens": tokens,
+            "all_tools_tokens": all_tools,  # before any automatic deferral
+            "window": window,
+            "deferring": self.deferring(),
+            "auto_deferred": auto_deferred,
+            "warning": warning,
+        }
+        return self.fixed
 
     def is_deferred(self, name: str) -> bool:
         tool = self._registry.get(name)

@@ -7,6 +7,8 @@ from pydantic import Field
 from wakeful.daemon.config_base import Section
 
 DEFAULT_WINDOW = 128_000
+MIN_DEFAULT_RESERVE = 1024
+MAX_DEFAULT_RESERVE = 8192
 # Context windows of common models, by name prefix (the longest match wins); an
 # unknown model gets DEFAULT_WINDOW. Set [context] max_tokens for anything else.
 MODEL_WINDOWS: dict[str, int] = {
@@ -43,11 +45,14 @@ class ContextSection(Section):
             "models by [llm] model, else 128000."
         ),
     )
-    reserve_tokens: int = Field(
-        default=8192,
+    reserve_tokens: int | None = Field(
+        default=None,
         ge=256,
         examples=[8192],
-        description="Kept free for the model's reply: a request is at most max_tokens minus this.",
+        description=(
+            "Kept free for the model's reply: a request is at most max_tokens minus this; "
+            "default: an eighth of the window, at least 1024 and at most 8192."
+        ),
     )
     keep_user_messages: int = Field(
         default=5,
@@ -59,7 +64,10 @@ class ContextSection(Section):
         default=8,
         ge=1,
         examples=[8],
-        description="Pruning never stubs the newest this many tool results.",
+        description=(
+            "Pruning stubs the newest this many tool results only when stubbing the older "
+            "ones cannot make the request fit."
+        ),
     )
 
     compaction_failures_to_trip: int = Field(
@@ -81,3 +89,16 @@ class ContextSection(Section):
 
     def window(self, model: str) -> int:
         return self.max_tokens or model_window(model)
+
+    def reserve(self, window: int) -> int:
+        """Tokens kept free for the reply in a ``window``: the configured reserve, else
+        :func:`default_reserve`."""
+        return self.reserve_tokens if self.reserve_tokens is not None else default_reserve(window)
+
+
+def default_reserve(window: int) -> int:
+    """An eighth of the window, within 1024..8192. A fixed 8192 left an 8k model a
+    budget of 0 and a 16k one less than its system prompt and tools; an eighth keeps
+    7/8 of any window for the request, 1024 tokens is still a useful reply, and 8192
+    (the default ``[llm] max_output_tokens``) is all a reply may take anyway."""
+    return min(MAX_DEFAULT_RESERVE, max(MIN_DEFAULT_RESERVE, window // 8))

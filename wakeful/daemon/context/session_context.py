@@ -19,10 +19,11 @@ import structlog
 from wakeful.daemon.context.breaker import CompactionBreaker, closed
 from wakeful.daemon.context.compaction import Summarize, write_summary
 from wakeful.daemon.context.config import ContextSection
-from wakeful.daemon.context.tokens import TokenEstimator, raw_estimate
+from wakeful.daemon.context.tokens import CHARS_PER_TOKEN, TokenEstimator, raw_estimate
 from wakeful.daemon.context.view import ContextView, safe_boundaries, tool_names
 from wakeful.daemon.store.base import ChannelState
 from wakeful.daemon.trajectory.normalizer import normalize
+from wakeful.handlers.output import shape_output
 
 log = structlog.get_logger(__name__)
 
@@ -30,6 +31,8 @@ Message = dict[str, Any]
 KEY_PREFIX = "context:"
 COUNT_CACHE_MIN = 50_000  # messages whose token counts are remembered
 PRUNE_MIN_CHARS = 2000  # a tool result smaller than this is not worth a stub
+TRIM_MIN_CHARS = 800  # a trimmed result keeps at least this much of its head and tail
+TRIM_NOTE_TOKENS = 120  # the note a trimmed result gains (where its full text is)
 SUMMARY_ALLOWANCE = 1500  # tokens left for the summary when choosing the boundary
 # Pruning aims below this share of the budget, so it happens rarely (each prune
 # costs one prompt-cache miss), not every turn the budget is near.
@@ -63,6 +66,7 @@ class SessionContext:
         self.tokens = TokenEstimator(session)
         self._view: ContextView | None = None
         self.last_estimate = 0
+        self.fixed_tokens = 0  # system prompt, tools and status bar of the last request
         self._last_raw = 0
         self._learned: int | None = None
         self._counts: dict[int, tuple[Message, int]] = {}
@@ -72,8 +76,13 @@ class SessionContext:
         )
 
     @property
+    def reserve(self) -> int:
+        """Tokens kept free for the model's reply."""
+        return self._settings.reserve(self.window)
+
+    @property
     def budget(self) -> int:
-        budget = self.window - self._settings.reserve_tokens
+        budget = self.window - self.reserve
         if self._learned is not None:  # the model told us its window is smaller
             budget = min(budget, self._learned)
         return budget
@@ -91,8 +100,10 @@ class SessionContext:
     def _measure(self, messages: list[Message], fixed: list[Any]) -> int:
         """Estimated tokens of a request; each message is encoded once, when first seen
         (the history only grows), so a cycle's cost does not grow with it."""
-        raw = sum(self._raw_count(m) for m in messages) + sum(raw_estimate(f) for f in fixed)
+        fixed_raw = sum(raw_estimate(f) for f in fixed)
+        raw = sum(self._raw_count(m) for m in messages) + fixed_raw
         self._last_raw = raw
+        self.fixed_tokens = int(fixed_raw * self.tokens.scale) + 1
         return int(raw * self.tokens.scale) + 1
 
     def _raw_count(self, message: Message) -> int:
@@ -111,7 +122,8 @@ class SessionContext:
         becomes that, less the reply's reserve; else a fifth below what was refused."""
         match = _WINDOW_IN_ERROR.search(message)
         if match is not None:
-            learned = int(match.group(1) or match.group(2)) - self._settings.reserve_tokens
+            named = int(match.group(1) or match.group(2))
+            learned = named - self._settings.reserve(named)  # the reply's share of that window
         else:
             learned = int(self.last_estimate * 0.8)
         self._learned = max(1024, min(learned, self._learned or learned))
@@ -128,32 +140,98 @@ class SessionContext:
 
     async def fit(self, full: list[Message], fixed: list[Any]) -> list[Message]:
         """The request's messages for ``full`` within the budget. ``fixed``: what else the
-        request carries (system prompt, tools, status bar). Raises ContextFull."""
-        view = await self.view()
-        messages = normalize(view.apply(full)).messages
-        self.last_estimate = self._measure(messages, fixed)
+        request carries (system prompt, tools, status bar). Raises ContextFull only when
+        nothing is left to shrink, naming what does not fit."""
+        messages = await self._shown(full, fixed)
         if self.last_estimate <= self.budget:
             return messages
-        await self.shrink(full, fixed)
-        messages = normalize((await self.view()).apply(full)).messages
-        self.last_estimate = self._measure(messages, fixed)
+        cannot_compact: str | None = None
+        try:
+            await self.shrink(full, fixed)
+        except ContextFull as exc:  # no compaction possible: pruning may still make it fit
+            cannot_compact = str(exc).split(": ", 1)[-1]
+        messages = await self._shown(full, fixed)
         if self.last_estimate > self.budget:
             # The newest results kept whole are a preference; fitting is not.
             await self._prune(full, fixed, forced=True, keep=1)
-            messages = normalize((await self.view()).apply(full)).messages
-            self.last_estimate = self._measure(messages, fixed)
+            messages = await self._shown(full, fixed)
         if self.last_estimate > self.budget:
-            raise await self._full(
-                f"about {self.last_estimate} tokens after pruning and compaction, over the budget "
-                f"of {self.budget}"
-            )
+            await self._trim(full, fixed)  # last: even the newest result, to head + tail
+            messages = await self._shown(full, fixed)
+        if self.last_estimate > self.budget:
+            why = self._what_does_not_fit(messages, fixed)
+            raise await self._full(why + (f"; {cannot_compact}" if cannot_compact else ""))
         return messages
+
+    async def _measured(self, full: list[Message], fixed: list[Any]) -> int:
+        return self._measure(normalize((await self.view()).apply(full)).messages, fixed)
+
+    async def _shown(self, full: list[Message], fixed: list[Any]) -> list[Message]:
+        messages = normalize((await self.view()).apply(full)).messages
+        self.last_estimate = self._measure(messages, fixed)
+        return messages
+
+    def _what_does_not_fit(self, messages: list[Message], fixed: list[Any]) -> str:
+        fixed_tokens = self.tokens.count_all(fixed)
+        history = self.last_estimate - fixed_tokens
+        largest = max(messages, key=self._raw_count, default=None)
+        biggest = (
+            f" (the largest, a {largest.get('role')} message, {self.tokens.count(largest)})"
+            if largest is not None
+            else ""
+        )
+        return (
+            f"the system prompt, tool schemas and status bar take about {fixed_tokens} tokens "
+            f"and the {len(messages)} messages left after pruning {history}"
+            f"{biggest}: {self.last_estimate} in all, over the budget of {self.budget} (a "
+            f"{self.window}-token window less {self.reserve} kept for the reply); raise "
+            '[context] max_tokens, or defer tools ([tools] defer = "always")'
+        )
+
+    async def _trim(self, full: list[Message], fixed: list[Any]) -> None:
+        """Cut tool results still shown whole, largest first, to their head and tail until
+        the request fits; each full text is saved in the outputs directory (the spill file
+        the note names), so nothing is lost, only moved out of the request."""
+        view = await self.view()
+        shown = {i: str(full[i].get("content") or "") for i in range(view.start, len(full))}
+        whole = [
+            i
+            for i, text in shown.items()
+            if full[i].get("role") == "tool" and i not in view.stubs and len(text) > TRIM_MIN_CHARS
+        ]
+        stubs = dict(view.stubs)
+        excess = self.last_estimate - self.budget
+        for index in sorted(whole, key=lambda i: -len(shown[i])):
+            if excess <= 0:
+                break
+            text = shown[index]
+            # Characters to drop: the excess at the current calibration, plus the note.
+            drop = int((excess + TRIM_NOTE_TOKENS) * CHARS_PER_TOKEN / max(self.tokens.scale, 0.1))
+            keep_chars = max(TRIM_MIN_CHARS, len(text) - drop)
+            call_id = str(full[index].get("tool_call_id"))
+            cut = shape_output(
+                text,
+                output_dir=self._output_dir,
+                name_hint=f"trimmed-{self.session}-{call_id}",
+                head_lines=len(text),  # by characters: the line budget would keep it all
+                tail_lines=0,
+                max_chars=keep_chars,
+            )
+            stubs[index] = f"[trimmed to fit the context] {cut}"
+            excess -= self.tokens.count(text) - self.tokens.count(stubs[index])
+        if stubs != view.stubs:
+            await self._save(dataclasses.replace(view, stubs=stubs, prunes=view.prunes + 1))
+            log.info("context trimmed", session=self.session, results=len(stubs) - len(view.stubs))
 
     async def shrink(self, full: list[Message], fixed: list[Any], *, forced: bool = False) -> None:
         """Prune old tool results and, if still over (or ``forced``: the provider said too
         long), compact. At most one compaction per call: a compaction that does not help
         is reported, never looped."""
         pruned = await self._prune(full, fixed, forced=forced)
+        if not forced and await self._measured(full, fixed) > self.budget:
+            # Stubs before a summary: a compaction is dearer (a model call, and more of
+            # the history lost), so it comes only when stubs alone cannot make room.
+            pruned = await self._prune(full, fixed, forced=False, keep=1) or pruned
         messages = normalize((await self.view()).apply(full)).messages
         target = self.budget * (LOW_WATER if forced else 1.0)
         if self._measure(messages, fixed) > target or (forced and not pruned):
@@ -213,19 +291,28 @@ class SessionContext:
         boundaries = safe_boundaries(full, view.start)
         users = [i for i in range(view.start, len(full)) if full[i].get("role") == "user"]
         keep = self._settings.keep_user_messages
-        if len(users) <= keep:
+        if len(users) <= 1:
             raise await self._full(
-                f"the newest {keep} user messages alone do not fit; raise [context] max_tokens "
-                "or lower [context] keep_user_messages"
+                f"no compaction: {_count(len(users), 'user message')} since the last boundary, "
+                "and the newest is always kept verbatim"
             )
-        newest_kept = users[-keep]
-        chosen = [b for b in boundaries if b <= newest_kept]
-        if not chosen:
+        # The newest keep_user_messages stay verbatim when they fit; when even they do
+        # not (a small window), fewer do, down to the newest one: a session that keeps
+        # going beats one refused forever for a preference.
+        preferred = [b for b in boundaries if len(users) > keep and b <= users[-keep]]
+        fallback = [b for b in boundaries if b <= users[-1]]
+        if not fallback:
             raise await self._full("no place to compact that keeps tool calls with their results")
         refusal = self.breaker.refusal(view, self.session)
         if refusal is not None:  # no model call: the last ones did not help
             raise await self._full(refusal)
-        boundary = self._boundary_keeping_most(full, view, chosen, fixed)
+        boundary = self._boundary_keeping_most(full, view, preferred, fixed)
+        if boundary is None:
+            boundary = self._boundary_keeping_most(full, view, fallback, fixed)
+            if boundary is not None:
+                log.info("compaction keeps fewer user messages", session=self.session, keep=keep)
+        if boundary is None:
+            boundary = (preferred or fallback)[-1]
         compacted = view.apply(full[:boundary]) if view.start < boundary else []
         before = self._measure(normalize(view.apply(full)).messages, fixed)
         began = time.monotonic()
@@ -267,9 +354,11 @@ class SessionContext:
 
     def _boundary_keeping_most(
         self, full: list[Message], view: ContextView, chosen: list[int], fixed: list[Any]
-    ) -> int:
-        """The earliest boundary whose kept part fits under the low-water mark (as much
-        verbatim history as room allows; compactions stay rare), else the latest."""
+    ) -> int | None:
+        """The earliest of ``chosen`` whose kept part fits under the low-water mark (as
+        much verbatim history as room allows; compactions stay rare), else None."""
+        if not chosen:
+            return None
         room = int(self.budget * LOW_WATER / self.tokens.scale) - sum(
             raw_estimate(f) for f in fixed
         )
@@ -285,7 +374,7 @@ class SessionContext:
                 break
             if index in candidates:
                 fits = index
-        return fits if fits is not None else chosen[-1]
+        return fits
 
     async def _failed(self, view: ContextView, why: str) -> ContextFull:
         """Count a failed compaction (``view``: what to keep of it); the ContextFull to
@@ -321,7 +410,16 @@ class SessionContext:
 
     def status(self) -> dict[str, Any]:
         """For ``/api/status``: how full the last request was, and any problem."""
-        info: dict[str, Any] = {"tokens": self.last_estimate, "budget": self.budget}
+        info: dict[str, Any] = {
+            "tokens": self.last_estimate,
+            "budget": self.budget,
+            "fixed_tokens": self.fixed_tokens,
+        }
+        if self.fixed_tokens * 3 > self.window:  # little room left for the conversation
+            info["fixed_warning"] = (
+                f"the system prompt and tools take {self.fixed_tokens} tokens, more than a "
+                f"third of the {self.window}-token window"
+            )
         if self.last_compaction_ms is not None:
             info["last_compaction_ms"] = self.last_compaction_ms
         if self._view is not None:
@@ -334,3 +432,7 @@ class SessionContext:
         view = await self.view()
         if view.last_problem is not None:
             await self._save(dataclasses.replace(view, last_problem=None))
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
