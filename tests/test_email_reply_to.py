@@ -120,7 +120,10 @@ def test_without_reply_to_a_reply_goes_to_the_sender() -> None:
 
 
 def test_html_table_cells_are_separated_and_rows_are_lines() -> None:
-    html = message_from_bytes(LIST_MAIL).get_payload()[1].get_payload(decode=True).decode()
+    (part,) = [p for p in message_from_bytes(LIST_MAIL).walk() if p.get_content_subtype() == "html"]
+    payload = part.get_payload(decode=True)
+    assert isinstance(payload, bytes)
+    html = payload.decode()
     assert html_to_text(html) == "Hi all,\n\nStep | Owner\nTag the release | Dave"
     nested = (
         "<table><tr><td>a</td><td><table><tr><td>b</td><td>c</td></tr></table></td></tr></table>"

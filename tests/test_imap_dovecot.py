@@ -42,6 +42,7 @@ class Inbox:
     def __init__(self) -> None:
         self.subjects: list[str] = []
         self.states: list[str] = []
+        self.last_health: MailboxHealth | None = None
         self._changed = anyio.Event()
 
     async def submit(self, event: Event) -> SubmitResult:
@@ -51,6 +52,7 @@ class Inbox:
 
     def health(self, health: MailboxHealth) -> None:
         self.states.append(health.state)
+        self.last_health = health
         self._changed.set()
 
     async def until(self, condition: Callable[[], bool], timeout_s: float = PROMPT_S) -> None:
@@ -126,8 +128,8 @@ async def test_mail_appended_during_the_fetch_of_a_large_message_is_delivered_pr
                 imap.read = read
                 head = read(4096)
                 _append(dovecot, "second")
-                return head + read(size - 4096)
-            return read(size)
+                return bytes(head + read(size - 4096))
+            return bytes(read(size))
 
         imap.read = read_then_append
 
@@ -167,3 +169,31 @@ async def test_125_messages_appended_back_to_back_all_arrive_within_seconds(
 
     await _watch(dovecot, tmp_path, inbox, work)
     assert sorted(inbox.subjects) == sorted(f"m{n}" for n in range(count))
+
+
+async def test_a_lost_wake_up_is_caught_by_the_uidnext_self_check_and_shown_in_status(
+    dovecot: DovecotServer,  # noqa: F811
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """IDLE's answer is thrown away, as if the event had been lost: the watcher still sees
+    that UIDNEXT moved, delivers the mail and says so in its status."""
+
+    class Deaf(ImapConnection):
+        def wait_for_change(self, timeout_s: float) -> bool:
+            super().wait_for_change(timeout_s)
+            return False  # whatever the server said
+
+    monkeypatch.setattr(watcher_module, "ImapConnection", Deaf)
+    inbox = Inbox()
+
+    async def work() -> None:
+        await anyio.to_thread.run_sync(_append, dovecot, "unannounced")
+        await inbox.until(lambda: inbox.subjects == ["unannounced"])
+
+    await _watch(dovecot, tmp_path, inbox, work)
+    health = inbox.last_health
+    assert health is not None
+    assert health.resyncs == 1 and health.last_resync is not None
+    assert "without an IDLE event" in health.describe()["last_resync_reason"]
+    assert "resynced 1 time(s)" in health.detail()  # the line /api/status and `wakeful status` show
