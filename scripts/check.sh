@@ -10,6 +10,9 @@ command -v chromium >/dev/null && command -v chromedriver >/dev/null \
   || (apt-get update -qq && apt-get install -y -qq chromium chromium-driver)
 # bubblewrap: the shell sandbox's tests run commands in it (tests/test_sandbox.py).
 command -v bwrap >/dev/null || (apt-get update -qq && apt-get install -y -qq bubblewrap)
+# Dovecot: the IMAP watcher's tests run a real one of their own (tests/dovecot_server.py).
+command -v dovecot >/dev/null && test -x /usr/lib/dovecot/imap \
+  || (apt-get update -qq && apt-get install -y -qq dovecot-imapd)
 python3 -m venv .venv
 .venv/bin/python -m pip install --quiet --upgrade pip
 .venv/bin/python -m pip install --quiet -e '.[dev]'

@@ -29,6 +29,10 @@ class MailboxHealth:
     skipped: int = 0
     reconnects: int = 0
     alerted: bool = False
+    # The self-check (watcher.py): times UIDNEXT moved while IDLE announced nothing.
+    resyncs: int = 0
+    last_resync: float | None = None  # wall clock
+    last_resync_reason: str = ""
 
     @property
     def key(self) -> str:
@@ -42,6 +46,13 @@ class MailboxHealth:
         self.state = state
         self.failing_since = None
         self.alerted = False
+
+    def resynced(self, uidnext_before: int, uidnext_now: int) -> None:
+        self.resyncs += 1
+        self.last_resync = time.time()
+        self.last_resync_reason = (
+            f"UIDNEXT moved from {uidnext_before} to {uidnext_now} without an IDLE event"
+        )
 
     def failed(self, error: str, *, auth: bool) -> Event | None:
         """Record a failure; returns the alert to send once the outage is long enough."""
@@ -84,7 +95,13 @@ class MailboxHealth:
 
     def detail(self) -> str:
         if self.ok:
-            return f"{self.state}; {self.delivered} messages delivered"
+            detail = f"{self.state}; {self.delivered} messages delivered"
+            if self.last_resync is not None:
+                when = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(self.last_resync))
+                detail += (
+                    f"; resynced {self.resyncs} time(s), last at {when}: {self.last_resync_reason}"
+                )
+            return detail
         since = time.time() - (self.failing_since or time.time())
         return f"{self.state} for {since:.0f} s: {self.last_error}"
 
@@ -99,4 +116,7 @@ class MailboxHealth:
             "delivered": self.delivered,
             "skipped": self.skipped,
             "reconnects": self.reconnects,
+            "resyncs": self.resyncs,
+            "last_resync": self.last_resync,
+            "last_resync_reason": self.last_resync_reason,
         }

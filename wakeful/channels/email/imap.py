@@ -107,7 +107,15 @@ class ImapConnection:
     def has_idle(self) -> bool:
         return bool(self.client.has_capability("IDLE"))
 
+    def uidnext(self, mailbox: str) -> int:
+        """The mailbox's UIDNEXT now (STATUS; what the self-check compares)."""
+        return int(self.client.folder_status(mailbox, [b"UIDNEXT"])[b"UIDNEXT"])
+
     def uids_after(self, last_uid: int) -> list[int]:
+        # What the server announced before this search, the search itself covers; what
+        # it announces from here on (inside the SEARCH or FETCH replies) must wake the
+        # next wait_for_change (_take_announced).
+        _take_announced(self.client)
         # "N:*" always matches the highest UID even when it is below N; filter here.
         found = self.client.search(["UID", f"{last_uid + 1}:*"])
         return sorted(uid for uid in found if uid > last_uid)
@@ -131,7 +139,15 @@ class ImapConnection:
         split across TCP segments ("unterminated line").
         """
         client = self.client
+        # Mail that came while the watcher searched or fetched was announced inside
+        # those replies ("* 7 EXISTS" before the tagged OK); imaplib filed it away and
+        # IDLE will not announce it again, so it would wait for the re-issue.
+        if _take_announced(client):
+            return True
         client.idle()
+        if _take_announced(client):  # announced between IDLE and its "+ idling"
+            client.idle_done()
+            return True
         # The server may say "* 3 EXISTS" (mail that came since the last search) in the
         # same segment as IDLE's "+ idling": then it already sits in the client's read
         # buffer, and a select on the socket would wait the whole interval for it.
@@ -145,6 +161,13 @@ class ImapConnection:
 
     def noop(self) -> None:
         self.client.noop()
+
+
+def _take_announced(client: IMAPClient) -> bool:
+    """Did the server announce new mail (EXISTS/RECENT) in a reply since the last call?"""
+    filed = client._imap.untagged_responses  # imaplib's store of unasked-for responses
+    found = [filed.pop(name, None) for name in ("EXISTS", "RECENT")]
+    return any(found)
 
 
 def _already_read(client: IMAPClient) -> bool:

@@ -63,6 +63,8 @@ def is_owner(account: EmailAccountConfig, mail: ParsedEmail, checked: Verdict) -
 def _readable(event_id: str, mailbox: str, mail: ParsedEmail, body: str, checked: Verdict) -> str:
     lines = [f"Email id: {event_id} (mailbox {mailbox})", f"From: {mail.sender_display}"]
     lines.append(f"Sender authentication: {checked.description}")
+    if mail.reply_to:
+        lines.append("Reply-To: " + ", ".join(mail.reply_to) + " (draft_email replies go here)")
     if mail.to:
         lines.append("To: " + ", ".join(mail.to))
     if mail.cc:

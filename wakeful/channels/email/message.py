@@ -29,6 +29,8 @@ class ParsedEmail:
     sender_display: str
     to: list[str]
     cc: list[str]
+    # RFC 5322 §3.6.2: where the author wants replies (a list's member, not the list).
+    reply_to: list[str]
     date: str | None
     in_reply_to: str
     references: list[str]
@@ -46,11 +48,20 @@ class ParsedEmail:
             "from": self.sender_display,
             "to": self.to,
             "cc": self.cc,
+            "reply_to": self.reply_to,
             "date": self.date,
             "message_id": self.message_id,
             "in_reply_to": self.in_reply_to,
             "references": self.references,
         }
+
+    @property
+    def reply_recipients(self) -> list[str]:
+        """Who a reply goes to (RFC 5322 §3.6.3): every Reply-To address when the
+        mail has one, otherwise its From."""
+        if self.reply_to:
+            return list(self.reply_to)
+        return [self.sender_display] if self.sender else []
 
 
 def _pairs(msg: Message, name: str) -> list[tuple[str, str]]:
@@ -176,6 +187,7 @@ def parse_email(raw: bytes) -> ParsedEmail:
         sender_display=_shown(*senders[0]) if senders else "",
         to=_addresses(msg, "To"),
         cc=_addresses(msg, "Cc"),
+        reply_to=_addresses(msg, "Reply-To"),
         date=_date(msg),
         in_reply_to=str(msg.get("In-Reply-To", "")).strip(),
         references=str(msg.get("References", "")).split(),

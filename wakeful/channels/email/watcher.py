@@ -96,14 +96,34 @@ class MailboxWatcher:
         log.info("mailbox connected", account=self.account.name, mailbox=self.mailbox, idle=idle)
         while True:
             self._set_state("syncing")
+            # Every UID below this is in the mailbox before the search, so the search sees it.
+            synced_next = await in_thread(conn, lambda: conn.uidnext(self.mailbox))
             cursor = await self._deliver_new(conn, cursor)
             self._set_state("idle" if idle else "polling")
             if idle:
                 # Returns on new mail, or at the re-issue interval to renew IDLE.
-                await in_thread(conn, lambda: conn.wait_for_change(self.account.idle_reissue_s))
+                changed = await in_thread(
+                    conn, lambda: conn.wait_for_change(self.account.idle_reissue_s)
+                )
+                if not changed:
+                    await self._self_check(conn, synced_next)
             else:
                 await anyio.sleep(self.account.poll_interval_s)
                 await in_thread(conn, conn.noop)
+
+    async def _self_check(self, conn: ImapConnection, synced_next: int) -> None:
+        """A quiet IDLE while UIDNEXT moved means a wake-up was lost: say so (log and
+        status); the loop's next search then delivers what came."""
+        now_next = await in_thread(conn, lambda: conn.uidnext(self.mailbox))
+        if now_next > synced_next:
+            log.warning(
+                "mail arrived without an IDLE event: resyncing the mailbox",
+                account=self.account.name,
+                mailbox=self.mailbox,
+                uidnext_before=synced_next,
+                uidnext_now=now_next,
+            )
+            self.health.resynced(synced_next, now_next)
 
     async def _start_cursor(self, uidvalidity: int, uidnext: int) -> Cursor:
         name, mailbox = self.account.name, self.mailbox

@@ -55,9 +55,10 @@ class DraftEmail:
     group = "email"  # deferred: listed by name under this heading (tool_surface.py)
     description = (
         "Prepare an email (nothing is sent yet): returns a draft id and the rendered message "
-        "for review. For a reply pass reply_to_email_id: the recipient defaults to the original "
-        "sender, the subject to 'Re: <original subject>', and threading headers (In-Reply-To, "
-        "References) are set so it lands in the same conversation. Send it with send_email. "
+        "for review. For a reply pass reply_to_email_id: the recipients default to the "
+        "original's Reply-To (else its sender), the subject to 'Re: <original subject>', and "
+        "threading headers (In-Reply-To, References) are set so it lands in the same "
+        "conversation. Send it with send_email. "
         'Example: {"reply_to_email_id": "imap:work:INBOX:1712345678:42", "body": "Thanks!"}'
     )
 
@@ -100,7 +101,7 @@ class DraftEmail:
             name = name or split_email_id(a.reply_to_email_id)[0]
             original = await _original(self._accounts, a.reply_to_email_id)
         account = account_for(self._accounts, name)
-        to = a.to or ([original.sender_display] if original and original.sender else [])
+        to = a.to or (original.reply_recipients if original else [])
         if not to:
             raise MailToolError("no recipient: pass `to`, or reply_to_email_id to answer a sender")
         subject = a.subject

@@ -22,6 +22,7 @@ def _header_lines(email_id: str, mail: ParsedEmail) -> list[str]:
     lines = [f"Email id: {email_id}", f"From: {mail.sender_display}", f"Subject: {mail.subject}"]
     lines += [f"To: {', '.join(mail.to)}"] if mail.to else []
     lines += [f"Cc: {', '.join(mail.cc)}"] if mail.cc else []
+    lines += [f"Reply-To: {', '.join(mail.reply_to)}"] if mail.reply_to else []
     lines += [f"Date: {mail.date}", f"Message-ID: {mail.message_id}"]
     lines += [f"In-Reply-To: {mail.in_reply_to}"] if mail.in_reply_to else []
     for item in mail.attachments:
