@@ -348,3 +348,35 @@ def test_a_call_is_listed_once_and_a_part_without_its_owner_on_its_own() -> None
     ]  # fmt: skip
     assert view.describe("task-a") == view.list_tasks()[0]
     assert view.describe("mcp-a") == mcp.tasks[0]
+
+
+async def test_a_low_level_server_with_only_tools_connects_and_its_errors_reach_the_model(
+    tmp_path: Path, model_server: FakeModelServer
+) -> None:
+    """The SDK's low-level Server with only tools declares no tool list changes and does
+    not serve subscriptions/listen: its tools are called all the same, and a JSON-RPC
+    error it answers reaches the model as the server's own message."""
+    model_server.push(
+        Reply(
+            tool_calls=[
+                ToolCallSpec("low__echo", {"text": "hi"}),
+                ToolCallSpec("low__refuse", {"reason": "no quota left"}),
+            ]
+        ),
+        Reply(text="Done."),
+    )
+    low = {
+        "name": "low",
+        "command": sys.executable,
+        "args": ["-m", "tests.mcp_servers.lowlevel"],
+        "env": {"PYTHONPATH": str(ROOT)},
+        "trusted": True,
+    }
+    async with daemon(settings(tmp_path, model_server, low)) as h:
+        await run_turn(h, "echo, then refuse")
+        status = mcp_status(h)["servers"]["low"]
+    assert tool_results(model_server, 1) == [
+        "echo hi",
+        "low__refuse failed on MCP server low: refused: no quota left (JSON-RPC error -32602)",
+    ]
+    assert status["connected"] and status["restarts"] == 0, status
