@@ -26,7 +26,7 @@ from mcp.client.session import IncomingMessage
 from mcp.client.subscriptions import ListenNotSupportedError
 from mcp.shared.dispatcher import ProgressFnT
 from mcp.shared.exceptions import MCPError
-from mcp_types.jsonrpc import CONNECTION_CLOSED, INVALID_REQUEST, METHOD_NOT_FOUND
+from mcp_types.jsonrpc import CONNECTION_CLOSED, INTERNAL_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND
 
 from wakeful.daemon.exception_groups import describe_failure
 from wakeful.mcp.config import McpServerConfig
@@ -39,6 +39,8 @@ BACKOFF_MAX_S = 60.0
 # A connection that stayed up this long was healthy: the next failure starts the
 # backoff from the beginning again.
 STABLE_S = 30.0
+# A ping that asks whether an HTTP server still knows the session after an error.
+PING_TIMEOUT_S = 5.0
 
 ToolsListener = Callable[[Sequence[types.Tool]], Awaitable[None]]
 HealthListener = Callable[[bool, str], None]
@@ -174,7 +176,9 @@ class McpConnection:
             except MCPError as exc:
                 if _session_expired(exc):
                     refused = _SessionExpired(exc.code, exc.message)
-                elif exc.code == CONNECTION_CLOSED:
+                elif exc.code == CONNECTION_CLOSED or (
+                    _http_failure(exc) and not await _answers_ping(client)
+                ):
                     lost.set()  # a server without a listen stream is found dead here
                 else:
                     refused = exc
@@ -310,6 +314,23 @@ class _SessionExpired(MCPError):
 def _session_expired(exc: MCPError) -> bool:
     # The SDK's spelling of a 404 for a known Mcp-Session-Id.
     return exc.code == INVALID_REQUEST and exc.message == "Session terminated"
+
+
+def _http_failure(exc: MCPError) -> bool:
+    # The SDK's stand-in for an HTTP error status that carried no JSON-RPC answer:
+    # a server that forgot the session without the 404 the spec asks for (400 from
+    # server-everything), or one that failed — a ping tells which.
+    return exc.code == INTERNAL_ERROR and exc.message == "Server returned an error response"
+
+
+async def _answers_ping(client: Client) -> bool:
+    with anyio.move_on_after(PING_TIMEOUT_S):
+        try:
+            await client.send_ping()
+        except MCPError:
+            return False
+        return True
+    return False
 
 
 async def _list_tools(client: Client) -> list[types.Tool]:
