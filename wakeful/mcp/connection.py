@@ -39,8 +39,8 @@ BACKOFF_MAX_S = 60.0
 # A connection that stayed up this long was healthy: the next failure starts the
 # backoff from the beginning again.
 STABLE_S = 30.0
-# A ping that asks whether an HTTP server still knows the session after an error.
-PING_TIMEOUT_S = 5.0
+# The request that asks whether an HTTP server still knows the session after an error.
+CHECK_TIMEOUT_S = 5.0
 
 ToolsListener = Callable[[Sequence[types.Tool]], Awaitable[None]]
 HealthListener = Callable[[bool, str], None]
@@ -177,7 +177,7 @@ class McpConnection:
                 if _session_expired(exc):
                     refused = _SessionExpired(exc.code, exc.message)
                 elif exc.code == CONNECTION_CLOSED or (
-                    _http_failure(exc) and not await _answers_ping(client)
+                    _http_failure(exc) and not await _still_serves(client)
                 ):
                     lost.set()  # a server without a listen stream is found dead here
                 else:
@@ -319,15 +319,17 @@ def _session_expired(exc: MCPError) -> bool:
 def _http_failure(exc: MCPError) -> bool:
     # The SDK's stand-in for an HTTP error status that carried no JSON-RPC answer:
     # a server that forgot the session without the 404 the spec asks for (400 from
-    # server-everything), or one that failed — a ping tells which.
+    # server-everything), or one that failed — a second request tells which.
     return exc.code == INTERNAL_ERROR and exc.message == "Server returned an error response"
 
 
-async def _answers_ping(client: Client) -> bool:
-    with anyio.move_on_after(PING_TIMEOUT_S):
+async def _still_serves(client: Client) -> bool:
+    """Whether the session still answers: a tools/list (ping is gone from the 2026
+    protocol; every server with tools serves this)."""
+    with anyio.move_on_after(CHECK_TIMEOUT_S):
         try:
-            await client.send_ping()
-        except MCPError:
+            await client.list_tools()
+        except Exception:  # any failure of the check means the session is unusable
             return False
         return True
     return False
