@@ -21,4 +21,6 @@ python3 -m venv .venv
 .venv/bin/mypy
 # The Matrix tests' homeserver, in its own venv (tests/synapse_server.py).
 scripts/install_synapse.sh
+# The third-party MCP servers (PyPI into .venv-mcp, npm from tests/mcp_npm's lock file).
+scripts/install_mcp_servers.sh
 .venv/bin/python -m pytest -m "not slow" "$@"

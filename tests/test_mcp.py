@@ -30,18 +30,29 @@ STDIO_TOOLS = 100  # + 4 with behaviour
 HTTP_TOOLS = 50  # + 4 with behaviour
 
 
+def start_http_server(
+    port_file: Path, port: int = 0, module: str = "catalog"
+) -> subprocess.Popen[bytes]:
+    """A test server over streamable HTTP; its port is in ``port_file`` once it listens."""
+    port_file.unlink(missing_ok=True)
+    command = [sys.executable, "-m", f"tests.mcp_servers.{module}", "http"]
+    if module == "catalog":
+        command += ["--tools", str(HTTP_TOOLS), "--offset", "100"]
+    command += ["--port-file", str(port_file), "--port", str(port)]
+    process = subprocess.Popen(command, cwd=ROOT, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 30
+    while not port_file.exists() or not port_file.read_text():  # another process writes it
+        assert time.monotonic() < deadline and process.poll() is None, "no MCP HTTP server"
+        time.sleep(0.05)
+    return process
+
+
 @pytest.fixture
 def http_server(tmp_path: Path) -> Iterator[str]:
     """The catalog over streamable HTTP, on a port of its own choosing."""
     port_file = tmp_path / "mcp-http-port"
-    command = [sys.executable, "-m", "tests.mcp_servers.catalog", "http"]
-    command += ["--tools", str(HTTP_TOOLS), "--offset", "100", "--port-file", str(port_file)]
-    process = subprocess.Popen(command, cwd=ROOT, stderr=subprocess.DEVNULL)
+    process = start_http_server(port_file)
     try:
-        deadline = time.monotonic() + 30
-        while not port_file.exists() or not port_file.read_text():  # another process writes it
-            assert time.monotonic() < deadline and process.poll() is None, "no MCP HTTP server"
-            time.sleep(0.05)
         yield f"http://127.0.0.1:{port_file.read_text()}/mcp"
     finally:
         process.kill()
@@ -348,3 +359,67 @@ def test_a_call_is_listed_once_and_a_part_without_its_owner_on_its_own() -> None
     ]  # fmt: skip
     assert view.describe("task-a") == view.list_tasks()[0]
     assert view.describe("mcp-a") == mcp.tasks[0]
+
+
+async def test_a_low_level_server_with_only_tools_connects_and_its_errors_reach_the_model(
+    tmp_path: Path, model_server: FakeModelServer
+) -> None:
+    """The SDK's low-level Server with only tools declares no tool list changes and does
+    not serve subscriptions/listen: its tools are called all the same, and a JSON-RPC
+    error it answers reaches the model as the server's own message."""
+    model_server.push(
+        Reply(
+            tool_calls=[
+                ToolCallSpec("low__echo", {"text": "hi"}),
+                ToolCallSpec("low__refuse", {"reason": "no quota left"}),
+            ]
+        ),
+        Reply(text="Done."),
+    )
+    low = {
+        "name": "low",
+        "command": sys.executable,
+        "args": ["-m", "tests.mcp_servers.lowlevel"],
+        "env": {"PYTHONPATH": str(ROOT)},
+        "trusted": True,
+    }
+    async with daemon(settings(tmp_path, model_server, low)) as h:
+        await run_turn(h, "echo, then refuse")
+        status = mcp_status(h)["servers"]["low"]
+    assert tool_results(model_server, 1) == [
+        "echo hi",
+        "low__refuse failed on MCP server low: refused: no quota left (JSON-RPC error -32602)",
+    ]
+    assert status["connected"] and status["restarts"] == 0, status
+
+
+async def test_a_low_level_http_server_that_restarts_answers_the_next_call(
+    tmp_path: Path, model_server: FakeModelServer
+) -> None:
+    """The low-level server over streamable HTTP (no listen stream, so nothing but the
+    next call meets the restart): killed and started again on its port between two
+    turns, it answers both. (On 2026-07-28 it keeps no session to lose.)"""
+    model_server.push(
+        Reply(tool_calls=[ToolCallSpec("low__echo", {"text": "before"})]),
+        Reply(text="One."),
+        Reply(tool_calls=[ToolCallSpec("low__echo", {"text": "after"})]),
+        Reply(text="Two."),
+    )
+    port_file = tmp_path / "mcp-http-port"
+    process = start_http_server(port_file, module="lowlevel")
+    try:
+        port = int(port_file.read_text())
+        low = {"name": "low", "url": f"http://127.0.0.1:{port}/mcp", "trusted": True}
+        async with daemon(settings(tmp_path, model_server, low)) as h:
+            await run_turn(h, "before the restart")
+            process.kill()
+            process.wait()
+            process = start_http_server(port_file, port, module="lowlevel")
+            await run_turn(h, "after the restart")
+            status = mcp_status(h)["servers"]["low"]
+    finally:
+        process.kill()
+        process.wait()
+    assert tool_results(model_server, 1) == ["echo before"]
+    assert tool_results(model_server, 3)[-1] == "echo after"
+    assert status["connected"], status

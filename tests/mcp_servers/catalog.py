@@ -2,10 +2,10 @@
 with behaviour (progress, a pid to kill, a tool list that changes, a stranger's words).
 
     python -m tests.mcp_servers.catalog stdio --tools 100
-    python -m tests.mcp_servers.catalog http --tools 50 --port-file PORT
+    python -m tests.mcp_servers.catalog http --tools 50 --port-file PORT [--port N]
 
-stdio writes its pid to $MCP_PID_FILE when set; http binds port 0 and writes the
-port to --port-file once it listens.
+stdio writes its pid to $MCP_PID_FILE when set; http binds --port (default 0, a free
+one) and writes the port to --port-file once it listens.
 """
 
 from __future__ import annotations
@@ -14,9 +14,11 @@ import argparse
 import os
 import socket
 from pathlib import Path
+from typing import Any
 
 import anyio
 import uvicorn
+from mcp.server.lowlevel import Server
 from mcp.server.mcpserver import Context, MCPServer
 
 # Realistic words so search_tools is tested on text a server author would write.
@@ -85,17 +87,18 @@ def build(prefix_offset: int, count: int) -> MCPServer:
     return server
 
 
-def listening_socket(port_file: Path) -> socket.socket:
-    """Bound to a free port and listening before uvicorn starts (a client connecting
-    early waits in the backlog); its port is written to ``port_file``."""
+def listening_socket(port_file: Path, port: int = 0) -> socket.socket:
+    """Bound to ``port`` (0: a free one) and listening before uvicorn starts (a client
+    connecting early waits in the backlog); its port is written to ``port_file``."""
     sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # a restart takes it again
+    sock.bind(("127.0.0.1", port))
     sock.listen(128)
     port_file.write_text(str(sock.getsockname()[1]))
     return sock
 
 
-async def serve_http(server: MCPServer, sock: socket.socket) -> None:
+async def serve_http(server: MCPServer | Server[Any], sock: socket.socket) -> None:
     config = uvicorn.Config(server.streamable_http_app(), log_level="warning", lifespan="on")
     await uvicorn.Server(config).serve(sockets=[sock])
 
@@ -106,6 +109,7 @@ def main() -> None:
     parser.add_argument("--tools", type=int, default=100)
     parser.add_argument("--offset", type=int, default=0)
     parser.add_argument("--port-file", type=Path)
+    parser.add_argument("--port", type=int, default=0)
     options = parser.parse_args()
     server = build(options.offset, options.tools)
     if options.transport == "stdio":
@@ -115,7 +119,7 @@ def main() -> None:
         server.run("stdio")
     else:
         assert options.port_file is not None
-        anyio.run(serve_http, server, listening_socket(options.port_file))
+        anyio.run(serve_http, server, listening_socket(options.port_file, options.port))
 
 
 if __name__ == "__main__":

@@ -30,6 +30,7 @@ import json
 from collections.abc import Sequence
 from typing import Any, Protocol
 
+import anyio
 import structlog
 
 from wakeful.daemon.context.tokens import raw_estimate
@@ -87,6 +88,9 @@ class ToolSurface:
         self._resident: list[dict[str, Any]] | None = None
         self._deferring: bool | None = None  # decided once the registry is frozen
         self.fixed: dict[str, Any] = {}  # the fixed part measured at start-up (fit_window)
+        # Parallel calls each load their schema: the read-modify-write of the tail
+        # must not lose one (the model would then call a function it was not sent).
+        self._loading = anyio.Lock()
         registry.watch_calls(self._note_call)
 
     def deferring(self) -> bool:
@@ -196,12 +200,13 @@ class ToolSurface:
 
     async def load(self, session: str, names: Sequence[str]) -> list[str]:
         """Append ``names``' schemas to the session's tail; returns those newly loaded."""
-        current = await self.loaded(session)
-        new = [n for n in dict.fromkeys(names) if self.is_deferred(n) and n not in current]
-        if new:
-            await self._state.put_state(_key(session), json.dumps([*current, *new]))
-            log.info("tool schemas loaded", session=session, tools=new)
-        return new
+        async with self._loading:
+            current = await self.loaded(session)
+            new = [n for n in dict.fromkeys(names) if self.is_deferred(n) and n not in current]
+            if new:
+                await self._state.put_state(_key(session), json.dumps([*current, *new]))
+                log.info("tool schemas loaded", session=session, tools=new)
+            return new
 
     async def _note_call(self, tool: Tool, ctx: ToolContext) -> None:
         # Also when the arguments turn out wrong: the schema is what helps next time.

@@ -112,7 +112,8 @@ class McpTool:
                 )
             except MCPError as exc:  # the server refused the call (a JSON-RPC error)
                 return ToolOutput(
-                    f"{self.name} failed on MCP server {self.server}: {exc}",
+                    f"{self.name} failed on MCP server {self.server}: {exc.message} "
+                    f"(JSON-RPC error {exc.code})",
                     is_error=True,
                     untrusted_source=self._untrusted(),
                 )

@@ -7,14 +7,17 @@ never the config.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from contextlib import AsyncExitStack, asynccontextmanager
+from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 from pathlib import Path
 from typing import TextIO
 
+import anyio
 import httpx2
 from mcp import Client, StdioServerParameters, stdio_client
+from mcp.client._transport import TransportStreams
 from mcp.client.session import MessageHandlerFnT
 from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.message import SessionMessage
 
 from wakeful.daemon.config_base import ConfigError, credential_path
 from wakeful.daemon.logging import add_secrets
@@ -53,8 +56,11 @@ async def open_client(
     headers: dict[str, str],
     errlog: TextIO,
     message_handler: MessageHandlerFnT,
+    ended: anyio.Event,
 ) -> AsyncIterator[Client]:
-    """A connected, initialised client; leaving it stops a stdio server's process."""
+    """A connected, initialised client; leaving it stops a stdio server's process.
+    ``ended`` is set when the server's message stream ends on its own (a stdio
+    server's process exited), so an idle dead server is noticed without a call."""
     async with AsyncExitStack() as stack:
         if config.command is not None:
             parameters = StdioServerParameters(
@@ -69,8 +75,33 @@ async def open_client(
             )
             transport = streamable_http_client(config.url, http_client=http)
         client = Client(
-            transport,
+            _noting_end(transport, ended),
             message_handler=message_handler,
             cache=None,  # a changed tool list must be read fresh
         )
         yield await stack.enter_async_context(client)
+
+
+@asynccontextmanager
+async def _noting_end(
+    transport: AbstractAsyncContextManager[TransportStreams], ended: anyio.Event
+) -> AsyncIterator[TransportStreams]:
+    """The transport's streams, the read side relayed so that its end sets ``ended``
+    (the SDK's session reads it to the end and says nothing about it)."""
+    async with transport as (read, write), anyio.create_task_group() as group:
+        relay, relayed = anyio.create_memory_object_stream[SessionMessage | Exception](0)
+
+        async def pump() -> None:
+            try:
+                async with relay:
+                    async for item in read:
+                        await relay.send(item)
+            except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+                return  # the client closed first: its own leaving, not the server's end
+            ended.set()
+
+        group.start_soon(pump)
+        try:
+            yield relayed, write
+        finally:
+            group.cancel_scope.cancel()
