@@ -20,7 +20,7 @@ from wakeful.daemon.context.breaker import CompactionBreaker, closed
 from wakeful.daemon.context.compaction import Summarize, write_summary
 from wakeful.daemon.context.config import ContextSection
 from wakeful.daemon.context.tokens import TokenEstimator, raw_estimate
-from wakeful.daemon.context.view import ContextView, safe_boundaries, tool_names
+from wakeful.daemon.context.view import ContextView, carried_until, safe_boundaries, tool_names
 from wakeful.daemon.store.base import ChannelState
 from wakeful.daemon.trajectory.normalizer import normalize
 
@@ -219,8 +219,15 @@ class SessionContext:
                 "or lower [context] keep_user_messages"
             )
         newest_kept = users[-keep]
-        chosen = [b for b in boundaries if b <= newest_kept]
+        # Never past what the model has not read: a summary would stand in for
+        # events no agent request carried (the summariser's input may be cut too).
+        unread = carried_until(full)
+        chosen = [b for b in boundaries if b <= newest_kept and b < unread]
         if not chosen:
+            if any(b <= newest_kept for b in boundaries):
+                raise await self._full(
+                    "what the model has not yet read does not fit beside the rest"
+                )
             raise await self._full("no place to compact that keeps tool calls with their results")
         refusal = self.breaker.refusal(view, self.session)
         if refusal is not None:  # no model call: the last ones did not help
