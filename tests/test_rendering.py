@@ -270,3 +270,19 @@ def test_late_tool_result_names_the_call_and_task() -> None:
     assert "42s after your last message" in text
     assert "Late result from shell_exec (call call_9, task task-call_9)" in text
     assert text.endswith("exit 0; 3 files built")
+
+
+def test_the_oldest_part_of_a_flood_counts_all_that_wait() -> None:
+    """A batch that is the oldest 2 of 5 waiting events: markers count i/5 and the
+    summary says how many follow (SPEC §5); a lone one is marked too."""
+    batch = [stored("user.input", "a", seq=1), stored("user.input", "b", seq=2)]
+    texts = contents(render_batch(batch, None, total=5))
+    assert texts[0].startswith("[Unprocessed event 1/5]")
+    assert texts[1].startswith("[Unprocessed event 2/5]")
+    assert texts[1].endswith(
+        "These are the oldest 2 of 5 unprocessed events: 2 user messages. The other 3 did "
+        "not fit in this request and follow after your response. Make sure your response "
+        "covers the ones above."
+    )
+    [alone] = contents(render_batch(batch[:1], None, total=3))
+    assert alone.startswith("[Unprocessed event 1/3]")

@@ -20,7 +20,7 @@ from wakeful.daemon.context.breaker import CompactionBreaker, closed
 from wakeful.daemon.context.compaction import Summarize, write_summary
 from wakeful.daemon.context.config import ContextSection
 from wakeful.daemon.context.tokens import CHARS_PER_TOKEN, TokenEstimator, raw_estimate
-from wakeful.daemon.context.view import ContextView, safe_boundaries, tool_names
+from wakeful.daemon.context.view import ContextView, carried_until, safe_boundaries, tool_names
 from wakeful.daemon.store.base import ChannelState
 from wakeful.daemon.trajectory.normalizer import normalize
 from wakeful.handlers.output import shape_output
@@ -298,10 +298,19 @@ class SessionContext:
             )
         # The newest keep_user_messages stay verbatim when they fit; when even they do
         # not (a small window), fewer do, down to the newest one: a session that keeps
-        # going beats one refused forever for a preference.
-        preferred = [b for b in boundaries if len(users) > keep and b <= users[-keep]]
-        fallback = [b for b in boundaries if b <= users[-1]]
+        # going beats one refused forever for a preference. Never past what the model
+        # has not read: a summary would stand in for events no agent request carried
+        # (the summariser's input may be cut too).
+        unread = carried_until(full)
+        preferred = [
+            b for b in boundaries if len(users) > keep and b <= users[-keep] and b < unread
+        ]
+        fallback = [b for b in boundaries if b <= users[-1] and b < unread]
         if not fallback:
+            if any(b <= users[-1] for b in boundaries):
+                raise await self._full(
+                    "what the model has not yet read does not fit beside the rest"
+                )
             raise await self._full("no place to compact that keeps tool calls with their results")
         refusal = self.breaker.refusal(view, self.session)
         if refusal is not None:  # no model call: the last ones did not help

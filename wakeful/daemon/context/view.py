@@ -96,3 +96,14 @@ def safe_boundaries(full: list[Message], start: int) -> list[int]:
         elif role == "user" and index > start and not open_calls:
             found.append(index)
     return found
+
+
+def carried_until(full: list[Message]) -> int:
+    """The index before which every message was carried verbatim by an agent request
+    that the model answered: the newest assistant message's (it answered a request
+    holding all before it). Nothing at or after it may pass behind a boundary: the
+    model has not read it yet (0 when it has answered nothing)."""
+    for index in range(len(full) - 1, -1, -1):
+        if full[index].get("role") == "assistant":
+            return index
+    return 0

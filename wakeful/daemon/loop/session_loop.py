@@ -22,6 +22,7 @@ from structlog.contextvars import bind_contextvars, bound_contextvars, unbind_co
 from wakeful.daemon import metrics
 from wakeful.daemon.context.compaction import COMPACTION_PROMPT
 from wakeful.daemon.context.session_context import ContextFull, SessionContext
+from wakeful.daemon.loop.batch_room import event_room, oldest_that_fit
 from wakeful.daemon.loop.deps import BatchGate, Interrupt, LoopDeps, Submit
 from wakeful.daemon.loop.late_results import late_result_event, lost_result_text, unpaid_promises
 from wakeful.daemon.loop.limits import Run
@@ -33,6 +34,7 @@ from wakeful.daemon.loop.task_views import CombinedTaskView
 from wakeful.daemon.loop.tool_activity import PROGRESS_EVERY_S, tool_item
 from wakeful.daemon.loop.tool_tasks import ToolTask, ToolTaskManager
 from wakeful.daemon.store.base import ConsumeConflict, StoredEvent
+from wakeful.daemon.trajectory.rendering import render_event
 from wakeful.daemon.trajectory.rules import (
     CallInFlight,
     Interruption,
@@ -86,6 +88,8 @@ class SessionLoop:
         self._idle.set()
         self.gate: BatchGate | None = None  # set by the session's supervisor
         self.runs_finished = 0
+        self._fixed_tokens: int | None = None  # of the last request built: see _oldest_that_fit
+        self._left_waiting = False  # the last safe point left events for the next one
         self.context = SessionContext(
             session,
             deps.store,
@@ -189,6 +193,11 @@ class SessionLoop:
                 while await self._cycle(run):
                     pass
             self.runs_finished += 1
+            stuck = run.context_full is not None or run.refused is not None
+            if self._left_waiting and not self.draining and not stuck:
+                # A run stopped by a limit while a flood was presented part by part: the
+                # rest was accepted and must not wait for an unrelated wake-up.
+                self._wakeup.set()
         finally:
             unbind_contextvars("event_id", "batch_size")
             self.busy = False
@@ -200,18 +209,22 @@ class SessionLoop:
         if self.draining:
             return False  # a safe point: what is recorded is whole; the rest waits
         self._interrupt = None  # anything asked before this point is in the batch below
-        waiting = batch = await self._read_queue()
+        waiting = await self._read_queue()
+        offered = batch = await self._oldest_that_fit(run, waiting)  # the rest waits
+        dropped = 0
         if batch and self.gate is not None:
             batch = await self.gate.admit(batch)  # counts the attempt; drops poison
             held = {s.event.id for s in self.gate.held_back}
-            self.queued.taken(s.event.id for s in waiting if s.event.id not in held)
+            self.queued.taken(s.event.id for s in offered if s.event.id not in held)
+            dropped = len(offered) - len(batch) - len(held)
         else:
             self.queued.taken(s.event.id for s in batch)
+        self._left_waiting = len(offered) < len(waiting)
         if batch:
             if self.deps.taints is not None:  # before: a crash can leave it tainted, never clean
                 await self.deps.taints.mark_events(self.session, [s.event for s in batch])
             try:
-                await self.writer.append_queued_batch(batch)
+                await self.writer.append_queued_batch(batch, total=len(waiting) - dropped)
             except ConsumeConflict as exc:
                 log.warning("batch changed under us; taking it again", detail=str(exc))
                 return True
@@ -338,9 +351,25 @@ class SessionLoop:
         self.queued.read(s.event.id for s in waiting)
         return waiting
 
-    async def _build_request(self, run: Run) -> ModelRequest:
-        if not self.queued.known:  # no safe point yet (no model configured, or --raw)
-            await self._read_queue()
+    async def _oldest_that_fit(self, run: Run, waiting: list[StoredEvent]) -> list[StoredEvent]:
+        """The oldest waiting events that one request can show whole (batch_room.py)."""
+        if len(waiting) <= 1:
+            return waiting
+        if self._fixed_tokens is None:  # no request built yet: measure what it would carry
+            self._fixed_tokens = self.context.tokens.count_all(await self._fixed_part(run))
+        room = event_room(self.context.budget, self._fixed_tokens)
+        last_agent_at = self.writer.last_agent_at
+        total = len(waiting)
+
+        def cost(stored: StoredEvent) -> int:
+            marker = f"[Unprocessed event {total}/{total}] "
+            content = marker + render_event(stored, last_agent_at)
+            return self.context.tokens.count({"role": "user", "content": content})
+
+        return oldest_that_fit(waiting, room, cost)
+
+    async def _fixed_part(self, run: Run) -> list[Any]:
+        """What every request carries besides the history: system prompt, tools, status bar."""
         status = render_status_bar(
             run,
             running_tasks=self.all_tasks.running(),
@@ -354,6 +383,13 @@ class SessionLoop:
         system = {"role": "system", "content": await self.deps.prompts.for_session(self.session)}
         surface = self.deps.surface
         tools = await surface.tools_for(self.session) if surface else self.deps.tools.definitions()
+        return [system, tools, status]
+
+    async def _build_request(self, run: Run) -> ModelRequest:
+        if not self.queued.known:  # no safe point yet (no model configured, or --raw)
+            await self._read_queue()
+        system, tools, status = await self._fixed_part(run)
+        self._fixed_tokens = self.context.tokens.count_all([system, tools, status])
         # Within the budget: pruned or compacted when it would not be (ContextFull if
         # even that cannot fit).
         messages = await self.context.fit(await self.writer.messages(), [system, tools, status])

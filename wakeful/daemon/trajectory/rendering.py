@@ -152,18 +152,22 @@ def render_event(stored: StoredEvent, last_agent_at: datetime | None) -> str:
     return f"{time_note(stored.event, last_agent_at)} {describe(stored)}"
 
 
-def render_batch(events: list[StoredEvent], last_agent_at: datetime | None) -> list[Message]:
-    """The messages appended for one batch of events (rule 5)."""
+def render_batch(
+    events: list[StoredEvent], last_agent_at: datetime | None, total: int | None = None
+) -> list[Message]:
+    """The messages appended for one batch of events (rule 5). ``total``: how many were
+    waiting, when more than the batch (the oldest are presented first, the rest follow
+    at the next safe point): the markers count ``i/total`` so the model knows."""
+    total = max(total or 0, len(events))
     if all(stored.parallel_answer is not None for stored in events):
         return [_parallel_notes(events, last_agent_at)]
-    if len(events) == 1:
+    if len(events) == 1 and total == 1:
         only = events[0]
         if only.event.kind == "user.input" and only.event.trusted and only.parallel_answer is None:
             # A lone user message reads as itself; labels only help inside a batch.
             text = f"{time_note(only.event, last_agent_at)} {only.event.content.text}"
             return [{"role": "user", "content": text}]
         return [{"role": "user", "content": render_event(only, last_agent_at)}]
-    total = len(events)
     messages: list[Message] = [
         {
             "role": "user",
@@ -171,14 +175,20 @@ def render_batch(events: list[StoredEvent], last_agent_at: datetime | None) -> l
         }
         for i, stored in enumerate(events, start=1)
     ]
-    messages[-1]["content"] += "\n" + batch_summary(events)
+    messages[-1]["content"] += "\n" + batch_summary(events, total)
     return messages
 
 
-def batch_summary(events: list[StoredEvent]) -> str:
+def batch_summary(events: list[StoredEvent], total: int | None = None) -> str:
     counts = Counter(category(stored.event.kind) for stored in events)
     parts = [f"{n} {names[0] if n == 1 else names[1]}" for names, n in counts.items()]
     listed = parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
+    if total is not None and total > len(events):
+        return (
+            f"These are the oldest {len(events)} of {total} unprocessed events: {listed}. "
+            f"The other {total - len(events)} did not fit in this request and follow after "
+            "your response. Make sure your response covers the ones above."
+        )
     return (
         f"There are {len(events)} unprocessed events above: {listed}. "
         "Make sure your response covers all of them."

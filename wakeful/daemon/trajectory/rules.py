@@ -120,10 +120,13 @@ class TrajectoryWriter:
         await self.store.append_messages(self.session, messages, meta=meta)
         cached.extend(messages)
 
-    async def append_queued_batch(self, events: list[StoredEvent]) -> list[Message]:
+    async def append_queued_batch(
+        self, events: list[StoredEvent], total: int | None = None
+    ) -> list[Message]:
         """Rule 5: events that waited are appended together, in one transaction
-        with their removal from the queue, marked and summarised when several."""
-        messages = render_batch(events, self.last_agent_at)
+        with their removal from the queue, marked and summarised when several.
+        ``total``: how many waited, when the batch is only the oldest of them."""
+        messages = render_batch(events, self.last_agent_at, total)
         cached = await self.messages()
         await self.store.consume(
             self.session,
