@@ -43,7 +43,7 @@ async def test_the_boundary_stays_before_events_no_request_carried(tmp_path: Pat
         "main",
         store,
         settings,
-        window=settings.reserve_tokens + 20_000,
+        window=settings.reserve(28_000) + 20_000,  # about 23.5k for the request
         output_dir=tmp_path,
         summarize=summarize,
     )

@@ -14,7 +14,7 @@ from structlog.testing import capture_logs
 
 from tests.daemon_harness import daemon_settings, harness
 from tests.fakes.model_server import FakeModelServer, Reply
-from tests.test_context_budget import agent, drive, is_summary_request
+from tests.test_context_budget import agent, drive
 from wakeful.daemon.context.tokens import MAX_SCALE, MIN_SCALE, TokenEstimator, raw_estimate
 
 pytestmark = pytest.mark.anyio
@@ -26,12 +26,12 @@ def lying(body: dict[str, Any]) -> Reply:
     return Reply(text=reply.text, tool_calls=reply.tool_calls, prompt_tokens=10)
 
 
-async def test_a_server_reporting_10_tokens_still_compacts_and_never_overflows(
+async def test_a_server_reporting_10_tokens_still_meets_the_budget_and_never_overflows(
     tmp_path: Path, model_server: FakeModelServer
 ) -> None:
     """The window and reserve of test_a_long_session_stays_inside_its_budget (its honest
     sibling; a 16k window so 40 turns outgrow it): every request fits the real window,
-    the session compacts, and the lie is logged once."""
+    the budget prunes or compacts, and the lie is logged once."""
     model_server.responder = lying
     model_server.context_window = 16000
     context = {"max_tokens": 16000, "reserve_tokens": 1000, "keep_tool_results": 2}
@@ -42,8 +42,9 @@ async def test_a_server_reporting_10_tokens_still_compacts_and_never_overflows(
                 await drive(h, f"step {step}")
             status = (await h.client.get("/api/status")).json()["sessions"]["main"]["context"]
     assert model_server.too_long == []  # no request went over the window
-    assert status["compactions"] >= 1, status
-    assert any(is_summary_request(r.body) for r in model_server.requests)
+    # The budget acted (with tools deferred at this window, pruning alone may keep 40
+    # turns inside it; a budget switched off by the lie would do neither).
+    assert status["compactions"] + status["prunes"] >= 1, status
     warned = [e for e in logs if "prompt token counts are implausible" in e["event"]]
     assert len(warned) == 1, warned
     assert warned[0]["session"] == "main" and warned[0]["reported"] == 10

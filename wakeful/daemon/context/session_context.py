@@ -303,9 +303,9 @@ class SessionContext:
         # (the summariser's input may be cut too).
         unread = carried_until(full)
         preferred = [
-            b for b in boundaries if len(users) > keep and b <= users[-keep] and b < unread
+            b for b in boundaries if len(users) > keep and b <= users[-keep] and b <= unread
         ]
-        fallback = [b for b in boundaries if b <= users[-1] and b < unread]
+        fallback = [b for b in boundaries if b <= users[-1] and b <= unread]
         if not fallback:
             if any(b <= users[-1] for b in boundaries):
                 raise await self._full(

@@ -100,10 +100,11 @@ def safe_boundaries(full: list[Message], start: int) -> list[int]:
 
 def carried_until(full: list[Message]) -> int:
     """The index before which every message was carried verbatim by an agent request
-    that the model answered: the newest assistant message's (it answered a request
-    holding all before it). Nothing at or after it may pass behind a boundary: the
-    model has not read it yet (0 when it has answered nothing)."""
+    that the model answered, or is the model's own answer: just past the newest
+    assistant message (it answered a request holding all before it). Nothing at or
+    after it may pass behind a boundary: the model has not read it yet (0 when it has
+    answered nothing)."""
     for index in range(len(full) - 1, -1, -1):
         if full[index].get("role") == "assistant":
-            return index
+            return index + 1
     return 0
