@@ -159,20 +159,26 @@ class SessionContext:
             await self._trim(full, fixed)  # last: even the newest result, to head + tail
             messages = await self._shown(full, fixed)
         if self.last_estimate > self.budget:
-            why = self._what_does_not_fit(messages, fixed)
+            why = self._what_does_not_fit(messages)
             raise await self._full(why + (f"; {cannot_compact}" if cannot_compact else ""))
         return messages
 
     async def _measured(self, full: list[Message], fixed: list[Any]) -> int:
-        return self._measure(normalize((await self.view()).apply(full)).messages, fixed)
+        """Estimated tokens of the request the view makes of ``full`` now."""
+        return self._measure(await self._messages(full), fixed)
 
     async def _shown(self, full: list[Message], fixed: list[Any]) -> list[Message]:
-        messages = normalize((await self.view()).apply(full)).messages
+        """The request's messages as the view makes them, ``last_estimate`` set to their cost."""
+        messages = await self._messages(full)
         self.last_estimate = self._measure(messages, fixed)
         return messages
 
-    def _what_does_not_fit(self, messages: list[Message], fixed: list[Any]) -> str:
-        fixed_tokens = self.tokens.count_all(fixed)
+    async def _messages(self, full: list[Message]) -> list[Message]:
+        return normalize((await self.view()).apply(full)).messages
+
+    def _what_does_not_fit(self, messages: list[Message]) -> str:
+        # Both figures are from the _shown that just measured ``messages``.
+        fixed_tokens = self.fixed_tokens
         history = self.last_estimate - fixed_tokens
         largest = max(messages, key=self._raw_count, default=None)
         biggest = (
@@ -232,9 +238,8 @@ class SessionContext:
             # Stubs before a summary: a compaction is dearer (a model call, and more of
             # the history lost), so it comes only when stubs alone cannot make room.
             pruned = await self._prune(full, fixed, forced=False, keep=1) or pruned
-        messages = normalize((await self.view()).apply(full)).messages
         target = self.budget * (LOW_WATER if forced else 1.0)
-        if self._measure(messages, fixed) > target or (forced and not pruned):
+        if await self._measured(full, fixed) > target or (forced and not pruned):
             await self._compact(full, fixed)
 
     async def _prune(

@@ -88,7 +88,6 @@ class SessionLoop:
         self._idle.set()
         self.gate: BatchGate | None = None  # set by the session's supervisor
         self.runs_finished = 0
-        self._fixed_tokens: int | None = None  # of the last request built: see _oldest_that_fit
         self._left_waiting = False  # the last safe point left events for the next one
         self.context = SessionContext(
             session,
@@ -355,9 +354,11 @@ class SessionLoop:
         """The oldest waiting events that one request can show whole (batch_room.py)."""
         if len(waiting) <= 1:
             return waiting
-        if self._fixed_tokens is None:  # no request built yet: measure what it would carry
-            self._fixed_tokens = self.context.tokens.count_all(await self._fixed_part(run))
-        room = event_room(self.context.budget, self._fixed_tokens)
+        # The fixed part of the last request built; before the first, what one would carry.
+        fixed = self.context.fixed_tokens or self.context.tokens.count_all(
+            await self._fixed_part(run)
+        )
+        room = event_room(self.context.budget, fixed)
         last_agent_at = self.writer.last_agent_at
         total = len(waiting)
 
@@ -389,7 +390,6 @@ class SessionLoop:
         if not self.queued.known:  # no safe point yet (no model configured, or --raw)
             await self._read_queue()
         system, tools, status = await self._fixed_part(run)
-        self._fixed_tokens = self.context.tokens.count_all([system, tools, status])
         # Within the budget: pruned or compacted when it would not be (ContextFull if
         # even that cannot fit).
         messages = await self.context.fit(await self.writer.messages(), [system, tools, status])
