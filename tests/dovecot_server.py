@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 from imapclient import IMAPClient
 
-from tests.mail_servers import free_port, wait_for_port
+from tests.mail_servers import free_port, imap_account, wait_for_port
 
 USER = "alice@example.test"
 PASSWORD = "dovecot-secret-42"
@@ -113,14 +113,7 @@ service pop3-login {{
         return client
 
     def account(self, name: str = "work", **extra: Any) -> dict[str, Any]:
-        return {
-            "name": name,
-            "imap_host": "127.0.0.1",
-            "imap_port": self.port,
-            "imap_security": "none",
-            "username": USER,
-            **extra,
-        }
+        return imap_account(self.port, USER, name, **extra)
 
 
 @pytest.fixture

@@ -114,18 +114,10 @@ class ImapServer:
 
     def account(self, name: str = "work", **extra: Any) -> dict[str, Any]:
         """An ``[[email.accounts]]`` entry pointing at this server."""
-        return {
-            "name": name,
-            "imap_host": "127.0.0.1",
-            "imap_port": self.port,
-            "imap_security": "none",
-            "username": USER,
-            "password": PASSWORD,
-            "address": USER,
-            "reconnect_min_s": 0.2,
-            "reconnect_max_s": 1.0,
-            **extra,
-        }
+        defaults = {"password": PASSWORD, "address": USER}
+        # Reconnects fast: the tests stop and start servers under a running watcher.
+        defaults |= {"reconnect_min_s": 0.2, "reconnect_max_s": 1.0}
+        return imap_account(self.port, USER, name, **(defaults | extra))
 
 
 @dataclass
@@ -240,3 +232,15 @@ def smtp_sink() -> Iterator[SmtpSink]:
     """An aiosmtpd server that records what it receives."""
     with SmtpSink() as sink:
         yield sink
+
+
+def imap_account(port: int, username: str, name: str, **extra: Any) -> dict[str, Any]:
+    """An ``[[email.accounts]]`` entry for an IMAP server on loopback without TLS."""
+    return {
+        "name": name,
+        "imap_host": "127.0.0.1",
+        "imap_port": port,
+        "imap_security": "none",
+        "username": username,
+        **extra,
+    }

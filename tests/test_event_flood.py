@@ -15,6 +15,7 @@ import os
 import re
 import tempfile
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -157,8 +158,16 @@ async def test_400_webhooks_during_a_slow_reply_all_reach_the_model(
 PROPERTY_EXAMPLES = int(os.environ.get("WAKEFUL_PROPERTY_EXAMPLES", "6"))
 
 
-@pytest.mark.filterwarnings("ignore::ResourceWarning")
-@settings(max_examples=PROPERTY_EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck))
+def flood_property(test: Callable[..., None]) -> Callable[..., None]:
+    """Each example boots a daemon: few examples, no deadline, no health checks."""
+    test = settings(
+        max_examples=PROPERTY_EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck)
+    )(test)
+    marked: Callable[..., None] = pytest.mark.filterwarnings("ignore::ResourceWarning")(test)
+    return marked
+
+
+@flood_property
 @given(
     count=st.integers(min_value=2, max_value=160),
     size=st.integers(min_value=10, max_value=4000),
@@ -172,8 +181,7 @@ def test_every_event_reaches_an_agent_request_before_a_boundary(
     run_property(count, size, window, token_delay_s)
 
 
-@pytest.mark.filterwarnings("ignore::ResourceWarning")
-@settings(max_examples=PROPERTY_EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck))
+@flood_property
 @given(
     count=st.integers(min_value=2, max_value=300),
     size=st.integers(min_value=500, max_value=4000),
