@@ -41,7 +41,7 @@ def test_only_other_peoples_text_messages_are_input() -> None:
     )
     assert [m.event_id for m in batch.messages] == ["$1"]
     assert batch.messages[0].occurred_at is not None
-    assert batch.encrypted_rooms == {"!r:example.org"} and batch.next_batch == "s2"
+    assert batch.encrypted_rooms == {"!r:example.org": ALICE} and batch.next_batch == "s2"
 
 
 def test_a_reply_loses_its_quoted_fallback() -> None:
@@ -62,7 +62,11 @@ def test_invites_name_who_invited_us() -> None:
     invite_state = {"events": [{**member, "content": {"membership": "invite"}}]}
     data = {"next_batch": "s3", "rooms": {"invite": {"!i:x": {"invite_state": invite_state}}}}
     [invite] = parse_sync(data, ME).invites
-    assert (invite.room_id, invite.inviter) == ("!i:x", ALICE)
+    assert (invite.room_id, invite.inviter, invite.encrypted) == ("!i:x", ALICE, False)
+    encryption = {"type": "m.room.encryption", "state_key": "", "sender": ALICE, "content": {}}
+    invite_state["events"].append(encryption)
+    [invite] = parse_sync(data, ME).invites
+    assert invite.encrypted
 
 
 def test_plain_text_has_no_html_twin_and_markdown_has_one() -> None:

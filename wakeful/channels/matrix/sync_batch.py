@@ -1,4 +1,5 @@
-"""One /sync response, reduced to what wakeful acts on: invites, text messages, the next token.
+"""One /sync response, reduced to what wakeful acts on: invites, text messages, rooms it
+cannot read (end-to-end encrypted), the next token.
 
 Pure: no I/O, so the rules (own messages, edits, notices, reply fallbacks)
 are tested on plain dicts.
@@ -36,6 +37,7 @@ FIRST_SYNC_FILTER: dict[str, Any] = {
 class Invite:
     room_id: str
     inviter: str
+    encrypted: bool = False  # the invite's room state has m.room.encryption
 
 
 @dataclass(frozen=True)
@@ -52,7 +54,8 @@ class SyncBatch:
     next_batch: str
     invites: list[Invite] = field(default_factory=list)
     messages: list[RoomText] = field(default_factory=list)
-    encrypted_rooms: set[str] = field(default_factory=set)  # rooms we cannot read (no E2EE)
+    # Rooms we cannot read (no E2EE) → who wrote the first encrypted event there.
+    encrypted_rooms: dict[str, str] = field(default_factory=dict)
     gaps: set[str] = field(default_factory=set)  # rooms whose timeline was cut (limited)
 
 
@@ -62,14 +65,16 @@ def parse_sync(data: dict[str, Any], own_user_id: str) -> SyncBatch:
     for room_id, room in (rooms.get("invite") or {}).items():
         inviter = _inviter(room, own_user_id)
         if inviter is not None:
-            batch.invites.append(Invite(room_id, inviter))
+            batch.invites.append(Invite(room_id, inviter, _encrypted_invite(room)))
     for room_id, room in (rooms.get("join") or {}).items():
         timeline = room.get("timeline") or {}
         if timeline.get("limited"):
             batch.gaps.add(room_id)
         for event in _since_we_were_invited(timeline.get("events") or [], own_user_id):
             if event.get("type") == "m.room.encrypted":
-                batch.encrypted_rooms.add(room_id)
+                sender = event.get("sender")
+                if isinstance(sender, str) and sender != own_user_id:
+                    batch.encrypted_rooms.setdefault(room_id, sender)
                 continue
             message = _text(room_id, event, own_user_id)
             if message is not None:
@@ -104,6 +109,13 @@ def _inviter(room: dict[str, Any], own_user_id: str) -> str | None:
             sender = event.get("sender")
             return sender if isinstance(sender, str) else None
     return None
+
+
+def _encrypted_invite(room: dict[str, Any]) -> bool:
+    """Synapse (and the spec's recommended pre-join state) shows m.room.encryption in an
+    invite, so an encrypted room is known before anyone writes in it."""
+    events = (room.get("invite_state") or {}).get("events") or []
+    return any(event.get("type") == "m.room.encryption" for event in events)
 
 
 def _text(room_id: str, event: dict[str, Any], own_user_id: str) -> RoomText | None:

@@ -1,0 +1,110 @@
+"""A stranger opens a direct chat with wakeful from a real Matrix client (matrix-nio):
+they are told their pairing code there, the owner sees it in `wakeful pairing list`,
+approves it, and from then on the stranger is answered — and strangers' invites stay
+bounded. A real Synapse, a real `wakeful run` with the default Matrix settings."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.daemon_process import DaemonProcess
+from tests.fakes.model_server import FakeModelServer
+from tests.matrix_daemon import answer_tags, matrix_scene, wait_until
+from tests.matrix_nio import NioPerson
+from tests.synapse_server import MatrixTestClient, SynapseServer
+from wakeful.channels.matrix.strangers import MAX_STRANGER_ROOMS
+
+CODE = re.compile(r"^([A-Z0-9]{4}-[A-Z0-9]{4})$", re.M)
+
+
+def wakeful_cli(config: Path, *args: str) -> str:
+    done = subprocess.run(
+        [sys.executable, "-m", "wakeful", "-c", str(config), *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    return done.stdout
+
+
+def test_a_strangers_direct_chat_gets_its_code_there_and_approval_lets_them_in(
+    synapse: SynapseServer, model_server: FakeModelServer, tmp_path: Path
+) -> None:
+    stranger = synapse.register()
+    with (
+        matrix_scene(synapse, tmp_path, model_server.base_url, tuned=False) as scene,
+        DaemonProcess(scene.config, scene.port) as daemon,
+        NioPerson(synapse.url, stranger, tmp_path / "nio") as person,
+    ):
+        dm = person.open_dm(scene.bot.user_id)
+        wait_until(lambda: person.texts_from(dm, scene.bot.user_id), "the pairing code in the DM")
+        [told] = person.texts_from(dm, scene.bot.user_id)
+        code = CODE.search(told)
+        assert "pairing code" in told and code is not None, told
+        listing = wakeful_cli(scene.config, "pairing", "list")
+        assert f"matrix    {code.group(1)}  {stranger.user_id} on home" in listing, listing
+        person.send_text(dm, "hello? msg-1")  # before approval: not for the model
+        with daemon.client() as api:  # the daemon took the message (and sent no second code)
+            wait_until(
+                lambda: api.get("/api/status").json()["chat:matrix:home"]["messages"],
+                "the message taken",
+            )
+        assert model_server.requests == []
+        assert len(person.texts_from(dm, scene.bot.user_id)) == 1
+        answer_tags(model_server)
+        approved = wakeful_cli(scene.config, "pairing", "approve", "matrix", code.group(1))
+        assert "is let in" in approved
+        wait_until(lambda: len(person.texts_from(dm, scene.bot.user_id)) == 2, "told paired")
+        assert "paired" in person.texts_from(dm, scene.bot.user_id)[1]
+        person.send_text(dm, "now then msg-2")
+        wait_until(lambda: len(person.texts_from(dm, scene.bot.user_id)) == 3, "an answer")
+        assert person.texts_from(dm, scene.bot.user_id)[2] == "**got** msg-2"
+        assert "no pairing requests are waiting" in wakeful_cli(scene.config, "pairing", "list")
+        assert daemon.stop() == 0
+    assert len(model_server.requests) == 1
+
+
+def test_strangers_invites_are_bounded_one_room_each_and_a_few_at_once(
+    synapse: SynapseServer, model_server: FakeModelServer, tmp_path: Path
+) -> None:
+    """A Matrix account costs nothing to make: however many strangers invite the bot,
+    it holds at most MAX_STRANGER_ROOMS rooms for them, one each; a denied stranger's
+    room is left and its place given to the next one."""
+    strangers = [synapse.register() for _ in range(MAX_STRANGER_ROOMS + 1)]
+    with matrix_scene(synapse, tmp_path, model_server.base_url, tuned=False) as scene:
+        bot = scene.bot.user_id
+        with DaemonProcess(scene.config, scene.port) as daemon:
+            clients = [MatrixTestClient(synapse.url, user) for user in strangers]
+            try:
+                rooms = []
+                for client in clients[:MAX_STRANGER_ROOMS]:
+                    rooms.append(client.create_room([bot]))
+                    wait_until(lambda c=client, r=rooms[-1]: c.replies_from(r, bot), "a code")
+                first = clients[0]
+                again = first.create_room([bot])  # the same stranger, a second room
+                wait_until(lambda: first.members(again).get(bot) == "leave", "declined")
+                late = clients[-1]
+                extra = late.create_room([bot])  # one stranger too many
+                wait_until(lambda: late.members(extra).get(bot) == "leave", "declined")
+                assert late.replies_from(extra, bot) == []
+                with daemon.client() as api:
+                    pending = api.get("/api/pairing").json()["pending"]
+                    status = api.get("/api/status").json()["chat:matrix:home"]
+                assert len(pending) == MAX_STRANGER_ROOMS
+                waiting = f"{MAX_STRANGER_ROOMS} of at most {MAX_STRANGER_ROOMS}"
+                assert status["strangers' rooms waiting for pairing"] == waiting
+                denied = next(p for p in pending if p["user_id"] == first.user.user_id)
+                wakeful_cli(scene.config, "pairing", "deny", "matrix", denied["code"])
+                retried = late.create_room([bot])  # a place is free once a stranger is denied
+                wait_until(lambda: late.replies_from(retried, bot), "the late stranger's code")
+                assert first.members(rooms[0]).get(bot) == "leave"  # the denied one's room
+                third = first.create_room([bot])  # a denied stranger stays out
+                wait_until(lambda: first.members(third).get(bot) == "leave", "declined")
+                assert daemon.stop() == 0
+            finally:
+                for client in clients:
+                    client.close()
