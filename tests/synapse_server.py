@@ -218,8 +218,11 @@ class MatrixTestClient:
         data: dict[str, Any] = response.json()
         return data
 
-    def create_room(self, invite: list[str] | None = None, *, direct: bool = True) -> str:
-        body: dict[str, Any] = {"preset": "private_chat", "is_direct": direct}
+    def create_room(
+        self, invite: list[str] | None = None, *, direct: bool = True, public: bool = False
+    ) -> str:
+        preset = "public_chat" if public else "private_chat"
+        body: dict[str, Any] = {"preset": preset, "is_direct": direct}
         if invite:
             body["invite"] = invite
         room_id: str = self._ok(self.http.post("/createRoom", json=body))["room_id"]

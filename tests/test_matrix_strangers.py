@@ -72,19 +72,24 @@ def test_strangers_invites_are_bounded_one_room_each_and_a_few_at_once(
     synapse: SynapseServer, model_server: FakeModelServer, tmp_path: Path
 ) -> None:
     """A Matrix account costs nothing to make: however many strangers invite the bot,
-    it holds at most MAX_STRANGER_ROOMS rooms for them, one each; a denied stranger's
-    room is left and its place given to the next one."""
+    it holds at most MAX_STRANGER_ROOMS rooms for them, one each, private direct chats
+    only; a denied stranger's room is left and its place given to the next one."""
     strangers = [synapse.register() for _ in range(MAX_STRANGER_ROOMS + 1)]
     with matrix_scene(synapse, tmp_path, model_server.base_url, tuned=False) as scene:
         bot = scene.bot.user_id
         with DaemonProcess(scene.config, scene.port) as daemon:
             clients = [MatrixTestClient(synapse.url, user) for user in strangers]
             try:
+                first = clients[0]
+                group = first.create_room([bot], direct=False)  # not a direct chat
+                public = first.create_room([bot], public=True)  # anyone may walk in
+                for declined in (group, public):
+                    wait_until(lambda r=declined: first.members(r).get(bot) == "leave", "out")
+                assert first.replies_from(group, bot) == first.replies_from(public, bot) == []
                 rooms = []
                 for client in clients[:MAX_STRANGER_ROOMS]:
                     rooms.append(client.create_room([bot]))
                     wait_until(lambda c=client, r=rooms[-1]: c.replies_from(r, bot), "a code")
-                first = clients[0]
                 again = first.create_room([bot])  # the same stranger, a second room
                 wait_until(lambda: first.members(again).get(bot) == "leave", "declined")
                 late = clients[-1]
@@ -105,6 +110,14 @@ def test_strangers_invites_are_bounded_one_room_each_and_a_few_at_once(
                 third = first.create_room([bot])  # a denied stranger stays out
                 wait_until(lambda: first.members(third).get(bot) == "leave", "declined")
                 assert daemon.stop() == 0
+                why = {r.get("room"): r.get("why") for r in daemon.records() if "why" in r}
+                assert (
+                    why[group]
+                    == why[public]
+                    == ("a stranger's invite is joined only to a private direct chat")
+                )
+                assert "already waits in" in why[again] and "strangers already" in why[extra]
+                assert why[third] == "the owner denied this user"
             finally:
                 for client in clients:
                     client.close()

@@ -62,11 +62,16 @@ def test_invites_name_who_invited_us() -> None:
     invite_state = {"events": [{**member, "content": {"membership": "invite"}}]}
     data = {"next_batch": "s3", "rooms": {"invite": {"!i:x": {"invite_state": invite_state}}}}
     [invite] = parse_sync(data, ME).invites
-    assert (invite.room_id, invite.inviter, invite.encrypted) == ("!i:x", ALICE, False)
-    encryption = {"type": "m.room.encryption", "state_key": "", "sender": ALICE, "content": {}}
-    invite_state["events"].append(encryption)
+    assert (invite.room_id, invite.inviter) == ("!i:x", ALICE)
+    assert not (invite.encrypted or invite.direct or invite.public)
+    state = {"state_key": "", "sender": ALICE}
+    invite_state["events"] = [
+        {**member, "content": {"membership": "invite", "is_direct": True}},
+        {**state, "type": "m.room.encryption", "content": {"algorithm": "m.megolm.v1.aes-sha2"}},
+        {**state, "type": "m.room.join_rules", "content": {"join_rule": "public"}},
+    ]
     [invite] = parse_sync(data, ME).invites
-    assert invite.encrypted
+    assert invite.encrypted and invite.direct and invite.public
 
 
 def test_plain_text_has_no_html_twin_and_markdown_has_one() -> None:

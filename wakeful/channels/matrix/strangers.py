@@ -8,8 +8,9 @@ owner (where the code would be public). The code is the chat layer's pairing
 every ten minutes, listed by `wakeful pairing list`.
 
 Bounded, because a Matrix account costs nothing to make and each joined room is
-kept: one room per stranger while their code waits, at most ``MAX_STRANGER_ROOMS``
-such rooms per account, and a denied user's invites are declined. A room is a
+kept: only a private direct chat (``is_direct``, not public), one room per stranger
+while their code waits, at most ``MAX_STRANGER_ROOMS`` such rooms per account, and a
+denied user's invites are declined. A room is a
 stranger's until they are approved (then it is simply theirs) or denied, or their
 code expires unapproved: then it is left, at the next stranger's invite, which
 frees its place. Further invites are declined while every place is taken.
@@ -26,6 +27,7 @@ import structlog
 
 from wakeful.channels.chat.pairing import Pairing
 from wakeful.channels.matrix.api import MatrixError
+from wakeful.channels.matrix.sync_batch import Invite
 from wakeful.daemon.store.base import ChannelState
 
 log = structlog.get_logger(__name__)
@@ -61,11 +63,16 @@ class StrangerRooms:
         return sorted(found, key=lambda room: room.joined_at)
 
     async def admit(
-        self, room_id: str, user_id: str, *, leave: Callable[[str], Awaitable[None]]
+        self, invite: Invite, *, leave: Callable[[str], Awaitable[None]]
     ) -> StrangerRoom | str:
         """The room's place (recorded before the join, so a crash never holds a room
         uncounted), or why the invite is declined. Rooms no longer waiting are left
         first (``leave``), so their places count as free."""
+        room_id, user_id = invite.room_id, invite.inviter
+        if not invite.direct or invite.public:
+            # In a group room every other stranger who wrote would be sent a code too:
+            # a stranger could drag the account into a busy room to spam its members.
+            return "a stranger's invite is joined only to a private direct chat"
         if await self._pairing.is_denied("matrix", self._name, user_id):
             return "the owner denied this user"
         rooms = await self._sweep(leave)

@@ -38,6 +38,8 @@ class Invite:
     room_id: str
     inviter: str
     encrypted: bool = False  # the invite's room state has m.room.encryption
+    direct: bool = False  # the inviter marked it a direct chat (is_direct)
+    public: bool = False  # anyone may join (join_rule "public"): not a private chat
 
 
 @dataclass(frozen=True)
@@ -63,9 +65,9 @@ def parse_sync(data: dict[str, Any], own_user_id: str) -> SyncBatch:
     batch = SyncBatch(next_batch=str(data["next_batch"]))
     rooms = data.get("rooms") or {}
     for room_id, room in (rooms.get("invite") or {}).items():
-        inviter = _inviter(room, own_user_id)
-        if inviter is not None:
-            batch.invites.append(Invite(room_id, inviter, _encrypted_invite(room)))
+        invite = _invite(room_id, room, own_user_id)
+        if invite is not None:
+            batch.invites.append(invite)
     for room_id, room in (rooms.get("join") or {}).items():
         timeline = room.get("timeline") or {}
         if timeline.get("limited"):
@@ -99,23 +101,30 @@ def _since_we_were_invited(events: list[Any], own_user_id: str) -> list[Any]:
     return events
 
 
-def _inviter(room: dict[str, Any], own_user_id: str) -> str | None:
-    for event in (room.get("invite_state") or {}).get("events") or []:
+def _invite(room_id: str, room: dict[str, Any], own_user_id: str) -> Invite | None:
+    """Who invited us, and what the invite's room state (Synapse sends the spec's
+    recommended pre-join state: create, join rules, encryption, name …) tells."""
+    events = (room.get("invite_state") or {}).get("events") or []
+    inviter: str | None = None
+    direct = encrypted = public = False
+    for event in events:
+        content = event.get("content") or {}
+        kind = event.get("type")
         if (
-            event.get("type") == "m.room.member"
+            kind == "m.room.member"
             and event.get("state_key") == own_user_id
-            and (event.get("content") or {}).get("membership") == "invite"
+            and content.get("membership") == "invite"
         ):
             sender = event.get("sender")
-            return sender if isinstance(sender, str) else None
-    return None
-
-
-def _encrypted_invite(room: dict[str, Any]) -> bool:
-    """Synapse (and the spec's recommended pre-join state) shows m.room.encryption in an
-    invite, so an encrypted room is known before anyone writes in it."""
-    events = (room.get("invite_state") or {}).get("events") or []
-    return any(event.get("type") == "m.room.encryption" for event in events)
+            inviter = sender if isinstance(sender, str) else None
+            direct = content.get("is_direct") is True
+        elif kind == "m.room.encryption":
+            encrypted = True
+        elif kind == "m.room.join_rules":
+            public = content.get("join_rule") == "public"
+    if inviter is None:
+        return None
+    return Invite(room_id, inviter, encrypted=encrypted, direct=direct, public=public)
 
 
 def _text(room_id: str, event: dict[str, Any], own_user_id: str) -> RoomText | None:

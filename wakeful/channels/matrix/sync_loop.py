@@ -140,7 +140,7 @@ class MatrixSync:
             if await self._join(invite):
                 await self._note_encrypted_invite(invite)
             return
-        place = await self.strangers.admit(invite.room_id, invite.inviter, leave=self.api.leave)
+        place = await self.strangers.admit(invite, leave=self.api.leave)
         if isinstance(place, str):
             await self._decline(invite, place)
             return
