@@ -22,8 +22,12 @@ STATUS_KEY = "encrypted rooms not readable"
 
 
 def bot_messages(scene: MatrixScene, room: str) -> list[dict[str, Any]]:
-    """Every event the bot put in the room, as the homeserver holds it."""
-    return [e for e in scene.owner_client.messages(room) if e["sender"] == scene.bot.user_id]
+    """Every message the bot put in the room (encrypted or not), as the homeserver holds it."""
+    return [
+        e
+        for e in scene.owner_client.timeline(room)
+        if e["sender"] == scene.bot.user_id and e["type"] in ("m.room.message", "m.room.encrypted")
+    ]
 
 
 def stored(scene: MatrixScene, room: str, event_id: str) -> dict[str, Any]:
@@ -39,7 +43,9 @@ def plain_and_answered(scene: MatrixScene, room: str, text: str, count: int) -> 
     scene.owner_client.send_text(room, text)
 
     def answers() -> int:
-        return sum(m["content"]["body"].startswith("**got**") for m in bot_messages(scene, room))
+        return sum(
+            str(m["content"].get("body")).startswith("**got**") for m in bot_messages(scene, room)
+        )
 
     wait_until(lambda: answers() >= count, f"the answer to {text!r}")
 

@@ -15,6 +15,7 @@ from tests.fakes.model_server import FakeModelServer
 from tests.matrix_daemon import answer_tags, matrix_scene, wait_until
 from tests.matrix_nio import NioPerson
 from tests.synapse_server import MatrixTestClient, SynapseServer
+from wakeful.channels.matrix.encrypted import NOTICE
 from wakeful.channels.matrix.strangers import MAX_STRANGER_ROOMS
 
 CODE = re.compile(r"^([A-Z0-9]{4}-[A-Z0-9]{4})$", re.M)
@@ -121,3 +122,33 @@ def test_strangers_invites_are_bounded_one_room_each_and_a_few_at_once(
             finally:
                 for client in clients:
                     client.close()
+
+
+def test_a_strangers_encrypted_direct_chat_gets_its_code_and_the_notice_in_plain_text(
+    synapse: SynapseServer, model_server: FakeModelServer, tmp_path: Path
+) -> None:
+    """Element encrypts a new direct chat by default: the stranger still gets a code
+    they can read, and is told why what they write there would not be read."""
+    stranger = synapse.register()
+    with (
+        matrix_scene(synapse, tmp_path, model_server.base_url, tuned=False) as scene,
+        DaemonProcess(scene.config, scene.port) as daemon,
+        NioPerson(synapse.url, stranger, tmp_path / "nio") as person,
+        MatrixTestClient(synapse.url, stranger) as raw,
+    ):
+        dm = person.open_dm(scene.bot.user_id, encrypted=True)
+        wait_until(lambda: len(person.texts_from(dm, scene.bot.user_id)) == 2, "two messages")
+        code, notice = person.texts_from(dm, scene.bot.user_id)
+        assert CODE.search(code) is not None and notice == NOTICE
+        said = [e for e in raw.timeline(dm) if e["sender"] == scene.bot.user_id]
+        assert [e["type"] for e in said if e["type"] != "m.room.member"] == [
+            "m.room.message",  # plain, though the room is encrypted
+            "m.room.message",
+        ]
+        with daemon.client() as api:
+            [pending] = api.get("/api/pairing").json()["pending"]
+            status = api.get("/api/status").json()["chat:matrix:home"]
+        assert pending["user_id"] == stranger.user_id
+        assert status["encrypted rooms not readable"] == f"1 ({dm})"
+        assert daemon.stop() == 0
+    assert model_server.requests == []
