@@ -13,7 +13,7 @@ from collections.abc import Coroutine
 from pathlib import Path
 from typing import Any, TypeVar
 
-from nio import (
+from nio import (  # type: ignore[import-untyped]  # nio ships no py.typed
     AsyncClient,
     AsyncClientConfig,
     EnableEncryptionBuilder,
@@ -75,7 +75,7 @@ class NioPerson:
         )
         assert isinstance(answer, RoomCreateResponse), answer
         self.sync()  # the client learns the room (and whether it is encrypted)
-        return answer.room_id
+        return str(answer.room_id)
 
     def encrypt(self, room_id: str) -> None:
         """Turn the room's encryption on, as a client's room settings do."""
@@ -96,7 +96,7 @@ class NioPerson:
             )
         )
         assert isinstance(answer, RoomSendResponse), answer
-        return answer.event_id
+        return str(answer.event_id)
 
     def texts_from(self, room_id: str, sender: str) -> list[str]:
         """The bodies of ``sender``'s messages, as nio decoded them (plain ones only)."""

@@ -32,6 +32,14 @@ def wakeful_cli(config: Path, *args: str) -> str:
     return done.stdout
 
 
+def wait_left(client: MatrixTestClient, room: str, bot: str) -> None:
+    wait_until(lambda: client.members(room).get(bot) == "leave", f"the bot declining {room}")
+
+
+def wait_told(client: MatrixTestClient, room: str, bot: str) -> None:
+    wait_until(lambda: client.replies_from(room, bot), f"a pairing code in {room}")
+
+
 def test_a_strangers_direct_chat_gets_its_code_there_and_approval_lets_them_in(
     synapse: SynapseServer, model_server: FakeModelServer, tmp_path: Path
 ) -> None:
@@ -85,12 +93,12 @@ def test_strangers_invites_are_bounded_one_room_each_and_a_few_at_once(
                 group = first.create_room([bot], direct=False)  # not a direct chat
                 public = first.create_room([bot], public=True)  # anyone may walk in
                 for declined in (group, public):
-                    wait_until(lambda r=declined: first.members(r).get(bot) == "leave", "out")
+                    wait_left(first, declined, bot)
                 assert first.replies_from(group, bot) == first.replies_from(public, bot) == []
                 rooms = []
                 for client in clients[:MAX_STRANGER_ROOMS]:
                     rooms.append(client.create_room([bot]))
-                    wait_until(lambda c=client, r=rooms[-1]: c.replies_from(r, bot), "a code")
+                    wait_told(client, rooms[-1], bot)
                 again = first.create_room([bot])  # the same stranger, a second room
                 wait_until(lambda: first.members(again).get(bot) == "leave", "declined")
                 late = clients[-1]
@@ -111,7 +119,7 @@ def test_strangers_invites_are_bounded_one_room_each_and_a_few_at_once(
                 third = first.create_room([bot])  # a denied stranger stays out
                 wait_until(lambda: first.members(third).get(bot) == "leave", "declined")
                 assert daemon.stop() == 0
-                why = {r.get("room"): r.get("why") for r in daemon.records() if "why" in r}
+                why = {str(r["room"]): str(r["why"]) for r in daemon.records() if "why" in r}
                 assert (
                     why[group]
                     == why[public]
