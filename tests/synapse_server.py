@@ -218,8 +218,11 @@ class MatrixTestClient:
         data: dict[str, Any] = response.json()
         return data
 
-    def create_room(self, invite: list[str] | None = None, *, direct: bool = True) -> str:
-        body: dict[str, Any] = {"preset": "private_chat", "is_direct": direct}
+    def create_room(
+        self, invite: list[str] | None = None, *, direct: bool = True, public: bool = False
+    ) -> str:
+        preset = "public_chat" if public else "private_chat"
+        body: dict[str, Any] = {"preset": preset, "is_direct": direct}
         if invite:
             body["invite"] = invite
         room_id: str = self._ok(self.http.post("/createRoom", json=body))["room_id"]
@@ -243,11 +246,15 @@ class MatrixTestClient:
 
     def messages(self, room_id: str) -> list[dict[str, Any]]:
         """Every m.room.message in the room, oldest first."""
+        return [e for e in self.timeline(room_id) if e["type"] == "m.room.message"]
+
+    def timeline(self, room_id: str) -> list[dict[str, Any]]:
+        """Every event in the room as the homeserver holds it, oldest first."""
         events: list[dict[str, Any]] = []
         params: dict[str, Any] = {"dir": "f", "limit": 1000}
         while True:
             data = self._ok(self.http.get(f"/rooms/{quote(room_id)}/messages", params=params))
-            events += [e for e in data["chunk"] if e["type"] == "m.room.message"]
+            events += data["chunk"]
             if not data.get("end") or not data["chunk"]:
                 return events
             params["from"] = data["end"]

@@ -41,7 +41,7 @@ def test_only_other_peoples_text_messages_are_input() -> None:
     )
     assert [m.event_id for m in batch.messages] == ["$1"]
     assert batch.messages[0].occurred_at is not None
-    assert batch.encrypted_rooms == {"!r:example.org"} and batch.next_batch == "s2"
+    assert batch.encrypted_rooms == {"!r:example.org": ALICE} and batch.next_batch == "s2"
 
 
 def test_a_reply_loses_its_quoted_fallback() -> None:
@@ -63,6 +63,15 @@ def test_invites_name_who_invited_us() -> None:
     data = {"next_batch": "s3", "rooms": {"invite": {"!i:x": {"invite_state": invite_state}}}}
     [invite] = parse_sync(data, ME).invites
     assert (invite.room_id, invite.inviter) == ("!i:x", ALICE)
+    assert not (invite.encrypted or invite.direct or invite.public)
+    state = {"state_key": "", "sender": ALICE}
+    invite_state["events"] = [
+        {**member, "content": {"membership": "invite", "is_direct": True}},
+        {**state, "type": "m.room.encryption", "content": {"algorithm": "m.megolm.v1.aes-sha2"}},
+        {**state, "type": "m.room.join_rules", "content": {"join_rule": "public"}},
+    ]
+    [invite] = parse_sync(data, ME).invites
+    assert invite.encrypted and invite.direct and invite.public
 
 
 def test_plain_text_has_no_html_twin_and_markdown_has_one() -> None:

@@ -128,6 +128,12 @@ class ChatInbound:
         self._note_conversation(event.session, message.address)
         return Received.DUPLICATE if result.duplicate else Received.SUBMITTED
 
+    async def ask_to_pair(self, message: PlatformMessage) -> Received:
+        """A stranger who reached the account without writing yet (a Matrix invite to a
+        direct chat) is answered as their first message would be: their code at
+        ``message.address`` (keyed by ``message.message_id``), or nothing if denied."""
+        return await self._stranger(message, None)
+
     async def press(
         self, user_id: str, request: DecisionRequest, *, cursor: Cursor | None = None
     ) -> DecisionResult | None:

@@ -18,6 +18,7 @@ from wakeful.channels.chat.typing_indicator import TypingIndicator
 from wakeful.channels.matrix.api import MatrixApi, MatrixError
 from wakeful.channels.matrix.config import MatrixConfig
 from wakeful.channels.matrix.outgoing import MatrixClient
+from wakeful.channels.matrix.strangers import MAX_STRANGER_ROOMS
 from wakeful.channels.matrix.sync_loop import BACKOFF_MAX_S, MatrixSync, SyncHealth
 from wakeful.daemon.components.context import ComponentHealth, ComponentSetup
 
@@ -58,6 +59,7 @@ class MatrixComponent:
             login=self._login if self._password is not None else None,
             timeout_s=config.sync_timeout_s,
             on_health=self._health,
+            send=setup.send_message,
         )
         sync = self.sync
         setup.add_status(
@@ -68,6 +70,10 @@ class MatrixComponent:
                 "syncs": sync.health.synced,
                 "messages": sync.health.messages,
                 "failures": sync.health.failures,
+                "encrypted rooms not readable": sync.encrypted.status(),
+                "strangers' rooms waiting for pairing": (
+                    f"{sync.strangers.waiting} of at most {MAX_STRANGER_ROOMS}"
+                ),
             },
         )
 

@@ -47,7 +47,10 @@ class MatrixConfig(ChatPlatformConfig):
     allowed_users: list[str] = Field(
         default_factory=list,
         examples=[["@me:example.org"]],
-        description="Users whose messages reach the agent and whose invites are joined.",
+        description=(
+            "Users whose messages reach the agent and whose invites are joined (anyone "
+            "else's direct-chat invite is joined only to tell them a pairing code)."
+        ),
     )
     sync_timeout_s: float = Field(
         default=30.0,

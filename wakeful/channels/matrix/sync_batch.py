@@ -1,4 +1,5 @@
-"""One /sync response, reduced to what wakeful acts on: invites, text messages, the next token.
+"""One /sync response, reduced to what wakeful acts on: invites, text messages, rooms it
+cannot read (end-to-end encrypted), the next token.
 
 Pure: no I/O, so the rules (own messages, edits, notices, reply fallbacks)
 are tested on plain dicts.
@@ -36,6 +37,9 @@ FIRST_SYNC_FILTER: dict[str, Any] = {
 class Invite:
     room_id: str
     inviter: str
+    encrypted: bool = False  # the invite's room state has m.room.encryption
+    direct: bool = False  # the inviter marked it a direct chat (is_direct)
+    public: bool = False  # anyone may join (join_rule "public"): not a private chat
 
 
 @dataclass(frozen=True)
@@ -52,7 +56,8 @@ class SyncBatch:
     next_batch: str
     invites: list[Invite] = field(default_factory=list)
     messages: list[RoomText] = field(default_factory=list)
-    encrypted_rooms: set[str] = field(default_factory=set)  # rooms we cannot read (no E2EE)
+    # Rooms we cannot read (no E2EE) → who wrote the first encrypted event there.
+    encrypted_rooms: dict[str, str] = field(default_factory=dict)
     gaps: set[str] = field(default_factory=set)  # rooms whose timeline was cut (limited)
 
 
@@ -60,16 +65,18 @@ def parse_sync(data: dict[str, Any], own_user_id: str) -> SyncBatch:
     batch = SyncBatch(next_batch=str(data["next_batch"]))
     rooms = data.get("rooms") or {}
     for room_id, room in (rooms.get("invite") or {}).items():
-        inviter = _inviter(room, own_user_id)
-        if inviter is not None:
-            batch.invites.append(Invite(room_id, inviter))
+        invite = _invite(room_id, room, own_user_id)
+        if invite is not None:
+            batch.invites.append(invite)
     for room_id, room in (rooms.get("join") or {}).items():
         timeline = room.get("timeline") or {}
         if timeline.get("limited"):
             batch.gaps.add(room_id)
         for event in _since_we_were_invited(timeline.get("events") or [], own_user_id):
             if event.get("type") == "m.room.encrypted":
-                batch.encrypted_rooms.add(room_id)
+                sender = event.get("sender")
+                if isinstance(sender, str) and sender != own_user_id:
+                    batch.encrypted_rooms.setdefault(room_id, sender)
                 continue
             message = _text(room_id, event, own_user_id)
             if message is not None:
@@ -94,16 +101,30 @@ def _since_we_were_invited(events: list[Any], own_user_id: str) -> list[Any]:
     return events
 
 
-def _inviter(room: dict[str, Any], own_user_id: str) -> str | None:
-    for event in (room.get("invite_state") or {}).get("events") or []:
+def _invite(room_id: str, room: dict[str, Any], own_user_id: str) -> Invite | None:
+    """Who invited us, and what the invite's room state (Synapse sends the spec's
+    recommended pre-join state: create, join rules, encryption, name …) tells."""
+    events = (room.get("invite_state") or {}).get("events") or []
+    inviter: str | None = None
+    direct = encrypted = public = False
+    for event in events:
+        content = event.get("content") or {}
+        kind = event.get("type")
         if (
-            event.get("type") == "m.room.member"
+            kind == "m.room.member"
             and event.get("state_key") == own_user_id
-            and (event.get("content") or {}).get("membership") == "invite"
+            and content.get("membership") == "invite"
         ):
             sender = event.get("sender")
-            return sender if isinstance(sender, str) else None
-    return None
+            inviter = sender if isinstance(sender, str) else None
+            direct = content.get("is_direct") is True
+        elif kind == "m.room.encryption":
+            encrypted = True
+        elif kind == "m.room.join_rules":
+            public = content.get("join_rule") == "public"
+    if inviter is None:
+        return None
+    return Invite(room_id, inviter, encrypted=encrypted, direct=direct, public=public)
 
 
 def _text(room_id: str, event: dict[str, Any], own_user_id: str) -> RoomText | None:

@@ -1,4 +1,5 @@
-"""The /sync long poll of one account: invites joined or declined, messages to events.
+"""The /sync long poll of one account: invites joined or declined, messages to events,
+encrypted rooms told that wakeful cannot read them (:mod:`.encrypted`).
 
 The ``next_batch`` token is the cursor: it is committed in the same store
 transaction as the last event its batch produced (earlier events of the batch go
@@ -20,6 +21,8 @@ import structlog
 
 from wakeful.channels.chat.inbound import ChatInbound, PlatformMessage
 from wakeful.channels.matrix.api import MatrixApi, MatrixError
+from wakeful.channels.matrix.encrypted import EncryptedRooms
+from wakeful.channels.matrix.strangers import StrangerRooms
 from wakeful.channels.matrix.sync_batch import (
     FIRST_SYNC_FILTER,
     SYNC_FILTER,
@@ -27,6 +30,7 @@ from wakeful.channels.matrix.sync_batch import (
     SyncBatch,
     parse_sync,
 )
+from wakeful.daemon.components.context import SendMessage
 from wakeful.daemon.store.base import ChannelState, Cursor
 
 log = structlog.get_logger(__name__)
@@ -58,6 +62,7 @@ class MatrixSync:
         login: Callable[[], Awaitable[None]] | None,
         timeout_s: float,
         on_health: Callable[[SyncHealth], None],
+        send: SendMessage,
     ) -> None:
         self.api = api
         self.user_id = user_id
@@ -69,10 +74,13 @@ class MatrixSync:
         self.cursor_key = f"matrix:{name}:next_batch"
         self.health = SyncHealth()
         self._on_health = on_health
-        self._unreadable: set[str] = set()
+        self.strangers = StrangerRooms(state, name)
+        self.encrypted = EncryptedRooms(state, name, inbound, send)
 
     async def run(self) -> None:
         since = await self.state.get_state(self.cursor_key)
+        await self.encrypted.load()
+        await self.strangers.rooms()  # the status counts them from the start
         backoff = BACKOFF_MIN_S
         while True:
             try:
@@ -94,6 +102,7 @@ class MatrixSync:
             data = await self.api.sync(None, timeout_ms=0, filter_json=FIRST_SYNC_FILTER)
             batch = parse_sync(data, self.user_id)
             batch.messages.clear()  # the first sync's timeline is history: never answered
+            batch.encrypted_rooms.clear()
             log.info("matrix first sync: history skipped", account=self.name)
         else:
             data = await self.api.sync(since, timeout_ms=self.timeout_ms, filter_json=SYNC_FILTER)
@@ -105,7 +114,7 @@ class MatrixSync:
     async def _take(self, batch: SyncBatch, since: str | None) -> None:
         for invite in batch.invites:
             await self._answer_invite(invite)
-        self._note_unreadable(batch)
+        await self._note_unreadable(batch)
         cursor = Cursor(self.cursor_key, batch.next_batch)
         last = len(batch.messages) - 1
         for number, text in enumerate(batch.messages):
@@ -124,34 +133,69 @@ class MatrixSync:
             await self.inbound.advance(cursor)
 
     async def _answer_invite(self, invite: Invite) -> None:
-        """Rooms of allowed (or paired) users are joined; anyone else's invite is declined,
-        so a stranger cannot pull the account into rooms."""
-        welcome = await self.inbound.is_allowed(invite.inviter)
+        """Rooms of allowed (or paired) users are joined; a stranger's too, within the
+        bounds of :mod:`.strangers`, to be told their pairing code there; any other
+        invite is declined, so nobody can pull the account into rooms without end."""
+        if await self.inbound.is_allowed(invite.inviter):
+            if await self._join(invite):
+                await self._note_encrypted_invite(invite)
+            return
+        place = await self.strangers.admit(invite, leave=self.api.leave)
+        if isinstance(place, str):
+            await self._decline(invite, place)
+            return
+        if not await self._join(invite):
+            await self.strangers.forget(invite.room_id)
+            return
+        # Keyed by the room and when its place was taken: a batch read again sends no
+        # second code, a later invite to the same room (its first place given up) does.
+        stamp = int(place.joined_at * 1000)
+        hello = PlatformMessage(
+            message_id=f"invite:{invite.room_id}:{stamp}",
+            user_id=invite.inviter,
+            user_name=None,
+            address=invite.room_id,
+            text="",
+        )
+        await self.inbound.ask_to_pair(hello)
+        await self._note_encrypted_invite(invite)
+
+    async def _join(self, invite: Invite) -> bool:
         try:
-            if welcome:
-                await self.api.join(invite.room_id)
-            else:
-                await self.api.leave(invite.room_id)
+            await self.api.join(invite.room_id)
         except MatrixError as exc:
             if exc.transient:
                 raise  # the whole batch is taken again: its cursor is not committed yet
             log.warning("matrix invite not answered", room=invite.room_id, error=str(exc))
+            return False
+        log.info(
+            "matrix invite joined", account=self.name, room=invite.room_id, inviter=invite.inviter
+        )
+        return True
+
+    async def _decline(self, invite: Invite, why: str) -> None:
+        try:
+            await self.api.leave(invite.room_id)
+        except MatrixError as exc:
+            if exc.transient:
+                raise
+            log.warning("matrix invite not answered", room=invite.room_id, error=str(exc))
             return
         log.info(
-            "matrix invite joined" if welcome else "matrix invite declined",
+            "matrix invite declined",
             account=self.name,
             room=invite.room_id,
             inviter=invite.inviter,
+            why=why,
         )
 
-    def _note_unreadable(self, batch: SyncBatch) -> None:
-        for room in batch.encrypted_rooms - self._unreadable:
-            self._unreadable.add(room)
-            log.warning(
-                "matrix room is end-to-end encrypted: wakeful cannot read it",
-                account=self.name,
-                room=room,
-            )
+    async def _note_encrypted_invite(self, invite: Invite) -> None:
+        if invite.encrypted:  # told now, before anyone writes something we cannot read
+            await self.encrypted.note(invite.room_id, invite.inviter)
+
+    async def _note_unreadable(self, batch: SyncBatch) -> None:
+        for room, sender in batch.encrypted_rooms.items():
+            await self.encrypted.note(room, sender)
         for room in batch.gaps:
             log.warning("matrix sync skipped part of a busy room's timeline", room=room)
 
