@@ -50,9 +50,12 @@ def scripted() -> Any:
     return respond
 
 
-async def run_session(server: FakeModelServer, turns: int, data_dir: Path) -> dict[str, float]:
+async def run_session(
+    server: FakeModelServer, turns: int, data_dir: Path, **overrides: dict[str, Any]
+) -> dict[str, float]:
+    """``turns`` user messages through the whole daemon; ``overrides``: config sections."""
     server.responder = scripted()
-    async with harness(settings_for(data_dir, server)) as h:
+    async with harness(settings_for(data_dir, server, **overrides)) as h:
         before = await _scrape(h.client)
         async with watch_feed(h) as feed:
             for turn in range(turns):
@@ -93,22 +96,24 @@ def common_prefix_length(a: str, b: str) -> int:
     return n
 
 
-def openai_prefix_shares(bodies: list[dict[str, Any]]) -> tuple[list[float], int, int]:
-    """Per call, the share OpenAI's automatic prefix cache would read; totals in tokens."""
-    shares: list[float] = []
-    cached_total = prompt_total = 0
+def openai_prefix_hits(bodies: list[dict[str, Any]]) -> list[tuple[int, int]]:
+    """Per call, (tokens OpenAI's automatic prefix cache would read, input tokens)."""
+    hits: list[tuple[int, int]] = []
     previous = ""
     for request in bodies:
         body = prompt_order(request)
         common = common_prefix_length(previous, body)
-        tokens = len(body) // _CHARS_PER_TOKEN
         hit = common // _CHARS_PER_TOKEN // _OPENAI_STEP * _OPENAI_STEP
-        hit = hit if hit >= _OPENAI_MIN_TOKENS else 0
-        shares.append(hit / tokens if tokens else 0.0)
-        cached_total += hit
-        prompt_total += tokens
+        hits.append((hit if hit >= _OPENAI_MIN_TOKENS else 0, len(body) // _CHARS_PER_TOKEN))
         previous = body
-    return shares, cached_total, prompt_total
+    return hits
+
+
+def openai_prefix_shares(bodies: list[dict[str, Any]]) -> tuple[list[float], int, int]:
+    """Per call, the share OpenAI's automatic prefix cache would read; totals in tokens."""
+    hits = openai_prefix_hits(bodies)
+    shares = [hit / tokens if tokens else 0.0 for hit, tokens in hits]
+    return shares, sum(hit for hit, _ in hits), sum(tokens for _, tokens in hits)
 
 
 def row(name: str, shares: list[float], cached: float, prompt: float) -> list[str]:

@@ -143,8 +143,11 @@ async def test_first_request_after_restart_has_every_tool_byte_identical(
         await h.daemon.sessions.get("main").drain()
     first_after_restart: dict[str, Any] = model_server.requests[1].body
     names = {tool["function"]["name"] for tool in first_after_restart["tools"]}
-    assert names >= COMPONENT_TOOLS
+    # Sent with schemas, or (deferred, the default) named in the system prompt.
+    prompt = first_after_restart["messages"][0]["content"]
+    assert {name for name in COMPONENT_TOOLS if name not in names and name not in prompt} == set()
     assert json.dumps(first_after_restart["tools"], sort_keys=False) == before
+    assert prompt == model_server.requests[0].body["messages"][0]["content"]
 
 
 async def test_a_failing_component_is_restarted_and_the_daemon_stays_up(

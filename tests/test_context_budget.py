@@ -60,9 +60,10 @@ async def test_a_long_session_stays_inside_its_budget(
     tmp_path: Path, model_server: FakeModelServer, turns: int
 ) -> None:
     model_server.responder = agent
-    # Room for the tools (~4,700 tokens), two whole results (~2,300 each) and the rest.
-    model_server.context_window = 16000
-    context = {"max_tokens": 16000, "reserve_tokens": 1000, "keep_tool_results": 2}
+    # Room for the resident tools (~2,000 tokens), two whole results (~2,300 each) and
+    # the stubs of the rest; small enough that 60 turns compact at least once.
+    model_server.context_window = 10000
+    context = {"max_tokens": 10000, "reserve_tokens": 1000, "keep_tool_results": 2}
     settings = daemon_settings(tmp_path, model_server.base_url, context=context)
     async with harness(settings) as h:
         for step in range(turns):
@@ -155,8 +156,10 @@ async def test_a_pending_approval_survives_compaction_and_is_paid_after_it(
         return Reply(tool_calls=[ToolCallSpec("read_file", {"path": "big.txt"})])
 
     model_server.responder = respond
-    model_server.context_window = 12000
-    context = {"max_tokens": 12000, "reserve_tokens": 1000, "keep_tool_results": 2}
+    # Two whole results (~2,000 tokens each) beside the ~2,000 of resident tools: the
+    # stubs of the rest fill it within 20 steps, so it compacts.
+    model_server.context_window = 8000
+    context = {"max_tokens": 8000, "reserve_tokens": 1000, "keep_tool_results": 2}
     settings = daemon_settings(tmp_path, model_server.base_url, context=context)
     async with harness(settings) as h:
         async with watch_feed(h) as feed:
@@ -411,12 +414,13 @@ async def test_what_cannot_fit_is_named(tmp_path: Path) -> None:
 
 
 async def test_a_fixed_part_over_a_third_of_the_window_defers_tools(tmp_path: Path) -> None:
-    """Measured at start-up: the default tools at 16k take over a third of the window,
-    so the non-resident ones are deferred (found with search_tools) and status says it;
-    at 128k nothing changes."""
+    """[tools] defer = "auto" (every schema below defer_above tools), measured at
+    start-up: the default tools at 16k take over a third of the window, so the
+    non-resident ones are deferred (found with search_tools) and status says it; at
+    128k nothing changes."""
     for window, deferred in ((16_000, True), (128_000, False)):
         settings = daemon_settings(tmp_path / str(window), "http://127.0.0.1:9", context={
-            "max_tokens": window})  # fmt: skip
+            "max_tokens": window}, tools={"defer": "auto"})  # fmt: skip
         async with harness(settings) as h:
             status = (await h.client.get("/api/status")).json()
         fixed = status["fixed_part"]
@@ -426,3 +430,13 @@ async def test_a_fixed_part_over_a_third_of_the_window_defers_tools(tmp_path: Pa
         assert (fixed["warning"] is not None) is over, fixed
         if over:
             assert "more than a third of the 16000-token window" in fixed["warning"]
+
+
+async def test_by_default_the_fixed_part_fits_an_8k_window(tmp_path: Path) -> None:
+    """Every [tools] setting at its default: the resident block is all a request
+    carries, so even an 8k model's window keeps two thirds for the conversation."""
+    settings = daemon_settings(tmp_path, "http://127.0.0.1:9", context={"max_tokens": 8192})
+    async with harness(settings) as h:
+        fixed = (await h.client.get("/api/status")).json()["fixed_part"]
+    assert fixed["deferring"] is True and fixed["auto_deferred"] is False, fixed
+    assert fixed["fixed_tokens"] * 3 <= 8192 and fixed["warning"] is None, fixed

@@ -5,6 +5,7 @@ needs said in other words."""
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -183,13 +184,48 @@ async def test_loaded_tools_survive_a_restart(
     assert json.dumps(after) == json.dumps(before)
 
 
-async def test_below_the_threshold_every_schema_is_sent_as_before(
+RESIDENT = [
+    "shell_exec",
+    "read_file",
+    "write_file",
+    "edit_file",
+    "reply_to_user",
+    "send_user_notification",
+    "search_tools",
+]
+FIXED_PART_MAX_TOKENS = 2_500  # the target for the default tools (issue 21, finding 4)
+
+
+async def test_by_default_a_request_carries_the_small_resident_block(
     tmp_path: Path, model_server: FakeModelServer
 ) -> None:
-    """With the default tools, deferral stays off: the tools array is exactly the
-    registry's definitions (the bytes of the golden request), without search_tools,
-    and the system prompt is the configured one."""
+    """Every setting at its default: the tools array is the resident block (files, a
+    command, talking to the user, search_tools), every other tool is named in the system
+    prompt, and system prompt + schemas stay within 2,500 tokens (characters / 4)."""
     settings = daemon_settings(tmp_path, model_server.base_url)
+    async with running_daemon(settings) as running:
+        request = await running.daemon.dispatcher.sessions.get("main").next_request()
+        registry = running.registrations.tools
+    assert sorted(names(request.tools)) == sorted(RESIDENT)
+    system = request.messages[0]["content"]
+    assert system.startswith(settings.daemon.system_prompt)
+    listing = system.split("Other tools", 1)[1]
+    # report_to_parent is only a subagent's: the main session is not told of it.
+    deferred = [n for n in registry.names() if n not in [*RESIDENT, "report_to_parent"]]
+    assert len(deferred) >= 15
+    missing = [name for name in deferred if not re.search(rf"\b{name}\b", listing)]
+    assert missing == [], listing
+    fixed_chars = len(json.dumps(request.tools)) + len(system)
+    assert fixed_chars / 4 <= FIXED_PART_MAX_TOKENS
+
+
+async def test_below_the_threshold_auto_sends_every_schema_as_before(
+    tmp_path: Path, model_server: FakeModelServer
+) -> None:
+    """[tools] defer = "auto" with the default tools (fewer than defer_above): deferral
+    stays off, the tools array is exactly the registry's definitions (the bytes of the
+    golden request), without search_tools, and the system prompt is the configured one."""
+    settings = daemon_settings(tmp_path, model_server.base_url, tools={"defer": "auto"})
     async with running_daemon(settings) as running:
         request = await running.daemon.dispatcher.sessions.get("main").next_request()
         registry = running.registrations.tools
@@ -321,7 +357,10 @@ async def test_a_side_session_sends_the_main_loops_tools_array(
     side = [r.body for r in model_server.requests if SIDE_QUESTION_NOTE in str(r.body)]
     main = model_server.requests[0].body
     assert side and len(main["tools"]) <= 30
-    assert all(json.dumps(body["tools"]) == json.dumps(main["tools"]) for body in side)
+    assert json.dumps(side[0]["tools"]) == json.dumps(main["tools"])
+    # A deferred tool the side session called (get_time) is appended after the block.
+    block = len(main["tools"])
+    assert all(json.dumps(body["tools"][:block]) == json.dumps(main["tools"]) for body in side)
 
 
 async def test_tools_joining_after_the_freeze_do_not_switch_deferral_on() -> None:
@@ -329,7 +368,7 @@ async def test_tools_joining_after_the_freeze_do_not_switch_deferral_on() -> Non
     decided at the freeze: below the threshold every tool stays in the block, nothing
     moves to a tail, while search_tools finds the newcomers."""
     registry = default_registry()
-    surface = ToolSurface(registry, MemoryState())
+    surface = ToolSurface(registry, MemoryState(), defer="auto")
     search = SearchTools(registry, surface)
     registry.register(search)
     registry.freeze()

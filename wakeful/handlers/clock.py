@@ -18,7 +18,7 @@ def _utc_now() -> datetime:
 
 class GetTime:
     name = "get_time"
-    resident = True  # sent with its schema in every request (tool_surface.py)
+    group = "time"  # deferred: listed by name under this heading (tool_surface.py)
     description = (
         "Get the current date, time and weekday, in UTC or in an IANA time zone such as "
         "'Europe/Berlin' or 'America/New_York'. Use it whenever the answer depends on the "

@@ -54,7 +54,7 @@ class _Final:
 
 class FetchUrl:
     name = "fetch_url"
-    resident = True  # sent with its schema in every request (tool_surface.py)
+    group = "web"  # deferred: listed by name under this heading (tool_surface.py)
     description = (
         "Fetch a web page or API response over http(s) with GET and return its status, "
         "final URL (after up to 5 redirects), content type and text: HTML as readable text "

@@ -32,7 +32,7 @@ class _Found:
 
 class FindFile:
     name = "find_file"
-    resident = True  # sent with its schema in every request (tool_surface.py)
+    group = "files"  # deferred: listed by name under this heading (tool_surface.py)
     description = (
         "Find files and directories by name under a directory of the workspace (default: "
         "all of it): returns their paths relative to the workspace, sorted, directories "

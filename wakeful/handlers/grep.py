@@ -66,7 +66,7 @@ class _Search:
 
 class Grep:
     name = "grep"
-    resident = True  # sent with its schema in every request (tool_surface.py)
+    group = "files"  # deferred: listed by name under this heading (tool_surface.py)
     description = (
         "Search the contents of text files under a directory of the workspace (default: "
         "all of it) for a regular expression (Python syntax); returns one line per match "

@@ -85,7 +85,7 @@ async def ask_owner(
 
 class RequestHumanApproval:
     name = "request_human_approval"
-    resident = True  # sent with its schema in every request (tool_surface.py)
+    group = "ask the owner"  # deferred: listed by name under this heading (tool_surface.py)
     description = (
         "Ask the owner to approve something before you do it: a decision only they should "
         "make. Returns at once with a request id; their answer (approved, with an optional "
@@ -118,7 +118,7 @@ class RequestHumanApproval:
 
 class RequestHumanInput:
     name = "request_human_input"
-    resident = True  # sent with its schema in every request (tool_surface.py)
+    group = "ask the owner"  # deferred: listed by name under this heading (tool_surface.py)
     description = (
         "Ask the owner a question whose answer you need (a choice, a missing fact). Returns "
         "at once with a request id; their answer arrives later as a tool.result event for "

@@ -13,7 +13,7 @@ from wakeful.safety.effects import Effect
 
 class TaskStatus:
     name = "task_status"
-    resident = True  # sent with its schema in every request (tool_surface.py)
+    group = "tasks"  # deferred: listed by name under this heading (tool_surface.py)
     description = (
         "Report the status and progress of a background task started earlier by a "
         "start_*/initiate_* tool (they return a task id at once). Omit task_id to list "
@@ -43,7 +43,7 @@ class TaskStatus:
 
 class CancelTask:
     name = "cancel_task"
-    resident = True  # sent with its schema in every request (tool_surface.py)
+    group = "tasks"  # deferred: listed by name under this heading (tool_surface.py)
     description = (
         "Ask a running background task to stop (its processes are terminated). Returns "
         "the task's state at once; the final result, if any, arrives later as an event. "

@@ -18,9 +18,10 @@ sent or not, so a deferred tool called by name works on the first turn; the call
 also loads its schema for the next request. The loaded names are kept in the
 store (``tools:loaded:<session>``), so a restart sends the same tools array.
 
-Deferral is ``[tools] defer``: "auto" (on when more than ``defer_above`` tools
-are registered), "always" or "never". Off, the request carries every schema, as
-before deferral existed, minus ``search_tools`` (nothing left to find).
+Deferral is ``[tools] defer``: "always" (the default: every request of every
+session pays only for the few tools nearly every turn needs), "auto" (on when
+more than ``defer_above`` tools are registered) or "never". Off, the request
+carries every schema, minus ``search_tools`` (nothing left to find).
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ from wakeful.daemon.store.base import ChannelState
 from wakeful.daemon.store.memory_state import MemoryState
 from wakeful.handlers.base import Tool, ToolContext
 from wakeful.handlers.registry import ToolRegistry
-from wakeful.handlers.tools_config import DEFAULT_DEFER_ABOVE, DeferMode
+from wakeful.handlers.tools_config import DEFAULT_DEFER, DEFAULT_DEFER_ABOVE, DeferMode
 
 log = structlog.get_logger(__name__)
 
@@ -75,7 +76,7 @@ class ToolSurface:
         registry: ToolRegistry,
         state: ChannelState | None = None,
         *,
-        defer: DeferMode = "auto",
+        defer: DeferMode = DEFAULT_DEFER,
         defer_above: int = DEFAULT_DEFER_ABOVE,
         scope: ToolScope | None = None,
     ) -> None:

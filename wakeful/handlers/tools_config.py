@@ -10,18 +10,20 @@ from wakeful.daemon.config_base import Section
 
 DeferMode = Literal["auto", "always", "never"]
 DEFAULT_DEFER_ABOVE = 30
+DEFAULT_DEFER: DeferMode = "always"
 
 
 class ToolsSection(Section):
     """Which tool schemas every model request carries."""
 
     defer: DeferMode = Field(
-        default="auto",
-        examples=["auto"],
+        default=DEFAULT_DEFER,
+        examples=[DEFAULT_DEFER],
         description=(
-            "auto: above defer_above registered tools, only the resident ones (files, shell, "
-            "tasks, talking to the user, search_tools) are sent with schemas and the rest are "
-            "named in the system prompt; always: defer at any count; never: send every schema."
+            "always: only the resident tools (read, write and edit a file, run a command, "
+            "talk to the user, search_tools) are sent with schemas, the rest are named in "
+            "the system prompt and loaded when called or found; auto: the same above "
+            "defer_above registered tools, else every schema; never: send every schema."
         ),
     )
     defer_above: int = Field(

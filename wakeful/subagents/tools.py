@@ -22,7 +22,7 @@ class BudgetArgs(ToolArgs):
 
 class SpawnSubagent:
     name = "spawn_subagent"
-    resident = True  # sent with its schema in every request (tool_surface.py)
+    group = "subagents"  # deferred: listed by name under this heading (tool_surface.py)
     description = (
         "Delegate a task to a subagent: a child session with its own conversation that "
         "works in the background with some of your tools. Returns its id at once; its "
@@ -73,8 +73,7 @@ class SpawnSubagent:
 
 class SendMessageToSubagent:
     name = "send_message_to_subagent"
-    # Deferred: listed by name, its schema loaded when first called (tool_surface.py)
-    resident = False
+    group = "subagents"  # deferred: listed by name under this heading (tool_surface.py)
     description = (
         "Send more instructions or an answer to one of your subagents; it reads them at its "
         "next safe point (a finished one starts again) and its next answer arrives as a "
@@ -103,8 +102,7 @@ class SendMessageToSubagent:
 
 class GetSubagentStatus:
     name = "get_subagent_status"
-    # Deferred: listed by name, its schema loaded when first called (tool_surface.py)
-    resident = False
+    group = "subagents"  # deferred: listed by name under this heading (tool_surface.py)
     description = (
         "The state of one of your subagents (running, idle: answered and waiting, cancelled, "
         "exhausted: budget used up), its budget and what it has used, its last result. Omit "
@@ -146,8 +144,7 @@ class GetSubagentStatus:
 
 class CancelSubagent:
     name = "cancel_subagent"
-    # Deferred: listed by name, its schema loaded when first called (tool_surface.py)
-    resident = False
+    group = "subagents"  # deferred: listed by name under this heading (tool_surface.py)
     description = (
         "End one of your subagents for good: its model call and tool calls are stopped "
         "(shell commands with their whole process group), and so are its own subagents. "
@@ -181,8 +178,7 @@ class CancelSubagent:
 
 class ReportToParent:
     name = "report_to_parent"
-    # Deferred: listed by name, its schema loaded when first called (tool_surface.py)
-    resident = False
+    group = "subagents"  # deferred: listed by name under this heading (tool_surface.py)
     description = (
         "Only in a subagent: send something to your parent session now, before your final "
         "answer (a finding it needs early, a question). urgent=true interrupts the parent "

@@ -16,7 +16,7 @@ from wakeful.safety.effects import Effect, Reach
 
 class StartShell:
     name = "start_shell"
-    resident = True  # sent with its schema in every request (tool_surface.py)
+    group = "background shells"  # deferred: listed by name under this heading (tool_surface.py)
     description = (
         "Start a shell command (/bin/sh -c) in the background, in the workspace; returns a "
         "task id at once; a shell.exited event arrives when it finishes (exit status, "
@@ -98,7 +98,7 @@ class StartShell:
 
 class MonitorShell:
     name = "monitor_shell"
-    resident = True  # sent with its schema in every request (tool_surface.py)
+    group = "background shells"  # deferred: listed by name under this heading (tool_surface.py)
     description = (
         "Watch the output of a background task started with start_shell: from now on, each "
         "output line that contains one of the patterns (or, with regex=true, matches one as "

@@ -16,6 +16,7 @@ from wakeful.safety.effects import Effect, Reach
 
 class ConnectChannel:
     name = "connect_channel"
+    group = "subscriptions"  # deferred: listed by name under this heading (tool_surface.py)
     description = (
         "Subscribe to a new event source; returns a subscription id at once. From then on "
         "each matching occurrence arrives in this session as an event whose data carries "
@@ -76,6 +77,7 @@ class _NoArgs(ToolArgs):
 
 class ListChannels:
     name = "list_channels"
+    group = "subscriptions"  # deferred: listed by name under this heading (tool_surface.py)
     description = (
         "List this session's subscriptions made with connect_channel: id, kind, filter, "
         "state (active or ended, and why), how often each fired and what its source is "
@@ -100,6 +102,7 @@ class ListChannels:
 
 class DisconnectChannel:
     name = "disconnect_channel"
+    group = "subscriptions"  # deferred: listed by name under this heading (tool_surface.py)
     description = (
         "Stop a subscription of this session by its id (from connect_channel or "
         "list_channels): no more events come from it (one already delivered stays). "

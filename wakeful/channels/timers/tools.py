@@ -18,7 +18,7 @@ _MAX_MESSAGE = 4000
 
 class SetTimer:
     name = "set_timer"
-    resident = True  # sent with its schema in every request (tool_surface.py)
+    group = "timers"  # deferred: listed by name under this heading (tool_surface.py)
     description = (
         "Set a timer that wakes you later. Returns the timer id and its next fire time at "
         "once; when it fires, a separate timer.trigger event carrying your message arrives "
@@ -74,7 +74,7 @@ class SetTimer:
 
 class CancelTimer:
     name = "cancel_timer"
-    resident = True  # sent with its schema in every request (tool_surface.py)
+    group = "timers"  # deferred: listed by name under this heading (tool_surface.py)
     description = (
         "Cancel a timer of this session by its id (from set_timer or list_timers). It will "
         "not fire again; a run already delivered is not taken back. "
@@ -111,7 +111,7 @@ class CancelTimer:
 
 class ListTimers:
     name = "list_timers"
-    resident = True  # sent with its schema in every request (tool_surface.py)
+    group = "timers"  # deferred: listed by name under this heading (tool_surface.py)
     description = (
         "List this session's active timers: id, schedule, next fire time and message. "
         "It only reads. Example: {}"

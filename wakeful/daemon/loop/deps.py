@@ -6,7 +6,7 @@ depends on these names, not on the loop's code.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -49,6 +49,8 @@ class SessionTools(Protocol):
     """The tools array a session's request carries (wakeful/handlers/tool_surface.py)."""
 
     async def tools_for(self, session: str) -> list[dict[str, Any]]: ...
+
+    async def load(self, session: str, names: Sequence[str]) -> list[str]: ...
 
 
 @dataclass(frozen=True)

@@ -77,7 +77,6 @@ async def _side_session(loop: SessionLoop, event: Event) -> str:
     # byte-identical to the main loop's (cache hits) and past calls stay valid;
     # only the read-only tools are actually run.
     surface = deps.surface  # resident schemas + what the session loaded, when deferring
-    tools = await surface.tools_for(loop.session) if surface else deps.tools.definitions()
     allowed = {tool["function"]["name"] for tool in deps.tools.definitions(read_only=True)}
     # A copy: the main loop goes on appending to its trajectory meanwhile.
     main = list(await loop.writer.messages())
@@ -91,6 +90,9 @@ async def _side_session(loop: SessionLoop, event: Event) -> str:
     replies: list[str] = []
     for _ in range(deps.limits.parallel_max_model_calls):
         messages, _ = side_request_messages(prompt, main, side)
+        # Read again each step: a deferred tool called in the step before is loaded now,
+        # and the call in the history must find its schema in the array.
+        tools = await surface.tools_for(loop.session) if surface else deps.tools.definitions()
         response = await deps.provider.complete(ModelRequest(messages=messages, tools=tools))
         if not response.tool_calls:
             if response.content and response.content not in replies:
@@ -101,6 +103,8 @@ async def _side_session(loop: SessionLoop, event: Event) -> str:
                 replies.append(response.content)
             return "\n".join(replies) or "(no answer)"
         side.append(response.as_message())
+        if surface is not None:  # as in the main loop: each call finds its schema next time
+            await surface.load(loop.session, [call.name for call in response.tool_calls])
         for call in response.tool_calls:
             side.append(
                 tool_message(call.id, await _side_tool_result(loop, call, allowed, replies, event))

@@ -260,8 +260,16 @@ class SessionLoop:
                 self.session, response.content, key=key, answering=self.answering
             )
         if response.tool_calls:
+            await self._load_called_tools(response)
             await self._run_tools(run, response.tool_calls)
         return True
+
+    async def _load_called_tools(self, response: ModelResponse) -> None:
+        """A deferred tool the model called is in every later request's tools array,
+        whatever becomes of the call (run, refused, cancelled before it started, its
+        executor crashed): a call in the history must find its function's schema."""
+        if self.deps.surface is not None:
+            await self.deps.surface.load(self.session, [c.name for c in response.tool_calls])
 
     # -- model step ---------------------------------------------------------------
 
