@@ -28,6 +28,7 @@ PARENT_CALLS = [
 class LimitsModel:
     def __init__(self) -> None:
         self.child_tools: dict[str, list[str]] = {}  # task → the tool names it was sent
+        self.child_prompt: dict[str, str] = {}  # task → its system prompt (deferred names)
 
     def __call__(self, body: dict[str, Any]) -> Reply:
         messages = conversation(body)
@@ -36,6 +37,7 @@ class LimitsModel:
             task = first.rsplit("Task: ", 1)[1]
             sent = [t["function"]["name"] for t in body.get("tools") or []]
             self.child_tools.setdefault(task, sent)  # its first request's
+            self.child_prompt.setdefault(task, str(body["messages"][0].get("content") or ""))
             if task == "try-spawn":
                 if messages[-1]["role"] == "tool":
                     return Reply(text="could not spawn")
@@ -95,9 +97,11 @@ async def test_limits_refuse_with_clear_errors_and_budgets_stop_children(
 
         # max_depth = 1: a child is not sent the family's tools, and calling one by name
         # is refused by the policy chain.
-        assert "spawn_subagent" not in model.child_tools["try-spawn"]
-        assert "shell_exec" in model.child_tools["try-spawn"]
-        assert "report_to_parent" in model.child_tools["try-spawn"]
+        # Offered = sent with a schema, or (deferred, the default) named in its prompt.
+        sent, prompt = model.child_tools["try-spawn"], model.child_prompt["try-spawn"]
+        assert "spawn_subagent" not in sent and "spawn_subagent" not in prompt
+        assert "shell_exec" in sent
+        assert "report_to_parent" in sent or "report_to_parent" in prompt.split("Other tools")[-1]
         children = {
             t["task"]: t
             for t in (await h.client.get("/api/status")).json()["sessions"]["main"]["tasks"]
