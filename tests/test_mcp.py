@@ -160,6 +160,34 @@ async def test_150_tools_deferred_called_by_name_searched_and_tainting(
         assert json.dumps(request.body["tools"][:resident]) == json.dumps(first["tools"])
 
 
+async def test_a_stdio_server_is_started_once_when_its_tools_are_known(
+    tmp_path: Path, model_server: FakeModelServer
+) -> None:
+    """The first start-up ever asks the server for its list (a short probe), then
+    connects; every later start-up registers the list kept from last time and starts
+    the server once (that connection brings the adapters in line with its list now)."""
+    starts = tmp_path / "starts"
+    model_server.push(
+        Reply(text="hello"),
+        Reply(tool_calls=[ToolCallSpec("files__weather_report", {"city": "Porto"})]),
+        Reply(text="Sunny."),
+    )
+    files = stdio_server(tmp_path)
+    files["env"]["MCP_STARTS_FILE"] = str(starts)
+    async with daemon(settings(tmp_path, model_server, files)) as h:
+        await until(lambda: mcp_status(h)["servers"]["files"]["connected"])
+        await run_turn(h, "hello")
+        listed = mcp_status(h)["servers"]["files"]["tools"]
+    assert len(starts.read_text().split()) == 2  # the probe, then the connection
+    async with daemon(settings(tmp_path, model_server, files)) as h:
+        await until(lambda: mcp_status(h)["servers"]["files"]["connected"])
+        await run_turn(h, "the weather in Porto?")
+        tools = mcp_status(h)["servers"]["files"]["tools"]
+    assert len(starts.read_text().split()) == 3  # this start-up: one
+    assert tools == listed and len(listed) > STDIO_TOOLS  # + the tools with behaviour
+    assert "Porto" in tool_results(model_server, 2)[-1]
+
+
 async def test_progress_reaches_task_status(tmp_path: Path, model_server: FakeModelServer) -> None:
     """A server's progress notifications for a call show in the session's task views."""
     model_server.push(

@@ -116,6 +116,10 @@ def main() -> None:
         pid_file = os.environ.get("MCP_PID_FILE")
         if pid_file:
             Path(pid_file).write_text(str(os.getpid()))
+        starts_file = os.environ.get("MCP_STARTS_FILE")  # one line per start
+        if starts_file:
+            with open(starts_file, "a", encoding="utf-8") as starts:
+                starts.write(f"{os.getpid()}\n")
         server.run("stdio")
     else:
         assert options.port_file is not None

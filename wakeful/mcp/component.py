@@ -29,6 +29,7 @@ from wakeful.mcp.adapter import McpTool, namespaced
 from wakeful.mcp.calls import McpCalls, SessionMcpCalls
 from wakeful.mcp.config import McpServerConfig
 from wakeful.mcp.connection import McpConnection
+from wakeful.mcp.listing_cache import keep_listing, last_listing
 from wakeful.mcp.transport import read_headers
 
 log = structlog.get_logger(__name__)
@@ -53,13 +54,19 @@ class ServerTools:
             headers=headers,
             connect_timeout_s=setup.settings.mcp.connect_timeout_s,
             stderr_path=setup.data_dir / "mcp" / f"{config.name}.stderr.log",
-            on_tools=self.apply,
+            on_tools=self.listed,
             on_health=self.set_health,
         )
 
     @property
     def registry(self) -> ToolRegistry:
         return self._setup.registrations.tools
+
+    async def listed(self, listed: Sequence[types.Tool]) -> None:
+        """The server (connected) listed its tools: apply them, and keep them for the
+        next start-up (listing_cache.py)."""
+        await self.apply(listed)
+        await keep_listing(self._setup.state, self.config, listed)
 
     async def apply(self, listed: Sequence[types.Tool]) -> None:
         """Bring the adapters in line with the server's list (start-up or a change)."""
@@ -121,13 +128,18 @@ class McpComponent:
         listings: dict[str, list[types.Tool] | None] = {}
 
         async def probe(server: ServerTools) -> None:
-            listings[server.config.name] = await server.connection.probe()
+            listed = await server.connection.probe()
+            listings[server.config.name] = listed
+            if listed is not None:
+                await keep_listing(setup.state, server.config, listed)
 
+        kept = {s.config.name: await last_listing(setup.state, s.config) for s in self._servers}
         async with anyio.create_task_group() as group:  # all at once: start-up waits once
             for server in self._servers:
-                group.start_soon(probe, server)
+                if kept[server.config.name] is None:  # never seen: ask it (a second start)
+                    group.start_soon(probe, server)
         for server in self._servers:
-            listed = listings.get(server.config.name)
+            listed = kept[server.config.name] or listings.get(server.config.name)
             if listed is None:
                 log.warning(
                     "mcp server unavailable at start-up; its tools come when it connects",
