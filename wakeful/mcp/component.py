@@ -148,7 +148,8 @@ class McpComponent:
                 )
                 continue
             await server.apply(listed)
-            server.connection.detail = f"listed {len(server.tools)} tools; connecting"
+            known = "known from the last start" if kept[server.config.name] else "listed"
+            server.connection.detail = f"{known}: {len(server.tools)} tools; connecting"
             server.set_health(True, server.connection.detail)
 
         def view(session: str) -> TaskView:
