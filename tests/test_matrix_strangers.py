@@ -118,6 +118,12 @@ def test_strangers_invites_are_bounded_one_room_each_and_a_few_at_once(
                 assert first.members(rooms[0]).get(bot) == "leave"  # the denied one's room
                 third = first.create_room([bot])  # a denied stranger stays out
                 wait_until(lambda: first.members(third).get(bot) == "leave", "declined")
+                # The decline is logged once the homeserver answered the leave, which the
+                # stranger's client may see first: wait for the record, then stop.
+                wait_until(
+                    lambda: any(r.get("room") == third and "why" in r for r in daemon.records()),
+                    "the decline logged",
+                )
                 assert daemon.stop() == 0
                 why = {str(r["room"]): str(r["why"]) for r in daemon.records() if "why" in r}
                 assert (

@@ -100,9 +100,12 @@ async def test_exit_event_has_status_duration_and_shaped_output(tmp_path: Path) 
 async def test_cancel_kills_grandchildren(tmp_path: Path) -> None:
     """cancel_task stops the whole group, a TERM-ignoring grandchild too, and says what ran."""
     events = Events()
+    # Each grandchild says it is there (a file) before the task prints, so the group is
+    # whole when "42%" arrives, however slowly a loaded machine forks.
     command = (
-        "sh -c 'sleep 600 & sleep 600 & wait' & "
-        "sh -c \"trap '' TERM; while :; do sleep 0.05; done\" & "
+        "sh -c 'sleep 600 & sleep 600 & touch kids; wait' & "
+        "sh -c \"trap '' TERM; touch looping; while :; do sleep 0.05; done\" & "
+        "while [ ! -e kids ] || [ ! -e looping ]; do sleep 0.01; done; "
         "echo started; echo 'step 42%'; sleep 600"
     )
     async with running_manager(tmp_path / "tasks", events) as manager:
