@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import threading
-from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
@@ -19,24 +18,12 @@ import pytest
 
 from tests.daemon_harness import ADMIN_TOKEN
 from tests.fakes.model_replies import Reply, ToolCallSpec, text_reply
-from tests.fleet_daemons import Fleet, Member, running_fleet, send
+from tests.fleet_daemons import Member, running_fleet, send
 from tests.redis_server import REDIS_URL
 from tests.test_fleet_daemons import owner_of, times_in, wait_until
 from wakeful.daemon.store.redis_fleet import FleetOptions
 from wakeful.daemon.store.redis_store import RedisStore
 from wakeful.safety.approvals import Approvals, DecideOutcome
-
-
-def two_daemons(tmp_path: Path, prefix: str) -> AbstractContextManager[Fleet]:
-    """Two daemons with the fleet's default leases (10 s, claims 15 s), not
-    running_fleet's 1.5 s: these tests push the owner's model its replies, so the owner
-    must stay the owner. A 1.5 s lease lapses when a loaded machine (the suite on both
-    cores) starves a daemon's heartbeat, and the other daemon adopts the session; that
-    hand-over is what tests/test_fleet_daemons.py tests."""
-    defaults = FleetOptions()
-    return running_fleet(
-        tmp_path, prefix, n=2, lease_ms=defaults.session_lease_ms, claim_ms=defaults.claim_idle_ms
-    )
 
 
 def approvals(member: Member, everything: bool = False) -> list[dict[str, Any]]:
@@ -57,11 +44,15 @@ def decide(member: Member, identifier: str, decision: str) -> httpx.Response:
 
 
 def test_a_decision_on_another_daemon_reaches_the_owner(tmp_path: Path, redis_prefix: str) -> None:
-    with two_daemons(tmp_path, redis_prefix) as fleet:
+    with running_fleet(tmp_path, redis_prefix, n=2) as fleet:
         send(fleet.members[0].url, "s1", "[s1] hello")
         wait_until(lambda: times_in(fleet, "s1", "[s1] hello") == 1, 15, "the first message")
         owner = owner_of(fleet, "s1")
         other = next(m for m in fleet.members if m is not owner)
+        # The message is in the trajectory before its model request is made: on a loaded
+        # machine that request would take the replies pushed below (and the urgent
+        # message after would cut the approval's tool call off). Its answer first.
+        owner.model.wait_for_completion(0, timeout_s=15)
         approvals(other)  # the other daemon has read the records once before the filing
         question = {"question": "[s1] may I cancel the meeting?"}
         owner.model.push(
@@ -100,11 +91,14 @@ def test_two_decisions_at_once_on_two_daemons_one_stands(tmp_path: Path, redis_p
     """Approve through one daemon and deny through the other at the same instant: the
     store's compare-and-set lets exactly one through (200), the other is told 409, and
     both daemons and the trajectory show the one that stood."""
-    with two_daemons(tmp_path, redis_prefix) as fleet:
+    with running_fleet(tmp_path, redis_prefix, n=2) as fleet:
         send(fleet.members[0].url, "s2", "[s2] hello")
         wait_until(lambda: times_in(fleet, "s2", "[s2] hello") == 1, 15, "the first message")
         owner = owner_of(fleet, "s2")
         other = next(m for m in fleet.members if m is not owner)
+        # Its answer first: on a loaded machine the model request for "hello" could
+        # otherwise come after the push below and take the replies pushed for the next.
+        owner.model.wait_for_completion(0, timeout_s=15)
         question = {"question": "[s2] may I send the invoice?"}
         owner.model.push(
             Reply(tool_calls=[ToolCallSpec("request_human_approval", question)]),
