@@ -23,4 +23,6 @@ python3 -m venv .venv
 scripts/install_synapse.sh
 # The third-party MCP servers (PyPI into .venv-mcp, npm from tests/mcp_npm's lock file).
 scripts/install_mcp_servers.sh
-.venv/bin/python -m pytest -m "not slow" "$@"
+# Two workers (pytest-xdist): the machines have two cores and the tests wait on real
+# servers as much as they compute. A later -n in "$@" wins (-n 0: one process).
+.venv/bin/python -m pytest -m "not slow" -n 2 "$@"

@@ -49,6 +49,10 @@ def test_a_decision_on_another_daemon_reaches_the_owner(tmp_path: Path, redis_pr
         wait_until(lambda: times_in(fleet, "s1", "[s1] hello") == 1, 15, "the first message")
         owner = owner_of(fleet, "s1")
         other = next(m for m in fleet.members if m is not owner)
+        # The message is in the trajectory before its model request is made: on a loaded
+        # machine that request would take the replies pushed below (and the urgent
+        # message after would cut the approval's tool call off). Its answer first.
+        owner.model.wait_for_completion(0, timeout_s=15)
         approvals(other)  # the other daemon has read the records once before the filing
         question = {"question": "[s1] may I cancel the meeting?"}
         owner.model.push(
@@ -92,6 +96,9 @@ def test_two_decisions_at_once_on_two_daemons_one_stands(tmp_path: Path, redis_p
         wait_until(lambda: times_in(fleet, "s2", "[s2] hello") == 1, 15, "the first message")
         owner = owner_of(fleet, "s2")
         other = next(m for m in fleet.members if m is not owner)
+        # Its answer first: on a loaded machine the model request for "hello" could
+        # otherwise come after the push below and take the replies pushed for the next.
+        owner.model.wait_for_completion(0, timeout_s=15)
         question = {"question": "[s2] may I send the invoice?"}
         owner.model.push(
             Reply(tool_calls=[ToolCallSpec("request_human_approval", question)]),

@@ -205,6 +205,6 @@ def _interrupt(loop: SessionLoop, cause: str, stop_tools: bool, event_id: str) -
     and an interrupt now would cut short the answer to the "stop" itself. An idle loop
     needs no check: its next safe point, which the interrupt brings, clears it."""
     if event_id and loop.queued.just_took(event_id):
-        log.info("cancel came after its event was taken; nothing to interrupt", event=event_id)
+        log.info("cancel came after its event was taken; nothing to interrupt", event_id=event_id)
         return
     loop.interrupt(cause, stop_tools=stop_tools)
