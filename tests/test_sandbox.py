@@ -6,7 +6,10 @@ test itself could fail (the secret is there to read, the server accepts).
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import shutil
+import socket
+import tempfile
+from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,7 +27,7 @@ from wakeful.daemon.config_base import ConfigError
 from wakeful.handlers.base import ToolContext, ToolOutput
 from wakeful.handlers.shell import ShellExec
 from wakeful.safety.config import SafetySection
-from wakeful.safety.sandbox import NO_SANDBOX, Sandbox, sandbox_from_settings
+from wakeful.safety.sandbox import NO_SANDBOX, Sandbox, SandboxOff, sandbox_from_settings
 
 pytestmark = pytest.mark.anyio
 
@@ -211,12 +214,16 @@ def test_bubblewrap_demanded_but_missing_is_a_config_error(place: Place) -> None
     assert "\n" not in message
 
 
-def test_auto_without_bubblewrap_runs_unconfined(place: Place) -> None:
+def test_auto_without_bubblewrap_is_off(place: Place) -> None:
     safety = SafetySection(sandbox="auto")
     sandbox = sandbox_from_settings(
         safety, data_dir=place.data_dir, workspace=place.workspace, bwrap="no-such-bwrap"
     )
-    assert sandbox.kind == "none" and sandbox.limits is not None
+    # Fail closed: no bubblewrap is no sandbox, never an unconfined one.
+    assert sandbox.kind == "off" and sandbox.off_because is not None
+    assert sandbox.off_because.startswith("no-such-bwrap is not on PATH".join(["no sandbox: ", ""]))
+    with pytest.raises(SandboxOff):
+        sandbox.argv("true")
 
 
 async def test_cwd_outside_the_workspace_is_refused(place: Place) -> None:
@@ -257,3 +264,50 @@ async def test_the_standing_instructions_are_read_only_inside(place: Place) -> N
     )
     assert "Answer in English." in out.text and "exit status 0" not in out.text, out.text
     assert agents.read_text() == "Answer in English.\n"
+
+
+# The host's database sockets (both servers run where the tests run, see scripts/check.sh).
+HOST_SOCKETS = ("/var/run/postgresql/.s.PGSQL.5432", "/run/mysqld/mysqld.sock")
+UNIX_CONNECT = (
+    "python3 -c 'import socket, sys\n"
+    "for path in sys.argv[1:]:\n"
+    "    s = socket.socket(socket.AF_UNIX)\n"
+    "    try:\n"
+    '        s.connect(path); print("CONNECTED", path)\n'
+    "    except OSError as exc:\n"
+    '        print("REFUSED", path, exc)\n'
+    "' {paths}"
+)
+
+
+@pytest.fixture
+def host_sockets() -> Iterator[list[str]]:
+    """The host's listening database sockets, and one more where no tmpfs covers it
+    (so the per-socket hiding has to catch it), in a directory removed afterwards."""
+    present = [path for path in HOST_SOCKETS if Path(path).is_socket()]
+    assert present, f"none of {HOST_SOCKETS} is listening: start PostgreSQL or MariaDB"
+    elsewhere = Path(tempfile.mkdtemp(dir="/var/tmp", prefix="wakeful-sandbox-test-"))
+    try:
+        with socket.socket(socket.AF_UNIX) as listener:
+            listener.bind(str(elsewhere / "app.sock"))
+            listener.listen()
+            elsewhere.chmod(0o755)
+            (elsewhere / "app.sock").chmod(0o777)  # nobody (the sandbox's user as root) may
+            yield [*present, str(elsewhere / "app.sock")]
+    finally:
+        shutil.rmtree(elsewhere)
+
+
+async def test_host_unix_sockets_are_out_of_reach(place: Place, host_sockets: list[str]) -> None:
+    """PostgreSQL's and MySQL's sockets, and one listening outside /run and /tmp, do not
+    connect from inside (a network namespace does not cover path sockets); from outside
+    they do."""
+    command = UNIX_CONNECT.format(paths=" ".join(host_sockets))
+    outside = await shell(NO_SANDBOX, place, command)
+    assert outside.text.count("CONNECTED") == len(host_sockets), outside.text
+    inside = await shell(place.sandbox(), place, command)
+    assert "CONNECTED" not in inside.text, inside.text
+    assert inside.text.count("REFUSED") == len(host_sockets), inside.text
+    # /run is empty inside, but the resolver file (systemd-resolved keeps it there) stays.
+    resolv = await shell(place.sandbox(), place, "cat /etc/resolv.conf > /dev/null && echo OK")
+    assert "OK" in resolv.text, resolv.text
