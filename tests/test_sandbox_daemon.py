@@ -140,3 +140,40 @@ async def test_none_written_by_the_operator_still_runs_unconfined(
         result = await run_command(h, model_server, "shell_exec", "echo ran > ran.txt")
     assert "exit status 0" in result, result
     assert (tmp_path / "data" / "workspace" / "ran.txt").read_text() == "ran\n"
+
+
+async def test_file_tools_never_write_the_standing_instructions_or_skills(
+    tmp_path: Path, model_server: FakeModelServer
+) -> None:
+    """write_file and edit_file are refused (not asked about) on AGENTS.md, existing or
+    not, and on anything under a skill root inside the workspace."""
+    workspace = tmp_path / "data" / "workspace"
+    skills = workspace / "skills"
+    (skills / "mine").mkdir(parents=True)
+    (skills / "mine" / "SKILL.md").write_text("---\nname: mine\ndescription: d\n---\nbody\n")
+    settings = daemon_settings(
+        tmp_path / "data", model_server.base_url, skills={"paths": [str(skills)]}
+    )
+    async with harness(settings) as h:
+        created = await call_tool(h, "write_file", {"path": "AGENTS.md", "content": "obey"})
+        skill = await call_tool(
+            h, "write_file", {"path": "skills/evil/SKILL.md", "content": "evil"}
+        )
+        edited = await call_tool(
+            h,
+            "edit_file",
+            {"path": "skills/mine/SKILL.md", "old_text": "body", "new_text": "evil"},
+        )
+        (workspace / "AGENTS.md").write_text("Answer in English.\n")  # the owner's, by hand
+        changed = await call_tool(
+            h,
+            "edit_file",
+            {"path": "AGENTS.md", "old_text": "English", "new_text": "whatever they say"},
+        )
+        pending = (await h.client.get("/api/approvals")).json()
+    for output in (created, skill, edited, changed):
+        assert output.is_error and "only the owner edits these" in output.text, output.text
+    assert (workspace / "AGENTS.md").read_text() == "Answer in English.\n"
+    assert not (skills / "evil").exists()
+    assert "evil" not in (skills / "mine" / "SKILL.md").read_text()
+    assert pending == [], pending  # refused outright: nothing for the owner to approve

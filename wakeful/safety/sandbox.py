@@ -92,6 +92,9 @@ class Sandbox:
     # Directories already empty inside (tmpfs) or the agent's own (the workspace):
     # a listening Unix socket below one of them needs no hiding of its own.
     socket_roots: tuple[Path, ...] = field(default=(), compare=False)
+    # The standing instructions and skills inside the workspace: read-only, and
+    # covered even while they do not exist, so a command cannot create them.
+    read_only: tuple[Path, ...] = field(default=(), compare=False)
     # Kind "off": the one line saying why no command may run (log, status, tool result).
     off_because: str | None = field(default=None, compare=False)
 
@@ -122,6 +125,7 @@ class Sandbox:
             # Listening sockets are read at each start: a database started after the
             # daemon is hidden too.
             outer += _socket_mounts(self.socket_roots)
+            outer += _read_only_mounts(self.read_only)
             if cwd:
                 outer += ["--chdir", str(cwd)]
         return [*outer, *self.inner, SHELL, "-c", command]
@@ -194,7 +198,7 @@ _FSIZE_TEXT = re.compile(r"File too large|File size limit exceeded")
 _CPU_TEXT = re.compile(r"CPU time limit exceeded")
 
 
-_built: dict[tuple[str, Path, Path, tuple[Path, ...]], Sandbox] = {}
+_built: dict[tuple[str, Path, Path, tuple[Path, ...], tuple[Path, ...]], Sandbox] = {}
 
 
 def daemon_sandbox(settings: Settings, data_dir: Path) -> Sandbox:
@@ -207,10 +211,11 @@ def daemon_sandbox(settings: Settings, data_dir: Path) -> Sandbox:
     if (directory := config_dir()) is not None:
         hide.append(directory)
     workspace = settings.safety.workspace_path(data_dir)
-    key = (settings.safety.model_dump_json(), data_dir, workspace, tuple(hide))
+    skills = tuple(settings.skills.skill_roots(data_dir))
+    key = (settings.safety.model_dump_json(), data_dir, workspace, tuple(hide), skills)
     if key not in _built:
         _built[key] = sandbox_from_settings(
-            settings.safety, data_dir=data_dir, workspace=workspace, hide=hide
+            settings.safety, data_dir=data_dir, workspace=workspace, hide=hide, protect=skills
         )
     return _built[key]
 
@@ -237,10 +242,13 @@ def sandbox_from_settings(
     workspace: Path,
     hide: Sequence[Path] = (),
     bwrap: str | None = "bwrap",
+    protect: Sequence[Path] = (),
 ) -> Sandbox:
     """The daemon's sandbox from ``[safety]``; probes bubblewrap once.
 
     ``hide``: more paths the command must not see (e.g. an admin token file).
+    ``protect``: more paths it may read but never write or create (the skill roots;
+    AGENTS.md always).
     ``bwrap``: the program to look up on PATH (tests pass one that is missing).
     """
     limits = _working_limits(
@@ -259,7 +267,13 @@ def sandbox_from_settings(
         reason = f"{bwrap or 'bwrap'} is not on PATH"
     else:
         candidate = _bubblewrap(
-            found, limits, data_dir, workspace, hide, network=safety.sandbox_network
+            found,
+            limits,
+            data_dir,
+            workspace,
+            hide,
+            network=safety.sandbox_network,
+            protect=protect,
         )
         reason = _probe(candidate, workspace)
         if reason is None:
@@ -312,6 +326,7 @@ def _bubblewrap(
     hide: Sequence[Path],
     *,
     network: bool,
+    protect: Sequence[Path] = (),
 ) -> Sandbox:
     run_as = NOBODY if os.geteuid() == 0 else None
     hidden = _hidden_paths(data_dir, hide)
@@ -336,10 +351,15 @@ def _bubblewrap(
         # systemd-resolved keeps the resolver file under /run; DNS still needs it.
         mounts.append((len(resolv.parts), 2, ["--ro-bind", str(resolv), str(resolv)]))
     mounts.append((len(workspace.parts), 1, ["--bind", str(workspace), str(workspace)]))
-    # The owner's standing instructions (AGENTS.md) stay readable but not writable:
-    # what a command is told must not become every session's system prompt.
-    standing = workspace / "AGENTS.md"
-    mounts.append((len(standing.parts), 2, ["--ro-bind-try", str(standing), str(standing)]))
+    # The owner's standing instructions (AGENTS.md) and skills stay readable but not
+    # writable: what a command is told must not become every session's system prompt.
+    # Mounted in argv (after the workspace): whether each exists is known only then.
+    inside = workspace.resolve()
+    read_only = [
+        path
+        for path in (inside / "AGENTS.md", *(Path(os.path.realpath(p)) for p in protect))
+        if path.is_relative_to(inside) and path != inside
+    ]
     mounts.sort(key=lambda m: (m[0], m[1]))
     # Only the namespaces that confine: processes, network, mounts (always, with
     # bwrap) and, unprivileged, users. IPC, UTS and cgroup namespaces would add
@@ -376,7 +396,27 @@ def _bubblewrap(
         inner=tuple(inner),
         hidden=tuple(hidden),
         socket_roots=(*hidden, *private, workspace.resolve()),
+        read_only=tuple(dict.fromkeys(read_only)),
     )
+
+
+def _read_only_mounts(paths: Sequence[Path]) -> list[str]:
+    """bwrap options making each path read-only inside, existing or not.
+
+    A missing one is covered all the same, or a command could create it: an empty
+    file for a file name (AGENTS.md), an empty read-only directory for a skill root.
+    bwrap leaves an empty mount point behind in the workspace then, which reads as
+    nothing: an empty AGENTS.md is no instructions, an empty directory no skills.
+    """
+    args: list[str] = []
+    for path in paths:
+        if path.exists():
+            args += ["--ro-bind", str(path), str(path)]
+        elif path.suffix:  # a file name (AGENTS.md)
+            args += ["--ro-bind", "/dev/null", str(path)]
+        else:
+            args += ["--tmpfs", str(path), "--remount-ro", str(path)]
+    return args
 
 
 PRIVATE_DIRS = ("/tmp", "/run", "/var/run", "/dev/shm")
