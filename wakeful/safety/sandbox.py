@@ -395,7 +395,8 @@ def _bubblewrap(
         bwrap=tuple(prefix),
         inner=tuple(inner),
         hidden=tuple(hidden),
-        socket_roots=(*hidden, *private, workspace.resolve()),
+        # /dev and /proc are the sandbox's own (--dev, --proc).
+        socket_roots=(*hidden, *private, workspace.resolve(), Path("/dev"), Path("/proc")),
         read_only=tuple(dict.fromkeys(read_only)),
     )
 
@@ -445,7 +446,8 @@ def _socket_mounts(roots: Sequence[Path]) -> list[str]:
     args: list[str] = []
     seen: set[Path] = set()
     for line in table.splitlines()[1:]:
-        fields = line.split()
+        # The path is the last field and may hold spaces.
+        fields = line.split(maxsplit=7)
         # Path sockets only: an abstract one (@name) lives in the network namespace,
         # which the sandbox has its own of unless sandbox_network = true.
         if len(fields) < 8 or not fields[7].startswith("/"):
