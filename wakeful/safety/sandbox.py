@@ -2,8 +2,9 @@
 
 Approvals and the reviewer decide *whether* a command runs; this decides what it
 can reach once it does. With bubblewrap the command sees the machine read-only,
-the workspace writable, a private /tmp, no network (unless configured), and not
-at all the daemon's data directory, credentials, /root or /home. Resource limits
+the workspace writable (but not AGENTS.md or the skills), a private /tmp and /run,
+no network (unless configured) and none of the host's Unix sockets, and not at all
+the daemon's data directory, credentials, /root or /home. Resource limits
 (CPU seconds, address space, processes, file size) are set by ``prlimit`` inside
 the sandbox, just before ``/bin/sh``: anyio cannot run a ``preexec_fn``, and an
 exec of a small C program costs about a millisecond, against ~20 ms for a Python
@@ -340,9 +341,10 @@ def _bubblewrap(
         (len(p.parts), 0, ["--tmpfs", str(p)] if p.is_dir() else ["--ro-bind", "/dev/null", str(p)])
         for p in hidden
     ]
-    # /tmp, /run (= /var/run) and /dev/shm hold the host's Unix sockets (PostgreSQL,
-    # MySQL, D-Bus, ...): a socket connects even on a read-only mount, and a network
-    # namespace does not cover path sockets. Each gets an empty tmpfs.
+    # /tmp and /run (= /var/run) hold the host's Unix sockets (PostgreSQL, MySQL,
+    # D-Bus, ...): a socket connects even on a read-only mount, and a network
+    # namespace does not cover path sockets. Each gets an empty tmpfs; sockets
+    # elsewhere are covered one by one in argv.
     private = _private_dirs()
     for directory in private:
         mounts.append((len(directory.parts), 0, ["--tmpfs", str(directory)]))
@@ -420,7 +422,8 @@ def _read_only_mounts(paths: Sequence[Path]) -> list[str]:
     return args
 
 
-PRIVATE_DIRS = ("/tmp", "/run", "/var/run", "/dev/shm")
+# /dev/shm needs no entry: bwrap's own --dev brings an empty one.
+PRIVATE_DIRS = ("/tmp", "/run", "/var/run")
 PROC_NET_UNIX = Path("/proc/net/unix")
 
 
@@ -428,8 +431,8 @@ def _private_dirs() -> list[Path]:
     found: list[Path] = []
     for name in PRIVATE_DIRS:
         path = Path(os.path.realpath(name))
-        # /dev/shm comes with bwrap's own --dev; /var/run is usually a link to /run.
-        if path.is_dir() and path not in found and path.parent != Path("/dev"):
+        # /var/run is usually a link to /run: one tmpfs then.
+        if path.is_dir() and path not in found:
             found.append(path)
     return found
 
