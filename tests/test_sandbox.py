@@ -6,6 +6,7 @@ test itself could fail (the secret is there to read, the server accepts).
 
 from __future__ import annotations
 
+import fcntl
 import shutil
 import socket
 import tempfile
@@ -29,7 +30,7 @@ from wakeful.handlers.shell import ShellExec
 from wakeful.safety.config import SafetySection
 from wakeful.safety.sandbox import NO_SANDBOX, Sandbox, SandboxOff, sandbox_from_settings
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.usefixtures("sandbox_user_processes")]
 
 TOKEN = "admin-token-that-must-stay-inside"
 # Small limits so that hitting them is quick.
@@ -39,6 +40,31 @@ LIMITS: dict[str, Any] = {
     "limit_cpu_s": 1,
     "limit_file_mb": 1,
 }
+
+
+# These fill the sandbox user's process limit on purpose. The kernel counts that limit
+# per user across the machine (as root the sandbox user is nobody for every test), so
+# while one runs, a sandboxed command in a test on another xdist worker cannot fork.
+FILLS_THE_PROCESS_LIMIT = {
+    "test_fork_bomb_is_stopped_by_the_process_limit",
+    "test_background_shell_is_sandboxed",
+}
+
+
+@pytest.fixture
+def sandbox_user_processes(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[None]:
+    """A lock shared by the xdist workers (in their common temporary root): the tests
+    above hold it alone, every other sandboxed test holds it shared."""
+    alone = request.node.originalname in FILLS_THE_PROCESS_LIMIT
+    path = tmp_path_factory.getbasetemp().parent / "wakeful-sandbox-user.lock"
+    with path.open("a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX if alone else fcntl.LOCK_SH)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
 
 
 @dataclass

@@ -20,6 +20,7 @@ from structlog.testing import capture_logs
 
 from tests.daemon_harness import Harness, daemon_settings, harness, watch_feed
 from tests.fakes.model_server import FakeModelServer, Reply, ToolCallSpec
+from tests.test_sandbox import sandbox_user_processes  # noqa: F401 - a fixture
 from wakeful.daemon.loop.task_views import CombinedTaskView
 from wakeful.handlers.base import ToolContext, ToolOutput
 from wakeful.safety.config import SafetySection
@@ -62,6 +63,7 @@ def auto_settings(tmp_path: Path, model: FakeModelServer) -> Any:
     return daemon_settings(tmp_path / "data", model.base_url, safety={"sandbox": "auto"})
 
 
+@pytest.mark.usefixtures("sandbox_user_processes")  # the fork bomb tests fill nobody's limit
 async def test_auto_with_bubblewrap_runs_commands_confined(
     tmp_path: Path, model_server: FakeModelServer
 ) -> None:
