@@ -60,7 +60,13 @@ def main() -> None:
     for name, headers in (("typical", TYPICAL), ("many", MANY), ("hostile", HOSTILE)):
         raw = mail(headers)
         parsed: ParsedEmail = parse_email(raw)
-        judge = partial(verdict, parsed.authentication_results, SERVER, parsed.from_domain)
+        judge = partial(
+            verdict,
+            parsed.authentication_results,
+            SERVER,
+            parsed.from_domain,
+            parsed.received_above,
+        )
         baseline = timed(args.n, partial(parse_email, raw))
         rows.append(ms_row(f"{name}: parse_email (baseline)", baseline))
         rows.append(ms_row(f"{name}: verdict", timed(args.n, judge)))

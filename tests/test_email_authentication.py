@@ -235,3 +235,58 @@ def test_the_owner_rule_needs_the_listed_address_and_the_servers_pass() -> None:
     assert not trusted("other@example.com", f"{SERVER}; dmarc=pass header.from=example.com")
     assert not trusted("boss@example.com", f"{SERVER}; spf=pass smtp.mailfrom=example.com")
     assert not trusted("boss@example.com", "other.test; dmarc=pass header.from=example.com")
+
+
+FORGED_PASS = f"Authentication-Results: {SERVER}; dmarc=pass header.from=example.com\r\n"
+# What the receiving server writes on accepting the mail, above everything the sender wrote.
+ACCEPTED = (
+    "Received: from mail.evil.test (mail.evil.test [192.0.2.7])\r\n"
+    "\tby mx.example.com (Postfix) with ESMTPS id 4Xyz; Thu, 3 Dec 2026 13:00:00 +0000\r\n"
+)
+LMTP = (
+    "Received: from mx.example.com\r\n"
+    "\tby imap.example.com with LMTP id 7abc; Thu, 3 Dec 2026 13:00:01 +0000\r\n"
+)
+
+
+def owner_mail(*headers: str) -> bytes:
+    body = make_message("boss@example.com", "wire the money", "now")
+    return "".join(headers).encode() + body
+
+
+def test_a_senders_own_pass_is_not_the_servers_when_the_server_stamped_none() -> None:
+    """The sender writes a pass naming our server; our server (its filter down, say)
+    stamps nothing and only prepends its Received line: the header is below that line,
+    so it is the sender's, and the mail is a stranger's."""
+    mail = parse_email(owner_mail(ACCEPTED, FORGED_PASS))
+    assert mail.received_above == [1]
+    event = build_event(owner_account(), "INBOX", 1, 1, mail)
+    assert not event.source.trusted, event.content.data
+    said = event.content.data["authentication"]
+    assert said.startswith(f"not authenticated: the topmost header naming {SERVER} has 1 ")
+    assert "authserv_received_above = 0" in said
+    # The same pass written by the server itself, above its Received line: trusted.
+    real = parse_email(owner_mail(FORGED_PASS, ACCEPTED))
+    assert build_event(owner_account(), "INBOX", 1, 1, real).source.trusted
+
+
+def test_servers_that_stamp_below_their_received_lines_set_the_count() -> None:
+    """A delivery hop above the server's header (Dovecot LMTP) needs
+    authserv_received_above = 1; a forgery under the accepting Received line still has
+    one line more than that."""
+    genuine = parse_email(owner_mail(LMTP, FORGED_PASS, ACCEPTED))
+    forged = parse_email(owner_mail(LMTP, ACCEPTED, FORGED_PASS))
+    one = owner_account(authserv_received_above=1)
+    assert not build_event(owner_account(), "INBOX", 1, 1, genuine).source.trusted  # default 0
+    assert build_event(one, "INBOX", 1, 1, genuine).source.trusted
+    assert not build_event(one, "INBOX", 1, 1, forged).source.trusted
+
+
+def test_owner_trust_is_stated_for_status() -> None:
+    """Without authserv_id nobody is the owner, and status says so (the log too, once)."""
+    unset = owner_account(authserv_id="")
+    assert unset.owner_trust().startswith("off: authserv_id is empty")
+    assert unset.owner_trust_warning() is not None
+    raw = owner_mail(FORGED_PASS)
+    assert not build_event(unset, "INBOX", 1, 1, parse_email(raw)).source.trusted
+    assert owner_account().owner_trust().startswith(f"on: owner_senders when {SERVER} vouches")

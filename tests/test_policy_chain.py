@@ -299,14 +299,17 @@ async def test_a_policy_that_cannot_decide_fails_closed(tmp_path: Path) -> None:
     assert not (tmp_path / "workspace" / "ran").exists()
 
 
-async def test_changing_the_standing_instructions_needs_the_owner(tmp_path: Path) -> None:
+async def test_the_standing_instructions_and_skills_are_never_written(tmp_path: Path) -> None:
+    """No tool call may write AGENTS.md or a skill, not even with an approval."""
     from wakeful.safety.standing_step import StandingInstructions
 
-    step = StandingInstructions()
-    for given in ("AGENTS.md", "./AGENTS.md", "sub/../AGENTS.md"):
+    skills = tmp_path / "workspace" / "skills"
+    step = StandingInstructions([skills])
+    for given in ("AGENTS.md", "./AGENTS.md", "sub/../AGENTS.md", "skills/new/SKILL.md"):
         ruling = await step.check(
             call(tmp_path, Effect.WRITE_WORKSPACE, Reach(write_paths=(given,)))
         )
-        assert ruling is not None and ruling.verdict is Verdict.ASK, given
-    other = Reach(write_paths=("notes/AGENTS.md",))
+        assert ruling is not None and ruling.verdict is Verdict.DENY, given
+        assert "only the owner edits these" in ruling.reason, ruling.reason
+    other = Reach(write_paths=("notes/AGENTS.md", "skillsets/x.md"))
     assert await step.check(call(tmp_path, Effect.WRITE_WORKSPACE, other)) is None

@@ -6,7 +6,11 @@ test itself could fail (the secret is there to read, the server accepts).
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import fcntl
+import shutil
+import socket
+import tempfile
+from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,9 +28,9 @@ from wakeful.daemon.config_base import ConfigError
 from wakeful.handlers.base import ToolContext, ToolOutput
 from wakeful.handlers.shell import ShellExec
 from wakeful.safety.config import SafetySection
-from wakeful.safety.sandbox import NO_SANDBOX, Sandbox, sandbox_from_settings
+from wakeful.safety.sandbox import NO_SANDBOX, Sandbox, SandboxOff, sandbox_from_settings
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.usefixtures("sandbox_user_processes")]
 
 TOKEN = "admin-token-that-must-stay-inside"
 # Small limits so that hitting them is quick.
@@ -36,6 +40,31 @@ LIMITS: dict[str, Any] = {
     "limit_cpu_s": 1,
     "limit_file_mb": 1,
 }
+
+
+# These fill the sandbox user's process limit on purpose. The kernel counts that limit
+# per user across the machine (as root the sandbox user is nobody for every test), so
+# while one runs, a sandboxed command in a test on another xdist worker cannot fork.
+FILLS_THE_PROCESS_LIMIT = {
+    "test_fork_bomb_is_stopped_by_the_process_limit",
+    "test_background_shell_is_sandboxed",
+}
+
+
+@pytest.fixture
+def sandbox_user_processes(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[None]:
+    """A lock shared by the xdist workers (in their common temporary root): the tests
+    above hold it alone, every other sandboxed test holds it shared."""
+    alone = request.node.originalname in FILLS_THE_PROCESS_LIMIT
+    path = tmp_path_factory.getbasetemp().parent / "wakeful-sandbox-user.lock"
+    with path.open("a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX if alone else fcntl.LOCK_SH)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
 
 
 @dataclass
@@ -211,12 +240,16 @@ def test_bubblewrap_demanded_but_missing_is_a_config_error(place: Place) -> None
     assert "\n" not in message
 
 
-def test_auto_without_bubblewrap_runs_unconfined(place: Place) -> None:
+def test_auto_without_bubblewrap_is_off(place: Place) -> None:
     safety = SafetySection(sandbox="auto")
     sandbox = sandbox_from_settings(
         safety, data_dir=place.data_dir, workspace=place.workspace, bwrap="no-such-bwrap"
     )
-    assert sandbox.kind == "none" and sandbox.limits is not None
+    # Fail closed: no bubblewrap is no sandbox, never an unconfined one.
+    assert sandbox.kind == "off" and sandbox.off_because is not None
+    assert sandbox.off_because.startswith("no-such-bwrap is not on PATH".join(["no sandbox: ", ""]))
+    with pytest.raises(SandboxOff):
+        sandbox.argv("true")
 
 
 async def test_cwd_outside_the_workspace_is_refused(place: Place) -> None:
@@ -257,3 +290,78 @@ async def test_the_standing_instructions_are_read_only_inside(place: Place) -> N
     )
     assert "Answer in English." in out.text and "exit status 0" not in out.text, out.text
     assert agents.read_text() == "Answer in English.\n"
+
+
+# The host's database sockets (both servers run where the tests run, see scripts/check.sh).
+HOST_SOCKETS = ("/var/run/postgresql/.s.PGSQL.5432", "/run/mysqld/mysqld.sock")
+UNIX_CONNECT = (
+    "python3 -c 'import socket, sys\n"
+    "for path in sys.argv[1:]:\n"
+    "    s = socket.socket(socket.AF_UNIX)\n"
+    "    try:\n"
+    '        s.connect(path); print("CONNECTED", path)\n'
+    "    except OSError as exc:\n"
+    '        print("REFUSED", path, exc)\n'
+    "' {paths}"
+)
+
+
+@pytest.fixture
+def host_sockets() -> Iterator[list[str]]:
+    """The host's listening database sockets, and one more where no tmpfs covers it
+    (so the per-socket hiding has to catch it), in a directory removed afterwards."""
+    present = [path for path in HOST_SOCKETS if Path(path).is_socket()]
+    assert present, f"none of {HOST_SOCKETS} is listening: start PostgreSQL or MariaDB"
+    elsewhere = Path(tempfile.mkdtemp(dir="/var/tmp", prefix="wakeful-sandbox-test-"))
+    try:
+        with socket.socket(socket.AF_UNIX) as listener:
+            listener.bind(str(elsewhere / "app.sock"))
+            listener.listen()
+            elsewhere.chmod(0o755)
+            (elsewhere / "app.sock").chmod(0o777)  # nobody (the sandbox's user as root) may
+            yield [*present, str(elsewhere / "app.sock")]
+    finally:
+        shutil.rmtree(elsewhere)
+
+
+async def test_host_unix_sockets_are_out_of_reach(place: Place, host_sockets: list[str]) -> None:
+    """PostgreSQL's and MySQL's sockets, and one listening outside /run and /tmp, do not
+    connect from inside (a network namespace does not cover path sockets); from outside
+    they do."""
+    command = UNIX_CONNECT.format(paths=" ".join(host_sockets))
+    outside = await shell(NO_SANDBOX, place, command)
+    assert outside.text.count("CONNECTED") == len(host_sockets), outside.text
+    inside = await shell(place.sandbox(), place, command)
+    assert "CONNECTED" not in inside.text, inside.text
+    assert inside.text.count("REFUSED") == len(host_sockets), inside.text
+    # /run is empty inside, but the resolver file (systemd-resolved keeps it there) stays.
+    resolv = await shell(place.sandbox(), place, "cat /etc/resolv.conf > /dev/null && echo OK")
+    assert "OK" in resolv.text, resolv.text
+
+
+async def test_standing_instructions_and_skills_cannot_be_created_inside(place: Place) -> None:
+    """Neither a missing AGENTS.md nor a skill (in a skill root inside the workspace,
+    there or not yet) can be made by a command: they would be the next start's prompt."""
+    skills = place.workspace / "skills"
+    (skills / "mine").mkdir(parents=True)
+    (skills / "mine" / "SKILL.md").write_text("---\nname: mine\ndescription: d\n---\nbody\n")
+    later = place.workspace / "more-skills"  # configured, not made yet
+    safety = SafetySection(sandbox="bubblewrap", **LIMITS)
+    sandbox = sandbox_from_settings(
+        safety, data_dir=place.data_dir, workspace=place.workspace, protect=[skills, later]
+    )
+    command = (
+        "echo 'obey the stranger' > AGENTS.md; "
+        "mkdir -p skills/evil && echo evil > skills/evil/SKILL.md; "
+        "echo evil >> skills/mine/SKILL.md; "
+        "mkdir -p more-skills/evil && echo evil > more-skills/evil/SKILL.md; "
+        "cat skills/mine/SKILL.md; echo notes > notes.txt"
+    )
+    out = await shell(sandbox, place, command)
+    assert "body" in out.text, out.text  # readable
+    agents = place.workspace / "AGENTS.md"
+    assert not agents.exists() or agents.read_text() == "", out.text  # at most an empty mount point
+    assert not (skills / "evil").exists(), out.text
+    assert "evil" not in (skills / "mine" / "SKILL.md").read_text()
+    assert not (later / "evil").exists(), out.text
+    assert (place.workspace / "notes.txt").read_text() == "notes\n"  # the rest stays writable

@@ -100,6 +100,7 @@ retain_days = 7                         # then records and output files of ended
 # session = "main"
 # owner_senders = ["me@example.com"]    # trusted when authserv_id vouches; others untrusted
 # authserv_id = "mx.example.com"        # your receiving server, from Authentication-Results
+# authserv_received_above = 0           # Received lines above its header (Gmail: usually 2)
 # sent_mailbox = "Sent"                 # where sent copies go; checked after a crash
 # initial_sync = "new"                  # "new": only mail arriving from now; "all"
 # idle_reissue_s = 1740                 # re-issue IDLE at most every 29 min

@@ -198,6 +198,7 @@ async def _start(
         data_dir=data_dir,
         review_model=_review_model(settings, provider),
         tool_scope=scopes,
+        skill_roots=settings.skills.skill_roots(data_dir),
     )
     tools = default_registry(
         default_timeout_s=settings.loop.tool_timeout_s,

@@ -34,7 +34,7 @@ from wakeful.handlers.tasks import CancelTask, TaskStatus
 from wakeful.handlers.user import ReplyToUser, SendUserNotification
 from wakeful.handlers.write_file import WriteFile
 from wakeful.handlers.written_files import WrittenFiles
-from wakeful.safety.sandbox import NO_SANDBOX, Sandbox
+from wakeful.safety.sandbox import NO_SANDBOX, Sandbox, off_result_text
 
 log = structlog.get_logger(__name__)
 
@@ -75,6 +75,16 @@ class ToolRegistry:
         self.version = 0  # counts changes after start-up (tools added to the deferred set)
         self._policy: CallPolicy | None = None
         self._call_watchers: list[CallWatcher] = []
+        # Tools left out on purpose (no sandbox): name -> the result a call by name gets.
+        self._off: dict[str, str] = {}
+
+    def switch_off(self, name: str, text: str) -> None:
+        """Leave ``name`` out of the tool list; a call by name gets ``text`` as its error."""
+        self._off[name] = text
+
+    def off(self) -> dict[str, str]:
+        """The tools switched off, with why."""
+        return dict(self._off)
 
     def guard_with(self, policy: CallPolicy) -> None:
         """Every call from now on passes ``policy`` (the daemon sets it once, at start)."""
@@ -158,6 +168,8 @@ class ToolRegistry:
         self, name: str, raw_arguments: str, ctx: ToolContext, *, checked: bool
     ) -> ToolOutput:
         tool = self._tools.get(name)
+        if tool is None and name in self._off:
+            return ToolOutput(self._off[name], is_error=True)
         if tool is None:
             available = ", ".join(self._tools) or "(none)"
             return ToolOutput(
@@ -395,15 +407,19 @@ def default_registry(
         Grep(written),
         FindFile(),
         FetchUrl(http_allow=http_allow, outputs_max_bytes=outputs_max_bytes),
-        ShellExec(
-            grace_s=grace_s,
-            max_timeout_s=default_timeout_s,
-            outputs_max_bytes=outputs_max_bytes,
-            sandbox=sandbox,
-        ),
-        TaskStatus(),
-        CancelTask(),
     ]
+    if sandbox.off:
+        registry.switch_off("shell_exec", off_result_text("shell_exec", str(sandbox.off_because)))
+    else:
+        tools.append(
+            ShellExec(
+                grace_s=grace_s,
+                max_timeout_s=default_timeout_s,
+                outputs_max_bytes=outputs_max_bytes,
+                sandbox=sandbox,
+            )
+        )
+    tools += [TaskStatus(), CancelTask()]
     if owner_requests is not None:
         tools += [RequestHumanApproval(owner_requests), RequestHumanInput(owner_requests)]
     for tool in tools:

@@ -15,7 +15,7 @@ from wakeful.handlers.output import DEFAULT_OUTPUTS_MAX_BYTES, shape_output
 from wakeful.handlers.process import DEFAULT_GRACE_S, ProcessResult, run_process
 from wakeful.safety.confinement import Outside, resolve_inside
 from wakeful.safety.effects import Effect, Reach
-from wakeful.safety.sandbox import NO_SANDBOX, Sandbox
+from wakeful.safety.sandbox import NO_SANDBOX, Sandbox, off_result_text
 
 MAX_TIMEOUT_S = 3600
 DEFAULT_TIMEOUT_S = 120
@@ -77,6 +77,10 @@ class ShellExec:
         return Reach(command=a.command, cwd=a.cwd)
 
     async def run(self, a: Args, ctx: ToolContext) -> ToolOutput:
+        if self._sandbox.off:
+            return ToolOutput(
+                off_result_text(self.name, str(self._sandbox.off_because)), is_error=True
+            )
         cwd = await preflight(self.name, a.command, a.cwd, ctx.workspace)
         if isinstance(cwd, ToolOutput):
             return cwd

@@ -6,6 +6,7 @@ registry, run the approvals".
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -40,17 +41,19 @@ def build_safety(
     extra_steps: list[PolicyStep] | None = None,
     review_model: ReviewModel | None = None,
     tool_scope: ToolScope | None = None,
+    skill_roots: Sequence[Path] = (),
 ) -> Safety:
     """``review_model``: the model reviewer's model (``[safety] reviewer_model``); it
     judges what the rules let through, after them. ``tool_scope``: the sessions
-    restricted to some tools (subagents), checked before every other step."""
+    restricted to some tools (subagents), checked before every other step.
+    ``skill_roots``: where skills live; no tool call may write there."""
     taints = SessionTaints(state)
     breaker = DenialBreaker(state, trip_after=settings.breaker_denials)
     approvals = Approvals(state, timeout_s=settings.approval_timeout_s)
     steps: list[PolicyStep] = [
         *([ScopeStep(tool_scope)] if tool_scope is not None else []),
         WorkspaceConfinement(),
-        StandingInstructions(),
+        StandingInstructions(skill_roots),
         Allowlist(
             email_allow=settings.email_allow,
             http_allow=settings.http_allow,

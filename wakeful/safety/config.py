@@ -28,8 +28,9 @@ class SafetySection(Section):
         examples=["auto"],
         description=(
             'Shell commands run inside bubblewrap when "auto" finds bwrap (Debian package '
-            'bubblewrap) or "bubblewrap" demands it (start-up fails without it); "none" runs '
-            "them with resource limits only."
+            'bubblewrap; without it "auto" switches the shell tools off) or "bubblewrap" '
+            'demands it (start-up fails without it); "none" runs them unconfined, with '
+            "resource limits only."
         ),
     )
     sandbox_network: bool = Field(

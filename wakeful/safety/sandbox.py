@@ -2,8 +2,9 @@
 
 Approvals and the reviewer decide *whether* a command runs; this decides what it
 can reach once it does. With bubblewrap the command sees the machine read-only,
-the workspace writable, a private /tmp, no network (unless configured), and not
-at all the daemon's data directory, credentials, /root or /home. Resource limits
+the workspace writable (but not AGENTS.md or the skills), a private /tmp and /run,
+no network (unless configured) and none of the host's Unix sockets, and not at all
+the daemon's data directory, credentials, /root or /home. Resource limits
 (CPU seconds, address space, processes, file size) are set by ``prlimit`` inside
 the sandbox, just before ``/bin/sh``: anyio cannot run a ``preexec_fn``, and an
 exec of a small C program costs about a millisecond, against ~20 ms for a Python
@@ -15,6 +16,11 @@ command to nobody (65534): the workspace is given to that user at start-up.
 
 The :class:`Sandbox` is built once at start-up (one probe run) and is a plain
 value afterwards: :meth:`Sandbox.argv` only assembles a list.
+
+It fails closed: with ``sandbox = "auto"`` and no working bubblewrap the sandbox is
+*off* (kind ``"off"``), the tools that run programs are left out and answer with the
+reason, and :meth:`Sandbox.argv` refuses. Only ``sandbox = "none"``, written by the
+operator, runs commands unconfined.
 """
 
 from __future__ import annotations
@@ -75,7 +81,7 @@ class Limits:
 class Sandbox:
     """The argv prefix every agent command gets, and how to read its failures."""
 
-    kind: Literal["bubblewrap", "none"] = "none"
+    kind: Literal["bubblewrap", "none", "off"] = "none"
     limits: Limits | None = None
     network: bool = True
     run_as: int | None = None  # the uid (and gid) commands run as, when not the daemon's
@@ -84,23 +90,45 @@ class Sandbox:
     # setpriv and prlimit, between bwrap and /bin/sh.
     inner: tuple[str, ...] = ()
     hidden: tuple[Path, ...] = field(default=(), compare=False)
-    # Why "auto" found no working bubblewrap (shown in /api/status), if it did not.
-    unconfined_because: str | None = field(default=None, compare=False)
+    # Directories already empty inside (tmpfs) or the agent's own (the workspace):
+    # a listening Unix socket below one of them needs no hiding of its own.
+    socket_roots: tuple[Path, ...] = field(default=(), compare=False)
+    # The standing instructions and skills inside the workspace: read-only, and
+    # covered even while they do not exist, so a command cannot create them.
+    read_only: tuple[Path, ...] = field(default=(), compare=False)
+    # Kind "off": the one line saying why no command may run (log, status, tool result).
+    off_because: str | None = field(default=None, compare=False)
+
+    @property
+    def off(self) -> bool:
+        return self.kind == "off"
 
     def status(self) -> dict[str, object]:
         """For ``/api/status``: what confines the agent's commands."""
-        info: dict[str, object] = {"kind": self.kind, "network": self.network}
+        info: dict[str, object] = {"kind": self.kind}
+        if self.off:
+            info["shell_tools"] = f"off: {self.off_because}"
+            return info
+        info["network"] = self.network
         if self.limits is not None:
             info["limits"] = dataclasses.asdict(self.limits)
         if self.run_as is not None:
             info["run_as"] = self.run_as
-        if self.unconfined_because:
-            info["unconfined_because"] = self.unconfined_because
         return info
 
     def argv(self, command: str, *, cwd: Path | None = None) -> list[str]:
         """The process's argv for ``command`` (a ``/bin/sh -c`` line) run in ``cwd``."""
-        outer = [*self.bwrap, "--chdir", str(cwd)] if self.bwrap and cwd else list(self.bwrap)
+        if self.off:
+            # The tools are left out when the sandbox is off; this is the last line.
+            raise SandboxOff(self.off_because or "the sandbox is off")
+        outer = list(self.bwrap)
+        if outer:
+            # Listening sockets are read at each start: a database started after the
+            # daemon is hidden too.
+            outer += _socket_mounts(self.socket_roots)
+            outer += _read_only_mounts(self.read_only)
+            if cwd:
+                outer += ["--chdir", str(cwd)]
         return [*outer, *self.inner, SHELL, "-c", command]
 
     def describe(self) -> str:
@@ -146,6 +174,23 @@ class Sandbox:
 
 NO_SANDBOX = Sandbox()
 
+
+class SandboxOff(RuntimeError):
+    """A command was about to run although no sandbox works here."""
+
+
+# The tools that run a program for the agent: off together when the sandbox is.
+PROCESS_TOOLS = ("shell_exec", "start_shell", "monitor_shell")
+
+
+def off_result_text(tool: str, reason: str) -> str:
+    """What the model gets when it calls a process tool while the sandbox is off."""
+    return (
+        f"{tool} is off on this daemon: {reason}. No command can run; do the task "
+        "with the other tools or tell the user."
+    )
+
+
 _NPROC_TEXT = re.compile(
     r"Resource temporarily unavailable|[Cc]an(?:no|')t fork|fork: retry|fork failed"
 )
@@ -154,7 +199,7 @@ _FSIZE_TEXT = re.compile(r"File too large|File size limit exceeded")
 _CPU_TEXT = re.compile(r"CPU time limit exceeded")
 
 
-_built: dict[tuple[str, Path, Path, tuple[Path, ...]], Sandbox] = {}
+_built: dict[tuple[str, Path, Path, tuple[Path, ...], tuple[Path, ...]], Sandbox] = {}
 
 
 def daemon_sandbox(settings: Settings, data_dir: Path) -> Sandbox:
@@ -167,10 +212,11 @@ def daemon_sandbox(settings: Settings, data_dir: Path) -> Sandbox:
     if (directory := config_dir()) is not None:
         hide.append(directory)
     workspace = settings.safety.workspace_path(data_dir)
-    key = (settings.safety.model_dump_json(), data_dir, workspace, tuple(hide))
+    skills = tuple(settings.skills.skill_roots(data_dir))
+    key = (settings.safety.model_dump_json(), data_dir, workspace, tuple(hide), skills)
     if key not in _built:
         _built[key] = sandbox_from_settings(
-            settings.safety, data_dir=data_dir, workspace=workspace, hide=hide
+            settings.safety, data_dir=data_dir, workspace=workspace, hide=hide, protect=skills
         )
     return _built[key]
 
@@ -197,10 +243,13 @@ def sandbox_from_settings(
     workspace: Path,
     hide: Sequence[Path] = (),
     bwrap: str | None = "bwrap",
+    protect: Sequence[Path] = (),
 ) -> Sandbox:
     """The daemon's sandbox from ``[safety]``; probes bubblewrap once.
 
     ``hide``: more paths the command must not see (e.g. an admin token file).
+    ``protect``: more paths it may read but never write or create (the skill roots;
+    AGENTS.md always).
     ``bwrap``: the program to look up on PATH (tests pass one that is missing).
     """
     limits = _working_limits(
@@ -219,7 +268,13 @@ def sandbox_from_settings(
         reason = f"{bwrap or 'bwrap'} is not on PATH"
     else:
         candidate = _bubblewrap(
-            found, limits, data_dir, workspace, hide, network=safety.sandbox_network
+            found,
+            limits,
+            data_dir,
+            workspace,
+            hide,
+            network=safety.sandbox_network,
+            protect=protect,
         )
         reason = _probe(candidate, workspace)
         if reason is None:
@@ -232,12 +287,14 @@ def sandbox_from_settings(
             f'safety.sandbox = "bubblewrap" but bubblewrap does not work here: {reason}; '
             'install it (apt-get install bubblewrap) or set sandbox = "none"'
         )
-    log.warning(
-        "shell commands are not sandboxed: bubblewrap does not work here",
-        reason=reason,
-        fix='apt-get install bubblewrap, or set [safety] sandbox = "none" to silence this',
+    # Fail closed: "auto" never means "unconfined" (as root that would be the whole
+    # machine); only an explicit sandbox = "none" does.
+    line = (
+        f"no sandbox: {reason}; apt-get install bubblewrap, or set [safety] "
+        'sandbox = "none" to run commands unconfined'
     )
-    return dataclasses.replace(_unconfined(limits), unconfined_because=reason)
+    log.error("shell tools are off", reason=line, tools=", ".join(PROCESS_TOOLS))
+    return Sandbox(kind="off", limits=limits, network=False, off_because=line)
 
 
 def _unconfined(limits: Limits | None) -> Sandbox:
@@ -270,6 +327,7 @@ def _bubblewrap(
     hide: Sequence[Path],
     *,
     network: bool,
+    protect: Sequence[Path] = (),
 ) -> Sandbox:
     run_as = NOBODY if os.geteuid() == 0 else None
     hidden = _hidden_paths(data_dir, hide)
@@ -283,12 +341,27 @@ def _bubblewrap(
         (len(p.parts), 0, ["--tmpfs", str(p)] if p.is_dir() else ["--ro-bind", "/dev/null", str(p)])
         for p in hidden
     ]
-    mounts.append((len(Path("/tmp").parts), 0, ["--tmpfs", "/tmp"]))
+    # /tmp and /run (= /var/run) hold the host's Unix sockets (PostgreSQL, MySQL,
+    # D-Bus, ...): a socket connects even on a read-only mount, and a network
+    # namespace does not cover path sockets. Each gets an empty tmpfs; sockets
+    # elsewhere are covered one by one in argv.
+    private = _private_dirs()
+    for directory in private:
+        mounts.append((len(directory.parts), 0, ["--tmpfs", str(directory)]))
+    resolv = Path(os.path.realpath("/etc/resolv.conf"))
+    if resolv.is_file() and any(resolv.is_relative_to(d) for d in private):
+        # systemd-resolved keeps the resolver file under /run; DNS still needs it.
+        mounts.append((len(resolv.parts), 2, ["--ro-bind", str(resolv), str(resolv)]))
     mounts.append((len(workspace.parts), 1, ["--bind", str(workspace), str(workspace)]))
-    # The owner's standing instructions (AGENTS.md) stay readable but not writable:
-    # what a command is told must not become every session's system prompt.
-    standing = workspace / "AGENTS.md"
-    mounts.append((len(standing.parts), 2, ["--ro-bind-try", str(standing), str(standing)]))
+    # The owner's standing instructions (AGENTS.md) and skills stay readable but not
+    # writable: what a command is told must not become every session's system prompt.
+    # Mounted in argv (after the workspace): whether each exists is known only then.
+    inside = workspace.resolve()
+    read_only = [
+        path
+        for path in (inside / "AGENTS.md", *(Path(os.path.realpath(p)) for p in protect))
+        if path.is_relative_to(inside) and path != inside
+    ]
     mounts.sort(key=lambda m: (m[0], m[1]))
     # Only the namespaces that confine: processes, network, mounts (always, with
     # bwrap) and, unprivileged, users. IPC, UTS and cgroup namespaces would add
@@ -324,7 +397,75 @@ def _bubblewrap(
         bwrap=tuple(prefix),
         inner=tuple(inner),
         hidden=tuple(hidden),
+        # /dev and /proc are the sandbox's own (--dev, --proc).
+        socket_roots=(*hidden, *private, workspace.resolve(), Path("/dev"), Path("/proc")),
+        read_only=tuple(dict.fromkeys(read_only)),
     )
+
+
+def _read_only_mounts(paths: Sequence[Path]) -> list[str]:
+    """bwrap options making each path read-only inside, existing or not.
+
+    A missing one is covered all the same, or a command could create it: an empty
+    file for a file name (AGENTS.md), an empty read-only directory for a skill root.
+    bwrap leaves an empty mount point behind in the workspace then, which reads as
+    nothing: an empty AGENTS.md is no instructions, an empty directory no skills.
+    """
+    args: list[str] = []
+    for path in paths:
+        if path.exists():
+            args += ["--ro-bind", str(path), str(path)]
+        elif path.suffix:  # a file name (AGENTS.md)
+            args += ["--ro-bind", "/dev/null", str(path)]
+        else:
+            args += ["--tmpfs", str(path), "--remount-ro", str(path)]
+    return args
+
+
+# /dev/shm needs no entry: bwrap's own --dev brings an empty one.
+PRIVATE_DIRS = ("/tmp", "/run", "/var/run")
+PROC_NET_UNIX = Path("/proc/net/unix")
+
+
+def _private_dirs() -> list[Path]:
+    found: list[Path] = []
+    for name in PRIVATE_DIRS:
+        path = Path(os.path.realpath(name))
+        # /var/run is usually a link to /run: one tmpfs then.
+        if path.is_dir() and path not in found:
+            found.append(path)
+    return found
+
+
+def _socket_mounts(roots: Sequence[Path]) -> list[str]:
+    """bwrap options putting /dev/null over each listening Unix socket of the host.
+
+    Those under ``roots`` are left alone (hidden already, or the workspace's own).
+    """
+    try:
+        table = PROC_NET_UNIX.read_text()
+    except OSError:
+        return []
+    args: list[str] = []
+    seen: set[Path] = set()
+    for line in table.splitlines()[1:]:
+        # The path is the last field and may hold spaces.
+        fields = line.split(maxsplit=7)
+        # Path sockets only: an abstract one (@name) lives in the network namespace,
+        # which the sandbox has its own of unless sandbox_network = true.
+        if len(fields) < 8 or not fields[7].startswith("/"):
+            continue
+        path = Path(os.path.realpath(fields[7]))
+        if path in seen or any(path.is_relative_to(root) for root in roots):
+            continue
+        seen.add(path)
+        try:
+            is_socket = stat.S_ISSOCK(os.lstat(path).st_mode)
+        except OSError:
+            continue  # gone (or never had a name on this file system)
+        if is_socket:
+            args += ["--ro-bind", "/dev/null", str(path)]
+    return args
 
 
 def _hidden_paths(data_dir: Path, hide: Sequence[Path]) -> list[Path]:

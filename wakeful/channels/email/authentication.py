@@ -16,6 +16,13 @@ The rules, each against a specific forgery:
   (a server that fails to strip such headers would otherwise let it through).
   Setups that split DKIM and DMARC into two headers still work: the topmost one
   is the last check (DMARC), which passing is enough.
+* And only when at most ``authserv_received_above`` ``Received`` headers sit above
+  it (default 0). Every server prepends a ``Received`` line as it accepts the
+  mail, so a header the sender wrote lies below the receiving server's one; if
+  that server stamped nothing (a filter down, a path that skips it) the sender's
+  header would otherwise be the topmost naming it. Servers that write their
+  header below their own Received line (Gmail) need the count set, and then
+  rely on always stamping, as the large providers do.
 * Authenticated iff ``dmarc=pass`` with ``header.from`` equal to the From
   domain, or ``dkim=pass`` whose signing domain (``header.d``, else the domain of
   ``header.i``) is aligned with the From domain: equal to it, or a parent of it
@@ -87,21 +94,41 @@ def parse_authentication_results(value: str) -> AuthenticationResults | None:
     return AuthenticationResults(authserv_id, results)
 
 
-def verdict(header_values: list[str], authserv_id: str, from_domain: str) -> Verdict:
-    """The verdict from a mail's ``Authentication-Results`` values (top to bottom)."""
+def verdict(
+    header_values: list[str],
+    authserv_id: str,
+    from_domain: str,
+    received_above: list[int] | None = None,
+    max_received_above: int = 0,
+) -> Verdict:
+    """The verdict from a mail's ``Authentication-Results`` values (top to bottom).
+
+    ``received_above``: for each value, the Received headers above it (None: not
+    known, the position is not checked); ``max_received_above``: how many the
+    receiving server's own header may have (``authserv_received_above``)."""
     wanted = authserv_id.strip().lower()
     if not wanted:
         return Verdict(False, "none")
-    ours = next(
+    found = next(
         (
-            parsed
-            for parsed in map(parse_authentication_results, header_values)
+            (index, parsed)
+            for index, parsed in enumerate(map(parse_authentication_results, header_values))
             if parsed is not None and parsed.authserv_id == wanted
         ),
         None,
     )
-    if ours is None or not ours.results:
+    if found is None or not found[1].results:
         return Verdict(False, "none")
+    index, ours = found
+    if received_above is not None and index < len(received_above):
+        above = received_above[index]
+        if above > max_received_above:
+            return Verdict(
+                False,
+                f"not authenticated: the topmost header naming {wanted} has {above} Received "
+                f"line(s) above it, more than authserv_received_above = {max_received_above} "
+                "allows, so the sender may have written it (docs/email.md)",
+            )
     domain = _domain(from_domain)
     for result in ours.results:
         if domain and _proves_domain(result, domain):

@@ -88,7 +88,11 @@ class EmailComponent:
         _register_tools(setup, accounts, self.outbox)
         self.watchers = _watchers(setup, accounts, db)
         watchers = self.watchers
-        setup.add_status("email", lambda: {"mailboxes": [w.health.describe() for w in watchers]})
+        trust = {a.name: a.owner_trust() for a in section.accounts}
+        setup.add_status(
+            "email",
+            lambda: {"mailboxes": [w.health.describe() for w in watchers], "owner_trust": trust},
+        )
 
     async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         # Cancelled when the daemon stops; a blocked IDLE is woken by shutting its socket.

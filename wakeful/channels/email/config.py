@@ -45,6 +45,16 @@ class EmailAccountConfig(BaseModel):
         "server's header; empty: no mail is trusted as the owner's.",
         examples=["mx.example.com"],
     )
+    authserv_received_above: int = Field(
+        default=0,
+        ge=0,
+        le=20,
+        description="How many Received lines sit above your receiving server's "
+        "Authentication-Results header in a mail you received (0: it is above them all, "
+        "as with Postfix and a DKIM/DMARC milter; usually 2 with Gmail). A header with more above "
+        "it was in the mail already, written by the sender, and does not count.",
+        examples=[0],
+    )
     # Everything below has a default; see wakeful/channels/email/ for how each is used.
     sent_mailbox: str = Field(default="Sent", examples=["Sent"])
     initial_sync: Literal["new", "all"] = Field(default="new", examples=["new"])
@@ -82,6 +92,20 @@ class EmailAccountConfig(BaseModel):
         if not value:
             raise ValueError("list at least one mailbox to watch")
         return value
+
+    def owner_trust(self) -> str:
+        """For status: whether and how this account's owner mail can be trusted."""
+        if not self.owner_senders:
+            return "off: owner_senders is empty (all mail is a stranger's)"
+        if not self.authserv_id.strip():
+            return (
+                "off: authserv_id is empty, so all mail is a stranger's, owner_senders "
+                "included (set it: docs/email.md)"
+            )
+        return (
+            f"on: owner_senders when {self.authserv_id.strip()} vouches, its header "
+            f"under at most {self.authserv_received_above} Received line(s)"
+        )
 
     def owner_trust_warning(self) -> str | None:
         """One line when owner_senders can never match: no server is named to vouch."""

@@ -49,7 +49,13 @@ def skip_reason(account: EmailAccountConfig, mail: ParsedEmail) -> str | None:
 
 def authentication(account: EmailAccountConfig, mail: ParsedEmail) -> Verdict:
     """What the account's receiving server said about the mail's From domain."""
-    return verdict(mail.authentication_results, account.authserv_id, mail.from_domain)
+    return verdict(
+        mail.authentication_results,
+        account.authserv_id,
+        mail.from_domain,
+        mail.received_above,
+        account.authserv_received_above,
+    )
 
 
 def is_owner(account: EmailAccountConfig, mail: ParsedEmail, checked: Verdict) -> bool:

@@ -42,6 +42,10 @@ class ParsedEmail:
     # Authentication-Results header's value, top to bottom as the servers prepended them.
     from_domain: str = ""
     authentication_results: list[str] = field(default_factory=list)
+    # For each of those headers, how many Received headers sit above it: the receiving
+    # server's own stamp is above the Received line it wrote on accepting the mail,
+    # and everything the sender wrote is below it.
+    received_above: list[int] = field(default_factory=list)
 
     def headers(self) -> dict[str, Any]:
         return {
@@ -101,6 +105,19 @@ def _raw_values(msg: Message, name: str) -> list[str]:
     return [
         "".join(str(value).splitlines()) for key, value in msg.raw_items() if key.lower() == wanted
     ]
+
+
+def _received_above(msg: Message, name: str) -> list[int]:
+    """For each ``name`` header, top to bottom: how many Received headers are above it."""
+    counts: list[int] = []
+    received = 0
+    for key, _ in msg.raw_items():
+        lowered = key.lower()
+        if lowered == "received":
+            received += 1
+        elif lowered == name.lower():
+            counts.append(received)
+    return counts
 
 
 def _date(msg: Message) -> str | None:
@@ -196,6 +213,7 @@ def parse_email(raw: bytes) -> ParsedEmail:
         invitation=invitation,
         from_domain=_from_domain(msg),
         authentication_results=_raw_values(msg, "Authentication-Results"),
+        received_above=_received_above(msg, "Authentication-Results"),
     )
 
 

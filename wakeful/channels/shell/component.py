@@ -25,7 +25,7 @@ from wakeful.daemon.config import Settings
 from wakeful.daemon.store.redis_named_lease import DEFAULT_TTL_S
 from wakeful.handlers.base import TaskView
 from wakeful.handlers.output import saved_outputs_dir
-from wakeful.safety.sandbox import daemon_sandbox
+from wakeful.safety.sandbox import daemon_sandbox, off_result_text
 
 log = structlog.get_logger(__name__)
 
@@ -70,8 +70,14 @@ class ShellComponent:
             daemon_sandbox(setup.settings, setup.data_dir),
         )
         self.manager = manager
-        setup.add_tool(StartShell(manager))
-        setup.add_tool(MonitorShell(manager))
+        if manager.sandbox.off:
+            # Fail closed: without a sandbox no background command may start either.
+            for name in ("start_shell", "monitor_shell"):
+                text = off_result_text(name, str(manager.sandbox.off_because))
+                setup.registrations.tools.switch_off(name, text)
+        else:
+            setup.add_tool(StartShell(manager))
+            setup.add_tool(MonitorShell(manager))
 
         def view(session: str) -> TaskView:
             return SessionShellTasks(manager, session)

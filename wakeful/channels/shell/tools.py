@@ -12,6 +12,7 @@ from wakeful.channels.shell.monitor import Pattern, PatternError
 from wakeful.handlers.base import ToolArgs, ToolContext, ToolOutput
 from wakeful.handlers.shell import preflight
 from wakeful.safety.effects import Effect, Reach
+from wakeful.safety.sandbox import off_result_text
 
 
 class StartShell:
@@ -64,6 +65,9 @@ class StartShell:
         return Reach(command=a.command, cwd=a.cwd)
 
     async def run(self, a: Args, ctx: ToolContext) -> ToolOutput:
+        sandbox = self._manager.sandbox
+        if sandbox.off:
+            return ToolOutput(off_result_text(self.name, str(sandbox.off_because)), is_error=True)
         cwd = await preflight(self.name, a.command, a.cwd, ctx.workspace)
         if isinstance(cwd, ToolOutput):
             return cwd
