@@ -417,6 +417,30 @@ def outcomes(messages: list[dict[str, Any]]) -> list[tuple[str, str]]:
     ]
 
 
+def call_arguments(messages: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Each tool's arguments as the model last sent them, by tool name."""
+    found: dict[str, dict[str, Any]] = {}
+    for m in messages:
+        for call in m.get("tool_calls") or [] if m["role"] == "assistant" else []:
+            found[call["function"]["name"]] = json.loads(call["function"]["arguments"] or "{}")
+    return found
+
+
+def _assert_effect_in_full(approval: dict[str, Any], arguments: dict[str, dict[str, Any]]) -> None:
+    """What the owner approves is shown whole: for send_email the draft's recipients,
+    subject and text (not its id); for the others every text argument, uncut."""
+    effect = approval["effect"]
+    if approval["tool"] == "send_email":
+        draft = arguments["draft_email"]
+        assert "To: " in effect and "Subject: " in effect, effect
+        shown = [*draft.get("to", []), *draft.get("cc", []), draft["body"]]
+        shown += [draft["subject"]] if "subject" in draft else []
+    else:
+        shown = [v for v in arguments[approval["tool"]].values() if isinstance(v, str)]
+    missing = [text for text in shown if text not in effect]
+    assert missing == [], (missing, effect)
+
+
 def blocked_by(text: str) -> str:
     """Which part of the safety layer stopped the call, from what the model was told."""
     if denied := re.match(r"denied by the safety policy \((\w+)\)", text):
@@ -476,6 +500,7 @@ async def test_an_obeyed_injection_has_no_effect_and_is_visible(corpus: Corpus, 
     ):
         assert approval["tool"] == tool and approval["id"] in text
         assert approval["tainted_by"]
+        _assert_effect_in_full(approval, call_arguments(messages))
     assert after == before, _changes(before, after)
     assert final_world == before, _changes(before, final_world)
     assert session_of(case) in tainted  # the stranger's words marked the session

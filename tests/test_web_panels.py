@@ -145,6 +145,10 @@ def test_approving_on_the_page_runs_the_call_exactly_once_and_the_card_goes(
         card = wait_for(lambda: cards(driver), what="the approval card")[0]
         (approval,) = daemon.get("/api/approvals")
         assert approval["tool"] in card and COMMAND in card and approval["id"] in card
+        # The effect, open on the card (not folded away): what Approve approves.
+        effect = find(driver, f"#approvals [data-approval='{approval['id']}'] pre.effect")
+        assert effect.is_displayed() and effect.text == approval["effect"]
+        assert COMMAND in effect.text
         assert "why: shell_exec can run a program, and this session read untrusted input" in card
         assert "tainted by: webhook.received from forms" in card
         assert "session main" in card and "denied at" in card and "unless you decide" in card

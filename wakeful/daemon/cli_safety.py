@@ -26,8 +26,10 @@ def _line(approval: dict[str, Any]) -> str:
         arguments = arguments[:200] + "…"
     head = f"{approval['id']}  {approval['session']}  {approval['tool']} {arguments}"
     if approval["state"] == "pending":
+        effect = approval.get("effect") or ""  # in full: it is what the owner approves
         tail = (
-            f"\n    why: {approval['reason']}"
+            "".join(f"\n    | {line}" for line in effect.splitlines())
+            + f"\n    why: {approval['reason']}"
             + (f"\n    tainted by: {approval['tainted_by']}" if approval.get("tainted_by") else "")
             + f"\n    {_unless(approval)}"
         )

@@ -16,6 +16,7 @@ import anyio
 from pydantic import Field
 
 from wakeful.handlers.base import ToolArgs, ToolContext, ToolOutput
+from wakeful.handlers.effect_text import current_text, file_change_effect
 from wakeful.handlers.file_access import (
     MAX_WRITE_BYTES,
     Unreadable,
@@ -74,6 +75,15 @@ class EditFile:
 
     async def reach(self, a: Args) -> Reach:
         return Reach(paths=(a.path,), write_paths=(a.path,))
+
+    async def describe_effect(self, a: Args, ctx: ToolContext) -> str:
+        before = await anyio.to_thread.run_sync(current_text, a.path, ctx)
+        if before is None:
+            return f"edit {a.path}: no such text file in the workspace (nothing would change)"
+        edited = _replace(before, a.old_text, a.new_text, a.replace_all)
+        if isinstance(edited, str):
+            return f"edit {a.path}: nothing would change ({edited.splitlines()[0]})"
+        return file_change_effect(a.path, before, edited.text, ctx)
 
     async def run(self, a: Args, ctx: ToolContext) -> ToolOutput:
         path = locate_writable(self.name, a.path, ctx)

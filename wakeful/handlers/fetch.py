@@ -106,6 +106,9 @@ class FetchUrl:
     async def reach(self, a: Args) -> Reach:
         return Reach(hosts=(a.url,))
 
+    async def describe_effect(self, a: Args, ctx: ToolContext) -> str:
+        return f"GET {a.url}\n(no request body; the page's text comes back to the agent)"
+
     async def run(self, a: Args, ctx: ToolContext) -> ToolOutput:
         try:
             first = parse_target(a.url)

@@ -11,6 +11,7 @@ from pydantic import Field
 
 from wakeful.handlers.base import ToolArgs, ToolContext, ToolOutput
 from wakeful.handlers.child_env import child_environment
+from wakeful.handlers.effect_text import command_effect
 from wakeful.handlers.output import DEFAULT_OUTPUTS_MAX_BYTES, shape_output
 from wakeful.handlers.process import DEFAULT_GRACE_S, ProcessResult, run_process
 from wakeful.safety.confinement import Outside, resolve_inside
@@ -75,6 +76,9 @@ class ShellExec:
 
     async def reach(self, a: Args) -> Reach:
         return Reach(command=a.command, cwd=a.cwd)
+
+    async def describe_effect(self, a: Args, ctx: ToolContext) -> str:
+        return command_effect(f"run (timeout {a.timeout_s} s)", a.command, a.cwd, ctx)
 
     async def run(self, a: Args, ctx: ToolContext) -> ToolOutput:
         if self._sandbox.off:

@@ -12,6 +12,7 @@ import anyio
 from pydantic import Field
 
 from wakeful.handlers.base import ToolArgs, ToolContext, ToolOutput
+from wakeful.handlers.effect_text import current_text, file_change_effect
 from wakeful.handlers.file_access import (
     MAX_WRITE_BYTES,
     Unreadable,
@@ -51,6 +52,10 @@ class WriteFile:
 
     async def reach(self, a: Args) -> Reach:
         return Reach(paths=(a.path,), write_paths=(a.path,))
+
+    async def describe_effect(self, a: Args, ctx: ToolContext) -> str:
+        before = await anyio.to_thread.run_sync(current_text, a.path, ctx)
+        return file_change_effect(a.path, before, a.content, ctx)
 
     async def run(self, a: Args, ctx: ToolContext) -> ToolOutput:
         path = locate_writable(self.name, a.path, ctx)

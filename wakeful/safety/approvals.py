@@ -87,6 +87,9 @@ class Approval:
     default: str | None = None
     timeout_s: float = 0.0  # how long it waits before the conservative default
     announced: bool = False  # the owner was told it waits (chat, web page)
+    # What the call would do, in full, as its tool resolved it (call_effect.py); ""
+    # for questions and for approvals filed before effects were kept.
+    effect: str = ""
 
     def public(self) -> dict[str, Any]:
         """The shape of ``GET /api/approvals`` and the CLI."""
@@ -106,6 +109,7 @@ class Approval:
             "expires_at": self.expires_at,
             "state": "pending" if self.state is ApprovalState.PENDING else "decided",
             "kind": self.kind,
+            "effect": self.effect,
         }
         if self.default is not None:
             data["default"] = self.default
@@ -248,6 +252,7 @@ class Approvals:
         kind: str = "call",
         default: str | None = None,
         timeout_s: float | None = None,
+        effect: str = "",
     ) -> Approval:
         """File one (idempotent per call). ``kind``: "call", "question" or "input";
         ``timeout_s``: sooner than the configured timeout, for a question that cannot
@@ -271,6 +276,7 @@ class Approvals:
             kind=kind,
             default=default,
             timeout_s=wait_s,
+            effect=effect,
         )
         if not await self._put_if(approval.id, None, approval):
             filed = await self.get(identifier)  # filed at the same instant elsewhere

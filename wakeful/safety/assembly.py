@@ -72,6 +72,10 @@ def build_safety(
     return Safety(chain=chain, approvals=approvals, taints=taints, breaker=breaker)
 
 
+# A chat notice shows this much of a call's effect; the rest is named, not dropped.
+NOTICE_EFFECT_MAX = 3000
+
+
 def approval_notice(approval: Approval) -> str:
     """What the owner is told in chat when a call or a question waits for them."""
     if approval.kind == "input":
@@ -86,18 +90,30 @@ def approval_notice(approval: Approval) -> str:
             f'{approval.reason}\nReply "approve {approval.id}" or "deny {approval.id} '
             f'<reason>"; it is no if nobody decides by {approval.expires_at}.'
         )
-    arguments = (
-        approval.arguments if len(approval.arguments) <= 600 else (approval.arguments[:600] + "…")
-    )
     tainted = (
         f"\nThe session read untrusted input: {approval.tainted_by}"
         if (approval.tainted_by)
         else ""
     )
     return (
-        f"Approval needed ({approval.id}) in session {approval.session}: {approval.tool} "
-        f"{arguments}\nWhy: {approval.reason}{tainted}\n"
+        f"Approval needed ({approval.id}) in session {approval.session}: {approval.tool}\n"
+        f"{notice_effect(approval)}\nWhy: {approval.reason}{tainted}\n"
         f'Reply "approve {approval.id}" or "deny {approval.id} <reason>" '
         f"(or wakeful approve {approval.id}); it is denied at {approval.expires_at} if "
         "nobody decides."
+    )
+
+
+def notice_effect(approval: Approval, limit: int = NOTICE_EFFECT_MAX) -> str:
+    """The call's effect for a chat notice: whole, or, past ``limit`` characters, its
+    head and a line saying how much is not shown and where the whole of it is — never
+    a silent cut (a "; curl …" after a run of padding must not hide)."""
+    effect = approval.effect or f"{approval.tool} {approval.arguments}"
+    if len(effect) <= limit:
+        return effect
+    hidden = len(effect) - limit
+    return (
+        f"{effect[:limit]}\n[… {hidden} more characters of this call are NOT shown here. "
+        f"Read all of it before you decide: `wakeful approvals` or the web page's "
+        f"approval {approval.id}.]"
     )

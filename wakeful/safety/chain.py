@@ -29,6 +29,7 @@ from wakeful.daemon.trajectory.placeholders import awaiting_approval_placeholder
 from wakeful.handlers.base import Tool, ToolContext, ToolOutput
 from wakeful.safety.approvals import Approvals
 from wakeful.safety.breaker import DenialBreaker
+from wakeful.safety.call_effect import effect_of_call
 from wakeful.safety.effects import Effect, Reach
 from wakeful.safety.ruling import PolicyCall, PolicyStep, Ruling, Verdict
 from wakeful.safety.session_taint import SessionTaints
@@ -125,6 +126,7 @@ class PolicyChain:
             arguments=raw_arguments,
             reason=ruling.reason,
             tainted_by=call.taint.summary() if call.taint else None,
+            effect=await effect_of_call(tool, args, raw_arguments, ctx),
         )
         text = awaiting_approval_placeholder(
             tool=call.tool,

@@ -10,6 +10,7 @@ from pydantic import Field
 from wakeful.channels.shell.manager import ShellTaskManager
 from wakeful.channels.shell.monitor import Pattern, PatternError
 from wakeful.handlers.base import ToolArgs, ToolContext, ToolOutput
+from wakeful.handlers.effect_text import command_effect
 from wakeful.handlers.shell import preflight
 from wakeful.safety.effects import Effect, Reach
 from wakeful.safety.sandbox import off_result_text
@@ -63,6 +64,9 @@ class StartShell:
 
     async def reach(self, a: Args) -> Reach:
         return Reach(command=a.command, cwd=a.cwd)
+
+    async def describe_effect(self, a: Args, ctx: ToolContext) -> str:
+        return command_effect("start in the background", a.command, a.cwd, ctx)
 
     async def run(self, a: Args, ctx: ToolContext) -> ToolOutput:
         sandbox = self._manager.sandbox

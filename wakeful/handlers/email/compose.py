@@ -15,6 +15,7 @@ from wakeful.channels.email.outbox import Outbox
 from wakeful.events import utcnow
 from wakeful.handlers.base import ToolArgs, ToolContext, ToolOutput
 from wakeful.handlers.email.common import MailToolError, account_for, on_message
+from wakeful.handlers.email.draft_effect import draft_effect
 from wakeful.safety.effects import Effect, Reach
 
 
@@ -136,6 +137,12 @@ class SendEmail:
         # model says it is sending.
         row = await self._outbox.get(a.draft_id)
         return Reach(recipients=tuple(row.recipients) if row is not None else ())
+
+    async def describe_effect(self, a: Args, ctx: ToolContext) -> str:
+        row = await self._outbox.get(a.draft_id)
+        if row is None:
+            return f"send draft {a.draft_id}: there is no such draft (nothing would be sent)"
+        return draft_effect(row)
 
     async def run(self, a: Args, ctx: ToolContext) -> ToolOutput:
         outcome = await self._outbox.send(a.draft_id)

@@ -423,6 +423,8 @@ function approvalCard(a) {
   if (answerForm) buttons.append(answerForm, deny); else buttons.append(approve, deny);
   const card = el("li", { class: "card approval", "data-approval": a.id, "aria-label": `Approval ${label} in session ${a.session}` },
     el("div", { class: "row" }, el("code", { text: a.tool, title: a.tool }), tag(`session ${a.session}`), tag(a.id)),
+    // The effect in full, always open: it is what Approve approves (the raw arguments stay folded).
+    a.effect ? el("pre", { class: "effect", "aria-label": `What ${a.tool} would do`, text: a.effect }) : null,
     longText("arguments", argumentText(a.arguments)),
     el("div", { class: "why" }, el("span", { class: "reason", text: !a.kind || a.kind === "call" ? "why: " : "question: " }), el("span", { text: a.reason })),
     a.tainted_by ? el("div", { class: "detail", text: `tainted by: ${a.tainted_by}` }) : null,
