@@ -197,8 +197,12 @@ async def test_idle_connections_are_closed() -> None:
 async def test_connection_cap_answers_503_and_logs_once_per_burst(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
+    """Only connections busy with a request fill the cap (idle ones make room: issue 22,
+    tests/test_front_door_limits.py); with every place busy, a newcomer gets 503."""
     async with served(ServerSection(max_connections=2)) as (host, port):
         held = [await anyio.connect_tcp(host, port) for _ in range(2)]
+        for stream in held:
+            await stream.send(f"GET /slow HTTP/1.1\r\nHost: {host}:{port}\r\n\r\n".encode())
         with caplog.at_level(logging.WARNING), structlog.testing.capture_logs() as logged:
             async with httpx.AsyncClient(base_url=f"http://{host}:{port}") as client:
                 statuses = [(await client.post("/echo", json={})).status_code for _ in range(5)]
@@ -289,28 +293,27 @@ def test_shipped_connection_defaults() -> None:
 @pytest.mark.slow
 def test_a_flood_of_idle_connections_at_the_default_fd_limit_is_survived(tmp_path: Path) -> None:
     """1,100 idle connections against `wakeful run` with 1024 descriptors (soft and
-    hard): beyond the cap they are closed within a second, the rest at the idle
-    timeout; meanwhile requests get 503 with one log line, then 200 again."""
+    hard): beyond the cap the oldest idle ones are closed to make room (issue 22),
+    so requests keep getting 200 and nothing is logged as refused."""
     port = free_port()
     config = write_config(tmp_path / "data", None, port)
     with DaemonProcess(config, port, open_files=(1024, 1024)) as proc:
         flood = [_idle_connection(port) for _ in range(1100)]
-        statuses = []
-        deadline = time.monotonic() + SHIPPED_IDLE_TIMEOUT_S + 20
         with httpx.Client(base_url=proc.url, timeout=10) as client:
-            while time.monotonic() < deadline:
-                try:
-                    status = client.get("/healthz", headers={"Connection": "close"}).status_code
-                except httpx.TransportError:
-                    status = 0  # not yet accepted: the backlog is full of the flood
-                statuses.append(status)
-                if status == 200 and 503 in statuses:
-                    break
-                time.sleep(0.5)  # a poll: the daemon's state shows only in its answers
-        assert 503 in statuses and statuses[-1] == 200, statuses
-        assert sum("connection limit reached" in line for line in proc.lines) == 1
-        closed = sum(_closed_by_server(sock) for sock in flood)
-        assert closed >= 1100 - SHIPPED_MAX_CONNECTIONS
+            statuses = [
+                client.get("/healthz", headers={"Connection": "close"}).status_code
+                for _ in range(20)
+            ]
+        assert statuses == [200] * 20
+        assert not any("connection limit reached" in line for line in proc.lines)
+        # Connections the full backlog made retry their SYN are accepted later (and
+        # make room in turn): poll the count until it reaches what the cap implies.
+        deadline = time.monotonic() + 10
+        open_flood = set(flood)
+        while len(open_flood) > SHIPPED_MAX_CONNECTIONS and time.monotonic() < deadline:
+            open_flood = {sock for sock in open_flood if not _closed_by_server(sock)}
+            time.sleep(0.1)  # a poll: the count shows only in the sockets' state
+        assert len(open_flood) <= SHIPPED_MAX_CONNECTIONS
         for sock in flood:
             sock.close()
         assert proc.stop() == 0

@@ -1,0 +1,55 @@
+"""Who gives way when the connection cap is reached.
+
+Refusing the newcomer at the cap (uvicorn's ``limit_concurrency``) let 510
+idle sockets, opened by anyone without a token, turn every signed webhook
+into a 503. Here the newcomer is admitted and the oldest connection with no
+request in flight is closed instead: first one that never completed a
+request head, then one idling between requests. Age, not address, decides,
+so this holds when every client shares one address (loopback, a proxy).
+Only when every connection is in the middle of a request does a newcomer
+meet the cap (a 503 from uvicorn).
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+
+class Closable(Protocol):
+    def close_for_newcomer(self) -> bool:
+        """Close the connection; False if it was closing already."""
+        ...
+
+
+class Admission:
+    """The connections of one server with no request in flight, oldest first.
+
+    Plain dicts keep insertion order, so the oldest is ``next(iter(...))``:
+    admitting a connection at the cap is O(1) however many are open.
+    """
+
+    def __init__(self) -> None:
+        self.fresh: dict[Closable, None] = {}  # no request head completed yet
+        self.between: dict[Closable, None] = {}  # keep-alive, between requests
+        self.closing = 0  # closed by admission, connection_lost not yet run
+        self.evicted = 0  # total, for tests and the log
+
+    def waiting(self, conn: Closable, *, fresh: bool) -> None:
+        self.busy(conn)
+        (self.fresh if fresh else self.between)[conn] = None
+
+    def busy(self, conn: Closable) -> None:
+        self.fresh.pop(conn, None)
+        self.between.pop(conn, None)
+
+    def make_room(self) -> bool:
+        """Close the oldest waiting connection; False when every connection is busy."""
+        for pool in (self.fresh, self.between):
+            while pool:
+                conn = next(iter(pool))
+                del pool[conn]
+                if conn.close_for_newcomer():
+                    self.closing += 1
+                    self.evicted += 1
+                    return True
+        return False
