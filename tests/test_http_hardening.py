@@ -215,6 +215,29 @@ async def test_connection_cap_answers_503_and_logs_once_per_burst(
             await stream.aclose()
 
 
+async def test_at_the_cap_the_oldest_waiting_connection_makes_room() -> None:
+    """Issue 22: a newcomer at the cap is served; the oldest connection that never sent a
+    request is closed, then (none left) the one idle longest between requests."""
+    async with served(ServerSection(max_connections=2)) as (host, port):
+        oldest = await anyio.connect_tcp(host, port)
+        keep_alive = await anyio.connect_tcp(host, port)
+        request = f"POST /echo HTTP/1.1\r\nHost: {host}:{port}\r\nContent-Length: 2\r\n\r\n{{}}"
+        await keep_alive.send(request.encode())
+        with anyio.fail_after(5):
+            assert (await _read_response(keep_alive)).startswith(b"HTTP/1.1 200 ")
+        async with httpx.AsyncClient(base_url=f"http://{host}:{port}") as client:
+            assert (await client.post("/echo", json={"a": 1})).status_code == 200
+            with anyio.fail_after(5):
+                assert await _read_response(oldest) == b""  # closed, nothing sent
+            newer = await anyio.connect_tcp(host, port)  # the client's own is idle now too
+            with anyio.fail_after(5):
+                assert await _read_response(keep_alive) == b""  # idle longest: closed
+            await newer.send(request.encode())
+            with anyio.fail_after(5):
+                assert (await _read_response(newer)).startswith(b"HTTP/1.1 200 ")
+            await newer.aclose()
+
+
 async def test_allowed_hosts_and_origins_are_configurable() -> None:
     section = ServerSection(
         allowed_hosts=["hooks.example.com", "pinned.example.com:8443"],
