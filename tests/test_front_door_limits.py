@@ -110,7 +110,9 @@ DELIVERIES = 100  # on fresh connections, and as many again on one keep-alive co
 
 def _hook_config(tmp_path: Path, port: int) -> Path:
     config = write_config(tmp_path / "data", None, port)
-    hook = f'[[hooks]]\nname = "gh"\nauth = "github"\nsecret = "{GITHUB_SECRET}"\npreset = "github"\n'
+    hook = (
+        f'[[hooks]]\nname = "gh"\nauth = "github"\nsecret = "{GITHUB_SECRET}"\npreset = "github"\n'
+    )
     config.write_text(config.read_text() + hook)
     return config
 
