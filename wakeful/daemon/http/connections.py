@@ -62,6 +62,7 @@ class GuardedHttpTools(HttpToolsProtocol):
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
+        self.limit_concurrency = None  # see on_headers_complete
         admission = self.admission
         while len(self.connections) - admission.closing > self.max_connections:
             if not admission.make_room():
@@ -95,6 +96,11 @@ class GuardedHttpTools(HttpToolsProtocol):
     def on_headers_complete(self) -> None:
         self._in_head = False
         self.admission.busy(self)
+        # uvicorn answers 503 when ``limit_concurrency`` is reached; decide here instead,
+        # not counting connections admission closed whose connection_lost has not run.
+        open_now = len(self.connections) - self.admission.closing
+        busy = open_now > self.max_connections or len(self.tasks) >= self.max_connections
+        self.limit_concurrency = 0 if busy else None
         super().on_headers_complete()
 
     def on_message_complete(self) -> None:

@@ -96,10 +96,8 @@ async def serve_http(
         # well as between requests, so idle sockets cannot pile up to the fd limit.
         http=guarded_protocol(limits.max_connections),
         timeout_keep_alive=max(1, round(limits.idle_timeout_s)),
-        # One above the cap: admission keeps the open connections at the cap by closing
-        # waiting ones, so uvicorn's 503 (connections or requests >= this) only answers
-        # when all max_connections are busy with a request.
-        limit_concurrency=limits.max_connections + 1,
+        # No limit_concurrency: GuardedHttpTools admits at the cap and decides the 503
+        # itself (at the cap with every connection busy with a request).
         log_config=None,
         access_log=False,
         date_header=False,
