@@ -240,15 +240,21 @@ class ServerSection(Section):
         ge=1,
         examples=[500],
         description=(
-            "Open connections served at once; a request beyond it gets 503 (logged once "
-            "per burst). Keep the unit's LimitNOFILE= well above it."
+            "Open connections served at once. At the cap a new connection is served and "
+            "the oldest one with no request in flight is closed to make room; only when "
+            "every connection is mid-request does a request get 503 (logged once per "
+            "burst). Keep the unit's LimitNOFILE= well above it."
         ),
     )
     idle_timeout_s: float = Field(
         default=15.0,
         gt=0,
         examples=[15],
-        description="A connection that sends nothing (before or between requests) is closed.",
+        description=(
+            "A connection that sends no complete request head within this many seconds "
+            "(before its first request or between requests, dripping bytes or silent) "
+            "is closed."
+        ),
     )
     body_timeout_s: float = Field(
         default=30.0,
