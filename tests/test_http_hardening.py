@@ -77,7 +77,9 @@ async def test_foreign_origin_is_refused_even_with_the_token(tmp_path: Path) -> 
         message = {"text": "hello"}
         port = _port(h)
         foreign = ("https://evil.example", "null", f"http://evil.example:{port}")
-        for origin in (*foreign, f"http://localhost:{port + 1}"):
+        # Issue 22: an origin without a port is on 80 (http) or 443 (https), not ours.
+        portless = ("http://localhost", "https://127.0.0.1", "http://[::1]")
+        for origin in (*foreign, f"http://localhost:{port + 1}", *portless):
             response = await h.client.post(
                 "/api/messages", json=message, headers={"Origin": origin}
             )
