@@ -9,6 +9,8 @@ import httpx
 import pytest
 
 from tests.daemon_harness import ADMIN_TOKEN, daemon_settings, harness
+from tests.daemon_process import ADMIN_TOKEN as PROCESS_TOKEN
+from tests.daemon_process import DaemonProcess, free_port, write_config
 from tests.fakes.model_server import FakeModelServer
 from wakeful.channels.chat_web.component import PAGE_FILES
 from wakeful.daemon.http.auth import BAD_CSRF, SESSION_COOKIE
@@ -111,3 +113,31 @@ async def test_the_page_and_all_it_loads_stay_under_100_kb_compressed(
         for name in PAGE_FILES:
             raw = (static / name).read_text()
             assert not re.search(r"https?://", raw.replace("http://www.w3.org/2000/svg", "")), name
+
+
+def test_logout_revokes_the_session_even_for_a_copied_cookie(tmp_path: Path) -> None:
+    """Issue 22: /logout used to only delete the cookie in the browser; a copy kept
+    working for 30 days. Now the session is refused everywhere, also after a restart."""
+    port = free_port()
+    config = write_config(tmp_path / "data", None, port)
+    with DaemonProcess(config, port) as proc, httpx.Client(base_url=proc.url) as client:
+        login = client.get("/login", params={"token": PROCESS_TOKEN})
+        assert login.status_code == 303
+        cookie = {"Cookie": f"{SESSION_COOKIE}={login.cookies[SESSION_COOKIE]}"}
+        client.cookies.clear()
+        kept = client.get("/web/session", headers=cookie)
+        assert kept.status_code == 200
+        other = client.get("/login", params={"token": PROCESS_TOKEN}).cookies[SESSION_COOKIE]
+        client.cookies.clear()
+        csrf = {"X-CSRF-Token": kept.json()["csrf"]}
+        assert client.post("/logout", headers={**cookie, **csrf}).status_code == 204
+        assert client.get("/api/status", headers=cookie).status_code == 401
+        assert client.get("/web/session", headers=cookie).status_code == 401
+        assert 'name="token"' in client.get("/", headers=cookie).text  # the log-in form
+        still = {"Cookie": f"{SESSION_COOKIE}={other}"}
+        assert client.get("/api/status", headers=still).status_code == 200  # only that one
+        assert proc.stop() == 0
+    with DaemonProcess(config, port) as proc, httpx.Client(base_url=proc.url) as client:
+        assert client.get("/api/status", headers=cookie).status_code == 401
+        assert client.get("/api/status", headers=still).status_code == 200
+        assert proc.stop() == 0

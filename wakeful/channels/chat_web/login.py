@@ -9,6 +9,7 @@ from __future__ import annotations
 import html
 from urllib.parse import parse_qs
 
+import anyio
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
@@ -41,6 +42,12 @@ class Login:
 
     async def logout(self, request: Request) -> Response:
         self._tokens.require(request)  # with the cookie: the CSRF header too
+        session_id = self._tokens.web_session(request)
+        if session_id is not None:
+            # Revoked, not only deleted: a copy of the cookie must stop working too.
+            sessions = self._tokens.sessions
+            sessions.revoked.revoke(session_id)
+            await anyio.to_thread.run_sync(sessions.revoked.save)
         response = Response(status_code=204)
         response.delete_cookie(SESSION_COOKIE, path="/", httponly=True, samesite="strict")
         return response
