@@ -141,3 +141,37 @@ def test_logout_revokes_the_session_even_for_a_copied_cookie(tmp_path: Path) -> 
         assert client.get("/api/status", headers=cookie).status_code == 401
         assert client.get("/api/status", headers=still).status_code == 200
         assert proc.stop() == 0
+
+
+# The shipped /login limit (wakeful.channels.chat_web.login), as literals so the test
+# also runs (and fails) on code from before it existed.
+LOGIN_MAX_FAILURES = 5
+LOGIN_WINDOW_S = 60
+
+
+async def test_login_is_rate_limited_per_client_address(
+    tmp_path: Path, model_server: FakeModelServer
+) -> None:
+    """Issue 22: /login took unlimited guesses. Five wrong tokens from one address, then
+    429 with Retry-After (even for the right token) there; another address is unaffected."""
+    async with harness(daemon_settings(tmp_path, model_server.base_url)) as h:
+        guesser = httpx.AsyncClient(base_url=h.running.url)
+        # Loopback is 127.0.0.0/8: a second client address on the same machine.
+        neighbour = httpx.AsyncClient(
+            base_url=h.running.url, transport=httpx.AsyncHTTPTransport(local_address="127.0.0.2")
+        )
+        async with guesser, neighbour:
+            for _ in range(LOGIN_MAX_FAILURES):
+                wrong = await guesser.post("/login", content="token=guess")
+                assert wrong.status_code == 401
+            for attempt in (
+                guesser.post("/login", content=f"token={ADMIN_TOKEN}"),
+                guesser.get("/login", params={"token": ADMIN_TOKEN}),
+            ):
+                limited = await attempt
+                assert limited.status_code == 429
+                assert 0 < int(limited.headers["retry-after"]) <= LOGIN_WINDOW_S
+                assert "too many wrong tokens" in limited.json()["error"]
+            other = await neighbour.post("/login", content=f"token={ADMIN_TOKEN}")
+            assert other.status_code == 303
+            assert (await guesser.get("/")).status_code == 200  # the form itself is served
