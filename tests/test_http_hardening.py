@@ -240,6 +240,24 @@ async def test_at_the_cap_the_oldest_waiting_connection_makes_room() -> None:
             await newer.aclose()
 
 
+async def test_slow_bodies_do_not_fill_the_cap() -> None:
+    """Issue 22: a request whose body is still arriving has not been sent whole: at the
+    cap the oldest such connection makes room (it would hold a place for body_timeout_s)."""
+    async with served(ServerSection(max_connections=2)) as (host, port):
+        slow = []
+        for _ in range(2):
+            stream = await anyio.connect_tcp(host, port)
+            head = f"POST /echo HTTP/1.1\r\nHost: {host}:{port}\r\nContent-Length: 100\r\n\r\n"
+            await stream.send(head.encode() + b'{"a"')
+            slow.append(stream)
+        async with httpx.AsyncClient(base_url=f"http://{host}:{port}") as client:
+            assert (await client.post("/echo", json={"b": 2})).json() == {"b": 2}
+        with anyio.fail_after(5):
+            assert await _read_response(slow[0]) == b""  # closed to make room
+        for stream in slow:
+            await stream.aclose()
+
+
 async def test_allowed_hosts_and_origins_are_configurable() -> None:
     section = ServerSection(
         allowed_hosts=["hooks.example.com", "pinned.example.com:8443"],

@@ -241,8 +241,9 @@ class ServerSection(Section):
         examples=[500],
         description=(
             "Open connections served at once. At the cap a new connection is served and "
-            "the oldest one with no request in flight is closed to make room; only when "
-            "every connection is mid-request does a request get 503 (logged once per "
+            "the oldest one that has not sent a whole request (silent, idle between "
+            "requests, or its body still arriving) is closed to make room; only when "
+            "every connection is being answered does a request get 503 (logged once per "
             "burst). Keep the unit's LimitNOFILE= well above it."
         ),
     )

@@ -2,12 +2,14 @@
 
 Refusing the newcomer at the cap (uvicorn's ``limit_concurrency``) let 510
 idle sockets, opened by anyone without a token, turn every signed webhook
-into a 503. Here the newcomer is admitted and the oldest connection with no
-request in flight is closed instead: first one that never completed a
-request head, then one idling between requests. Age, not address, decides,
-so this holds when every client shares one address (loopback, a proxy).
-Only when every connection is in the middle of a request does a newcomer
-meet the cap (a 503 from uvicorn).
+into a 503. Here the newcomer is admitted and the oldest connection that has
+not sent a whole request is closed instead: first one that never completed a
+request head, then one idling between requests, then one whose request body
+is still arriving (a slow body held by anyone, which would otherwise fill
+the cap for ``body_timeout_s`` each). Age, not address, decides, so this
+holds when every client shares one address (loopback, a proxy). Only when
+every connection has sent a whole request that is still being answered (an
+event stream, say) does a newcomer meet the cap (503).
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ class Admission:
     def __init__(self) -> None:
         self.fresh: dict[Closable, None] = {}  # no request head completed yet
         self.between: dict[Closable, None] = {}  # keep-alive, between requests
+        self.receiving: dict[Closable, None] = {}  # head complete, body still arriving
         self.closing = 0  # closed by admission, connection_lost not yet run
         self.evicted = 0  # total, for tests and the log
 
@@ -38,13 +41,18 @@ class Admission:
         self.busy(conn)
         (self.fresh if fresh else self.between)[conn] = None
 
+    def receiving_body(self, conn: Closable) -> None:
+        self.busy(conn)
+        self.receiving[conn] = None
+
     def busy(self, conn: Closable) -> None:
         self.fresh.pop(conn, None)
         self.between.pop(conn, None)
+        self.receiving.pop(conn, None)
 
     def make_room(self) -> bool:
-        """Close the oldest waiting connection; False when every connection is busy."""
-        for pool in (self.fresh, self.between):
+        """Close the oldest connection without a whole request; False when there is none."""
+        for pool in (self.fresh, self.between, self.receiving):
             while pool:
                 conn = next(iter(pool))
                 del pool[conn]

@@ -95,17 +95,24 @@ class GuardedHttpTools(HttpToolsProtocol):
 
     def on_headers_complete(self) -> None:
         self._in_head = False
-        self.admission.busy(self)
+        admission = self.admission
+        admission.busy(self)  # not a candidate for the room made below
         # uvicorn answers 503 when ``limit_concurrency`` is reached; decide here instead,
-        # not counting connections admission closed whose connection_lost has not run.
-        open_now = len(self.connections) - self.admission.closing
+        # not counting connections admission closed whose connection_lost has not run,
+        # and after trying once more to make room (some may be waiting by now).
+        while len(self.connections) - admission.closing > self.max_connections:
+            if not admission.make_room():
+                break
+        open_now = len(self.connections) - admission.closing
         busy = open_now > self.max_connections or len(self.tasks) >= self.max_connections
+        admission.receiving_body(self)  # until on_message_complete (same feed if no body)
         self.limit_concurrency = 0 if busy else None
         super().on_headers_complete()
 
     def on_message_complete(self) -> None:
         self._in_head = True
         self._head_bytes = 0
+        self.admission.busy(self)
         super().on_message_complete()
 
     def on_response_complete(self) -> None:
