@@ -258,6 +258,19 @@ async def test_slow_bodies_do_not_fill_the_cap() -> None:
             await stream.aclose()
 
 
+async def test_the_head_limit_counts_the_head_not_the_body() -> None:
+    """The head limit is counted on raw bytes: a head under it arriving together with a
+    large body (one write) is served; 15 KiB of headers are fine, 17 KiB get 431."""
+    async with served_client(ServerSection()) as client:
+        big = {"blob": "x" * 500_000}
+        assert (await client.post("/echo", json=big)).json() == big
+        near = {f"x-pad-{i}": "a" * 100 for i in range(140)}  # ~15 KiB of headers
+        assert (await client.post("/echo", json={}, headers=near)).status_code == 200
+        over = {f"x-pad-{i}": "a" * 100 for i in range(160)}  # ~17 KiB
+        refused = await client.post("/echo", json={}, headers=over)
+        assert refused.status_code == 431 and "larger than" in refused.json()["error"]
+
+
 async def test_allowed_hosts_and_origins_are_configurable() -> None:
     section = ServerSection(
         allowed_hosts=["hooks.example.com", "pinned.example.com:8443"],
