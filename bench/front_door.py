@@ -10,8 +10,9 @@ A real `wakeful run` with a GitHub-signed hook at the shipped cap (500):
 2. six request-head floods (``--flood-mib`` each): the daemon's peak RSS
    (target: < 200 MB) and how much each flood sent before the daemon closed it;
 3. the head limit's cost: keep-alive requests to one small app through
-   ``GuardedHttpTools`` and through uvicorn's plain ``HttpToolsProtocol``,
-   interleaved in the same process.
+   ``GuardedHttpTools``, uvicorn's plain ``HttpToolsProtocol`` and its
+   ``H11Protocol`` (the pure-Python parser whose own limit works), interleaved
+   in the same process.
 """
 
 from __future__ import annotations
@@ -34,12 +35,13 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
+from uvicorn.protocols.http.h11_impl import H11Protocol
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from bench.common import LATENCY_HEADER, ms_row, percentile, print_table, proc_rss_mib
 from tests.daemon_process import DaemonProcess, free_port, write_config
 from tests.webhook_fixtures import GITHUB_SECRET, dumps, sign_github
-from wakeful.daemon.http.connections import guarded_protocol
+from wakeful.daemon.http.connections import MAX_HEAD_BYTES, guarded_protocol
 from wakeful.daemon.http.serve import QuietServer, bind_socket
 
 
@@ -203,6 +205,7 @@ async def _head_limit_cost(n: int) -> None:
     protocols: dict[str, type[asyncio.Protocol]] = {
         "GuardedHttpTools (head limit, admission)": guarded_protocol(500),
         "uvicorn HttpToolsProtocol (no limit)": HttpToolsProtocol,
+        "uvicorn H11Protocol (h11's own 16 KiB limit)": H11Protocol,
     }
     samples: dict[str, list[float]] = {name: [] for name in protocols}
     async with anyio.create_task_group() as group:
@@ -212,7 +215,12 @@ async def _head_limit_cost(n: int) -> None:
             sock = bind_socket("127.0.0.1", 0)
             ports[name] = sock.getsockname()[1]
             config = uvicorn.Config(
-                app, http=protocol, log_config=None, access_log=False, lifespan="off"
+                app,
+                http=protocol,
+                log_config=None,
+                access_log=False,
+                lifespan="off",
+                h11_max_incomplete_event_size=MAX_HEAD_BYTES,
             )
             server = QuietServer(config)
             servers.append(server)
