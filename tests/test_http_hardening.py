@@ -228,7 +228,10 @@ async def test_at_the_cap_the_oldest_waiting_connection_makes_room() -> None:
         with anyio.fail_after(5):
             assert (await _read_response(keep_alive)).startswith(b"HTTP/1.1 200 ")
         async with httpx.AsyncClient(base_url=f"http://{host}:{port}") as client:
-            assert (await client.post("/echo", json={"a": 1})).status_code == 200
+            with structlog.testing.capture_logs() as logged:
+                assert (await client.post("/echo", json={"a": 1})).status_code == 200
+            notices = [e for e in logged if "closing the oldest connections" in e["event"]]
+            assert len(notices) == 1 and notices[0]["max_connections"] == 2
             with anyio.fail_after(5):
                 assert await _read_response(oldest) == b""  # closed, nothing sent
             newer = await anyio.connect_tcp(host, port)  # the client's own is idle now too
@@ -350,7 +353,7 @@ def test_shipped_connection_defaults() -> None:
 def test_a_flood_of_idle_connections_at_the_default_fd_limit_is_survived(tmp_path: Path) -> None:
     """1,100 idle connections against `wakeful run` with 1024 descriptors (soft and
     hard): beyond the cap the oldest idle ones are closed to make room (issue 22),
-    so requests keep getting 200 and nothing is logged as refused."""
+    so requests keep getting 200, with one log line and nothing refused."""
     port = free_port()
     config = write_config(tmp_path / "data", None, port)
     with DaemonProcess(config, port, open_files=(1024, 1024)) as proc:
@@ -361,7 +364,8 @@ def test_a_flood_of_idle_connections_at_the_default_fd_limit_is_survived(tmp_pat
                 for _ in range(20)
             ]
         assert statuses == [200] * 20
-        assert not any("connection limit reached" in line for line in proc.lines)
+        assert not any("answering 503" in line for line in proc.lines)
+        assert sum("closing the oldest connections" in line for line in proc.lines) == 1
         # Connections the full backlog made retry their SYN are accepted later (and
         # make room in turn): poll the count until it reaches what the cap implies.
         deadline = time.monotonic() + 10

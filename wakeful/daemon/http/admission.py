@@ -14,7 +14,14 @@ event stream, say) does a newcomer meet the cap (503).
 
 from __future__ import annotations
 
+import time
 from typing import Protocol
+
+import structlog
+
+log = structlog.get_logger(__name__)
+
+NOTICE_QUIET_S = 10.0  # an eviction after this much quiet logs a new line
 
 
 class Closable(Protocol):
@@ -30,7 +37,9 @@ class Admission:
     admitting a connection at the cap is O(1) however many are open.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, max_connections: int) -> None:
+        self.max_connections = max_connections
+        self._last_eviction = -NOTICE_QUIET_S
         self.fresh: dict[Closable, None] = {}  # no request head completed yet
         self.between: dict[Closable, None] = {}  # keep-alive, between requests
         self.receiving: dict[Closable, None] = {}  # head complete, body still arriving
@@ -59,5 +68,19 @@ class Admission:
                 if conn.close_for_newcomer():
                     self.closing += 1
                     self.evicted += 1
+                    self._notice()
                     return True
         return False
+
+    def _notice(self) -> None:
+        """One line per burst: many idle connections may be a client holding them."""
+        now = time.monotonic()
+        if now - self._last_eviction >= NOTICE_QUIET_S:
+            log.warning(
+                "connection limit reached: closing the oldest connections that have not "
+                "sent a whole request to make room",
+                max_connections=self.max_connections,
+                fix="nothing, if it passes; raise [server] max_connections (and the "
+                "unit's LimitNOFILE=) if many legitimate clients stay connected",
+            )
+        self._last_eviction = now

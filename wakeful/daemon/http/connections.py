@@ -175,7 +175,7 @@ def guarded_protocol(max_connections: int) -> type[GuardedHttpTools]:
     class ServerProtocol(GuardedHttpTools):
         pass
 
-    ServerProtocol.admission = Admission()
+    ServerProtocol.admission = Admission(max_connections)
     ServerProtocol.max_connections = max_connections
     return ServerProtocol
 
