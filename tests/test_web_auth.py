@@ -9,6 +9,8 @@ import httpx
 import pytest
 
 from tests.daemon_harness import ADMIN_TOKEN, daemon_settings, harness
+from tests.daemon_process import ADMIN_TOKEN as PROCESS_TOKEN
+from tests.daemon_process import DaemonProcess, free_port, write_config
 from tests.fakes.model_server import FakeModelServer
 from wakeful.channels.chat_web.component import PAGE_FILES
 from wakeful.daemon.http.auth import BAD_CSRF, SESSION_COOKIE
@@ -111,3 +113,65 @@ async def test_the_page_and_all_it_loads_stay_under_100_kb_compressed(
         for name in PAGE_FILES:
             raw = (static / name).read_text()
             assert not re.search(r"https?://", raw.replace("http://www.w3.org/2000/svg", "")), name
+
+
+def test_logout_revokes_the_session_even_for_a_copied_cookie(tmp_path: Path) -> None:
+    """Issue 22: /logout used to only delete the cookie in the browser; a copy kept
+    working for 30 days. Now the session is refused everywhere, also after a restart."""
+    port = free_port()
+    config = write_config(tmp_path / "data", None, port)
+    with DaemonProcess(config, port) as proc, httpx.Client(base_url=proc.url) as client:
+        login = client.get("/login", params={"token": PROCESS_TOKEN})
+        assert login.status_code == 303
+        cookie = {"Cookie": f"{SESSION_COOKIE}={login.cookies[SESSION_COOKIE]}"}
+        client.cookies.clear()
+        kept = client.get("/web/session", headers=cookie)
+        assert kept.status_code == 200
+        other = client.get("/login", params={"token": PROCESS_TOKEN}).cookies[SESSION_COOKIE]
+        client.cookies.clear()
+        csrf = {"X-CSRF-Token": kept.json()["csrf"]}
+        assert client.post("/logout", headers={**cookie, **csrf}).status_code == 204
+        assert client.get("/api/status", headers=cookie).status_code == 401
+        assert client.get("/web/session", headers=cookie).status_code == 401
+        assert 'name="token"' in client.get("/", headers=cookie).text  # the log-in form
+        still = {"Cookie": f"{SESSION_COOKIE}={other}"}
+        assert client.get("/api/status", headers=still).status_code == 200  # only that one
+        assert proc.stop() == 0
+    with DaemonProcess(config, port) as proc, httpx.Client(base_url=proc.url) as client:
+        assert client.get("/api/status", headers=cookie).status_code == 401
+        assert client.get("/api/status", headers=still).status_code == 200
+        assert proc.stop() == 0
+
+
+# The shipped /login limit (wakeful.channels.chat_web.login), as literals so the test
+# also runs (and fails) on code from before it existed.
+LOGIN_MAX_FAILURES = 5
+LOGIN_WINDOW_S = 60
+
+
+async def test_login_is_rate_limited_per_client_address(
+    tmp_path: Path, model_server: FakeModelServer
+) -> None:
+    """Issue 22: /login took unlimited guesses. Five wrong tokens from one address, then
+    429 with Retry-After (even for the right token) there; another address is unaffected."""
+    async with harness(daemon_settings(tmp_path, model_server.base_url)) as h:
+        guesser = httpx.AsyncClient(base_url=h.running.url)
+        # Loopback is 127.0.0.0/8: a second client address on the same machine.
+        neighbour = httpx.AsyncClient(
+            base_url=h.running.url, transport=httpx.AsyncHTTPTransport(local_address="127.0.0.2")
+        )
+        async with guesser, neighbour:
+            for _ in range(LOGIN_MAX_FAILURES):
+                wrong = await guesser.post("/login", content="token=guess")
+                assert wrong.status_code == 401
+            for attempt in (
+                guesser.post("/login", content=f"token={ADMIN_TOKEN}"),
+                guesser.get("/login", params={"token": ADMIN_TOKEN}),
+            ):
+                limited = await attempt
+                assert limited.status_code == 429
+                assert 0 < int(limited.headers["retry-after"]) <= LOGIN_WINDOW_S
+                assert "too many wrong tokens" in limited.json()["error"]
+            other = await neighbour.post("/login", content=f"token={ADMIN_TOKEN}")
+            assert other.status_code == 303
+            assert (await guesser.get("/")).status_code == 200  # the form itself is served

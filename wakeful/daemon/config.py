@@ -240,15 +240,22 @@ class ServerSection(Section):
         ge=1,
         examples=[500],
         description=(
-            "Open connections served at once; a request beyond it gets 503 (logged once "
-            "per burst). Keep the unit's LimitNOFILE= well above it."
+            "Open connections served at once. At the cap a new connection is served and "
+            "the oldest one that has not sent a whole request (silent, idle between "
+            "requests, or its body still arriving) is closed to make room; only when "
+            "every connection is being answered does a request get 503 (logged once per "
+            "burst). Keep the unit's LimitNOFILE= well above it."
         ),
     )
     idle_timeout_s: float = Field(
         default=15.0,
         gt=0,
         examples=[15],
-        description="A connection that sends nothing (before or between requests) is closed.",
+        description=(
+            "A connection that sends no complete request head within this many seconds "
+            "(before its first request or between requests, dripping bytes or silent) "
+            "is closed."
+        ),
     )
     body_timeout_s: float = Field(
         default=30.0,

@@ -207,7 +207,7 @@ class ChatInbound:
             log.info("message from a denied chat user dropped", channel=self.channel, user=user)
             await self.advance(cursor)
             return Received.IGNORED
-        request, tell = await self._pairing.request(
+        filed = await self._pairing.request(
             platform=platform,
             name=name,
             user_id=user,
@@ -215,6 +215,10 @@ class ChatInbound:
             address=message.address,
             session=self.session_for(user),
         )
+        if filed is None:  # too many waiting already (pairing.MAX_PENDING): not answered
+            await self.advance(cursor)
+            return Received.IGNORED
+        request, tell = filed
         if tell:
             log.warning(
                 "unknown chat user asked to pair; approve with `wakeful pairing approve "

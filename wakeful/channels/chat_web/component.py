@@ -25,6 +25,8 @@ class ChatWebComponent:
     async def configure(self, setup: ComponentSetup) -> None:
         admin_token = setup.settings.server.resolve_admin_token(setup.data_dir)
         self.tokens = TokenCheck(admin_token)
+        # Logged-out sessions outlive a restart, as their cookies do.
+        await anyio.to_thread.run_sync(self.tokens.sessions.revoked.load, setup.data_dir)
         self.assets = Assets(PAGE_FILES)
         self.login = Login(self.tokens, self.assets["login.html"])
         self.api = PageApi(self.tokens, setup.feed, setup.store, setup.registrations)

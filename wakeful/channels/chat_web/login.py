@@ -9,14 +9,20 @@ from __future__ import annotations
 import html
 from urllib.parse import parse_qs
 
+import anyio
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
 from wakeful.channels.chat_web.assets import SECURITY_HEADERS, Asset
 from wakeful.daemon.http.auth import SESSION_COOKIE, SESSION_MAX_AGE_S, TokenCheck
 from wakeful.daemon.http.body import read_capped
+from wakeful.daemon.http.errors import ApiError
+from wakeful.daemon.http.rate_limit import FailureLimit
 
 MAX_FORM_BYTES = 4096
+# Wrong tokens per client address before /login answers 429 for the rest of the window.
+LOGIN_MAX_FAILURES = 5
+LOGIN_WINDOW_S = 60.0
 WRONG_TOKEN = (
     "That is not this daemon's admin token. Run `wakeful open` on the daemon's host for "
     "a log-in link, or paste the token from the file admin-token in its data dir."
@@ -27,20 +33,29 @@ class Login:
     def __init__(self, tokens: TokenCheck, form: Asset) -> None:
         self._tokens = tokens
         self._form = form
+        self._failures = FailureLimit(LOGIN_MAX_FAILURES, LOGIN_WINDOW_S)
 
     async def get(self, request: Request) -> Response:
         token = request.query_params.get("token")
         if token is None:
             return self.form(request)
+        self._check_rate(request)
         return self._log_in(request, token)
 
     async def post(self, request: Request) -> Response:
+        self._check_rate(request)
         body = await read_capped(request, MAX_FORM_BYTES)
         fields = parse_qs(body.decode("utf-8", "replace"))
         return self._log_in(request, fields.get("token", [""])[0])
 
     async def logout(self, request: Request) -> Response:
         self._tokens.require(request)  # with the cookie: the CSRF header too
+        session_id = self._tokens.web_session(request)
+        if session_id is not None:
+            # Revoked, not only deleted: a copy of the cookie must stop working too.
+            sessions = self._tokens.sessions
+            sessions.revoked.revoke(session_id)
+            await anyio.to_thread.run_sync(sessions.revoked.save)
         response = Response(status_code=204)
         response.delete_cookie(SESSION_COOKIE, path="/", httponly=True, samesite="strict")
         return response
@@ -55,8 +70,19 @@ class Login:
         headers = {**SECURITY_HEADERS, "cache-control": "no-store"}
         return Response(text, status_code, headers, media_type=self._form.content_type)
 
+    def _check_rate(self, request: Request) -> None:
+        wait = self._failures.retry_after(_client(request))
+        if wait is not None:
+            raise ApiError(
+                429,
+                f"too many wrong tokens from this address ({LOGIN_MAX_FAILURES} in "
+                f"{LOGIN_WINDOW_S:.0f} s); try again in {wait} s, or use `wakeful open`",
+                {"Retry-After": str(wait)},
+            )
+
     def _log_in(self, request: Request, token: str) -> Response:
         if not token.strip() or not self._tokens.token_ok(token.strip()):
+            self._failures.failed(_client(request))
             return self.form(request, WRONG_TOKEN, status_code=401)
         response = RedirectResponse("/", status_code=303, headers={"cache-control": "no-store"})
         response.headers["referrer-policy"] = SECURITY_HEADERS["referrer-policy"]
@@ -70,3 +96,7 @@ class Login:
             secure=request.url.scheme == "https",
         )
         return response
+
+
+def _client(request: Request) -> str:
+    return request.client.host if request.client else "unknown"

@@ -3,7 +3,9 @@
 The web page logs in once with the admin token (``/login``) and then holds an
 HttpOnly, SameSite=Strict cookie. The cookie is stateless — signed with a key
 derived from the admin token — so it survives a daemon restart and dies when
-the token changes. A browser sends cookies on its own, so a state-changing
+the token changes; ``/logout`` records the session as revoked
+(:mod:`wakeful.daemon.http.revocations`), so a copied cookie stops working
+too. A browser sends cookies on its own, so a state-changing
 request made with the cookie must also carry the session's CSRF token in a
 header, which only the page itself can read (from ``/web/session``).
 """
@@ -19,6 +21,7 @@ from typing import Literal
 from starlette.requests import Request
 
 from wakeful.daemon.http.errors import ApiError
+from wakeful.daemon.http.revocations import Revocations, revocations_for
 
 UNAUTHORIZED = (
     "missing or wrong admin token: send 'Authorization: Bearer <token>'. "
@@ -43,6 +46,7 @@ class WebSessions:
     def __init__(self, admin_token: str) -> None:
         # A derived key: the cookie never contains (or reveals) the admin token.
         self._key = hashlib.sha256(b"wakeful web session\0" + admin_token.encode()).digest()
+        self.revoked: Revocations = revocations_for(self._key, SESSION_MAX_AGE_S)
 
     def issue(self) -> str:
         body = f"{int(time.time())}.{secrets.token_urlsafe(18)}"
@@ -56,7 +60,7 @@ class WebSessions:
         issued, _, _nonce = body.partition(".")
         if not issued.isdigit() or not _same(signature, self._sign("session", body)):
             return None
-        if time.time() - int(issued) > SESSION_MAX_AGE_S:
+        if time.time() - int(issued) > SESSION_MAX_AGE_S or body in self.revoked:
             return None
         return body
 

@@ -11,7 +11,8 @@ Host names are matched with any port: rebinding changes the name, never the
 port, while an SSH tunnel (``ssh -L 9000:127.0.0.1:8787``) or a container's
 port mapping legitimately changes the port. An allowlist entry written with
 a port (``"example.com:8443"``) matches only that port. Origins do carry the
-port check: a page on ``http://localhost:3000`` is not the daemon's own.
+port check: a page on ``http://localhost:3000`` is not the daemon's own, nor
+one on ``http://localhost`` (port 80) unless the daemon listens on 80.
 
 Webhooks (``/hooks/*``) get the same check on purpose: one rule is easier to
 reason about, and an operator who exposes hooks through a proxy that passes
@@ -73,7 +74,9 @@ class HostPolicy:
         if not sep or scheme not in ("http", "https"):
             return False  # "null" (sandboxed pages, file://) and anything odd
         name, port = split_host(host)
-        return name in LOOPBACK_NAMES and (port is None or port == bound_port)
+        if port is None:  # an origin without a port is on its scheme's default port
+            port = 80 if scheme == "http" else 443
+        return name in LOOPBACK_NAMES and port == bound_port
 
 
 class HostGuard:

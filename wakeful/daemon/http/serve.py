@@ -18,11 +18,8 @@ from anyio.abc import TaskStatus
 from starlette.types import ASGIApp
 
 from wakeful.daemon.config import ServerSection
-from wakeful.daemon.http.connections import GuardedHttpTools, fd_headroom, limit_notice
+from wakeful.daemon.http.connections import fd_headroom, guarded_protocol, limit_notice
 from wakeful.daemon.http.host_guard import HostGuard, HostPolicy
-
-# Largest request head (request line + headers) h11 buffers before answering 431.
-MAX_HEAD_BYTES = 16 * 1024
 
 _heap_frozen = False
 
@@ -94,12 +91,13 @@ async def serve_http(
     fd_headroom(limits.max_connections)
     config = uvicorn.Config(
         guarded,
-        http=GuardedHttpTools,
-        # Closes connections idle before their first request as well as between
-        # requests (GuardedHttpTools), so idle sockets cannot pile up to the fd limit.
+        # httptools (C) parses; GuardedHttpTools adds the head limit, the deadline and
+        # admission at the cap. It closes connections idle before their first request as
+        # well as between requests, so idle sockets cannot pile up to the fd limit.
+        http=guarded_protocol(limits.max_connections),
         timeout_keep_alive=max(1, round(limits.idle_timeout_s)),
-        h11_max_incomplete_event_size=MAX_HEAD_BYTES,
-        limit_concurrency=limits.max_connections,
+        # No limit_concurrency: GuardedHttpTools admits at the cap and decides the 503
+        # itself (at the cap with every connection busy with a request).
         log_config=None,
         access_log=False,
         date_header=False,
