@@ -35,22 +35,30 @@ def task_event(record: SubagentRecord) -> Event:
         f"subagent:{record.subagent_id}:task",
         "subagent.task",
         f"{note}\n\nTask: {record.task}",
+        tainted_by=record.tainted_by,  # the parent's taint at spawn: the child starts there
     )
 
 
-def message_event(record: SubagentRecord, text: str, parent_call_id: str) -> Event:
+def message_event(
+    record: SubagentRecord, text: str, parent_call_id: str, *, tainted_by: str | None
+) -> Event:
+    """``tainted_by``: the parent's taint as the message is sent, not as it was at the
+    spawn (a parent that read a stranger's words since must not pass them on clean)."""
     return _to_child(
         record,
         f"subagent:{record.subagent_id}:message:{parent_call_id}",
         "subagent.message",
         f"Your parent ({record.parent}) adds: {text}",
+        tainted_by=tainted_by,
     )
 
 
-def _to_child(record: SubagentRecord, event_id: str, kind: str, text: str) -> Event:
+def _to_child(
+    record: SubagentRecord, event_id: str, kind: str, text: str, *, tainted_by: str | None
+) -> Event:
     data: dict[str, Any] = {"subagent_id": record.subagent_id, "parent": record.parent}
-    if record.tainted_by:  # the parent's taint at spawn: the child starts where it was
-        data["tainted_by"] = record.tainted_by
+    if tainted_by:  # the child's session is tainted by it when the event enters it
+        data["tainted_by"] = tainted_by
     return Event.parse(
         {
             "id": event_id,

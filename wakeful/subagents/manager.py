@@ -147,7 +147,8 @@ class SubagentManager:
             )
         record.state = State.RUNNING
         await self._save(record)
-        await self._submit(events.message_event(record, text, call_id))
+        taint = await self._taint_of(parent)  # the parent's now: what it read since the spawn
+        await self._submit(events.message_event(record, text, call_id, tainted_by=taint))
         return f"sent to {subagent_id}; its answer will arrive as a subagent.result event"
 
     async def cancel(self, record: SubagentRecord, reason: str) -> None:
