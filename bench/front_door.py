@@ -39,19 +39,11 @@ from uvicorn.protocols.http.h11_impl import H11Protocol
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from bench.common import LATENCY_HEADER, ms_row, percentile, print_table, proc_rss_mib
-from tests.daemon_process import DaemonProcess, free_port, write_config
-from tests.webhook_fixtures import GITHUB_SECRET, dumps, sign_github
+from tests.daemon_process import DaemonProcess, free_port
+from tests.idle_sockets import closed_by_server, github_hook_config, idle_connection
+from tests.webhook_fixtures import dumps, sign_github
 from wakeful.daemon.http.connections import MAX_HEAD_BYTES, guarded_protocol
 from wakeful.daemon.http.serve import QuietServer, bind_socket
-
-
-def _config(root: Path, port: int) -> Path:
-    config = write_config(root / "data", None, port)
-    hook = (
-        f'[[hooks]]\nname = "gh"\nauth = "github"\nsecret = "{GITHUB_SECRET}"\npreset = "github"\n'
-    )
-    config.write_text(config.read_text() + hook)
-    return config
 
 
 def _deliveries(url: str, n: int) -> tuple[float, list[float]]:
@@ -72,34 +64,18 @@ def _deliveries(url: str, n: int) -> tuple[float, list[float]]:
     return ok / n, seconds
 
 
-def _idle(port: int) -> socket.socket:
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.setblocking(False)
-    sock.connect_ex(("127.0.0.1", port))
-    return sock
-
-
-def _closed(sock: socket.socket) -> bool:
-    try:
-        return sock.recv(1) == b""
-    except ConnectionResetError:
-        return True
-    except OSError:  # still open, nothing sent
-        return False
-
-
 def _reopener(port: int, idle: int, ready: EventType, stop: EventType) -> None:
     """In a process of its own (so it takes no GIL from the client): hold ``idle``
     connections open, re-opening each one the daemon closes, until ``stop``."""
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, max(soft, idle + 256)), hard))
-    pool = [_idle(port) for _ in range(idle)]
+    pool = [idle_connection(port) for _ in range(idle)]
     ready.set()
     while not stop.is_set():
         for i, sock in enumerate(pool):
-            if _closed(sock):
+            if closed_by_server(sock):
                 sock.close()
-                pool[i] = _idle(port)
+                pool[i] = idle_connection(port)
         time.sleep(0.01)  # a scan of the pool every 10 ms: an eager attacker
 
 
@@ -128,14 +104,14 @@ def daemon_part(n: int, idle: int, flood_mib: int) -> None:
     resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, max(soft, 2 * idle + 1024)), hard))
     with tempfile.TemporaryDirectory() as tmp:
         port = free_port()
-        with DaemonProcess(_config(Path(tmp), port), port) as proc:
+        with DaemonProcess(github_hook_config(Path(tmp), port), port) as proc:
             assert proc.proc is not None
             pid = proc.proc.pid
             _deliveries(proc.url, 10)  # warm-up
             rows = []
             share, none = _deliveries(proc.url, n)
             rows.append(("no idle connections", share, none))
-            pool = [_idle(port) for _ in range(idle)]
+            pool = [idle_connection(port) for _ in range(idle)]
             share, held = _deliveries(proc.url, n)
             rows.append((f"{idle} idle connections", share, held))
             for sock in pool:

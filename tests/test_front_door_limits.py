@@ -16,7 +16,8 @@ from pathlib import Path
 import httpx
 
 from tests.daemon_process import DaemonProcess, free_port, write_config
-from tests.webhook_fixtures import GITHUB_SECRET, dumps, sign_github
+from tests.idle_sockets import github_hook_config, idle_connection
+from tests.webhook_fixtures import dumps, sign_github
 
 # Each flood connection stops after this much if the server has not closed it: on a
 # daemon without a head limit (before issue 22) 6 such floods took it past 1 GB.
@@ -108,15 +109,6 @@ IDLE_FLOOD = 1200
 DELIVERIES = 100  # on fresh connections, and as many again on one keep-alive connection
 
 
-def _hook_config(tmp_path: Path, port: int) -> Path:
-    config = write_config(tmp_path / "data", None, port)
-    hook = (
-        f'[[hooks]]\nname = "gh"\nauth = "github"\nsecret = "{GITHUB_SECRET}"\npreset = "github"\n'
-    )
-    config.write_text(config.read_text() + hook)
-    return config
-
-
 def _enough_descriptors(wanted: int) -> None:
     """The flood's sockets live in this process: lift its soft limit (within the hard)."""
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
@@ -140,8 +132,8 @@ def test_idle_connections_do_not_starve_signed_webhooks(tmp_path: Path) -> None:
     behind a proxy), against the shipped cap of 500: ≥ 99 % of signed deliveries 2xx."""
     _enough_descriptors(IDLE_FLOOD + 512)
     port = free_port()
-    with DaemonProcess(_hook_config(tmp_path, port), port) as proc:
-        flood = [_idle_connection(port) for _ in range(IDLE_FLOOD)]
+    with DaemonProcess(github_hook_config(tmp_path, port), port) as proc:
+        flood = [idle_connection(port) for _ in range(IDLE_FLOOD)]
         try:
             with httpx.Client(base_url=proc.url, timeout=10) as client:
                 statuses = [_deliver(client, fresh=True) for _ in range(DELIVERIES)]
@@ -153,10 +145,3 @@ def test_idle_connections_do_not_starve_signed_webhooks(tmp_path: Path) -> None:
         print(f"{ok}/{len(statuses)} signed deliveries 2xx with {IDLE_FLOOD} idle connections")
         assert ok >= 0.99 * len(statuses), statuses
         assert proc.stop() == 0
-
-
-def _idle_connection(port: int) -> socket.socket:
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.setblocking(False)
-    sock.connect_ex(("127.0.0.1", port))
-    return sock

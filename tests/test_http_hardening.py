@@ -8,7 +8,6 @@ small (a 1 s idle timeout, two connections), with the same guard and protocol.
 from __future__ import annotations
 
 import logging
-import socket
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -25,6 +24,7 @@ from starlette.routing import Route
 
 from tests.daemon_harness import Harness, daemon_settings, harness
 from tests.daemon_process import DaemonProcess, free_port, write_config
+from tests.idle_sockets import closed_by_server, idle_connection
 from tests.webhook_fixtures import GITHUB_SECRET, dumps, sign_github
 from wakeful.daemon.config import ServerSection
 from wakeful.daemon.http.body import read_json_object
@@ -357,7 +357,7 @@ def test_a_flood_of_idle_connections_at_the_default_fd_limit_is_survived(tmp_pat
     port = free_port()
     config = write_config(tmp_path / "data", None, port)
     with DaemonProcess(config, port, open_files=(1024, 1024)) as proc:
-        flood = [_idle_connection(port) for _ in range(1100)]
+        flood = [idle_connection(port) for _ in range(1100)]
         with httpx.Client(base_url=proc.url, timeout=10) as client:
             statuses = [
                 client.get("/healthz", headers={"Connection": "close"}).status_code
@@ -371,25 +371,9 @@ def test_a_flood_of_idle_connections_at_the_default_fd_limit_is_survived(tmp_pat
         deadline = time.monotonic() + 10
         open_flood = set(flood)
         while len(open_flood) > SHIPPED_MAX_CONNECTIONS and time.monotonic() < deadline:
-            open_flood = {sock for sock in open_flood if not _closed_by_server(sock)}
+            open_flood = {sock for sock in open_flood if not closed_by_server(sock)}
             time.sleep(0.1)  # a poll: the count shows only in the sockets' state
         assert len(open_flood) <= SHIPPED_MAX_CONNECTIONS
         for sock in flood:
             sock.close()
         assert proc.stop() == 0
-
-
-def _idle_connection(port: int) -> socket.socket:
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.setblocking(False)
-    sock.connect_ex(("127.0.0.1", port))
-    return sock
-
-
-def _closed_by_server(sock: socket.socket) -> bool:
-    try:
-        return sock.recv(1) == b""
-    except ConnectionResetError:
-        return True
-    except OSError:  # BlockingIOError: still open, nothing sent
-        return False
