@@ -14,10 +14,9 @@ from tests.daemon_harness import harness, settings_for, watch_feed
 from tests.fakes.model_server import FakeModelServer, Reply, ToolCallSpec, text_reply
 from tests.test_approvals import stranger_event
 from tests.test_chat_foundation import run_cli, write_cli_config
+from tests.test_tool_surface import context
 from wakeful.channels.email.draft_record import OutboxRow
-from wakeful.daemon.loop.task_views import CombinedTaskView
 from wakeful.daemon.outbox.states import DeliveryState
-from wakeful.handlers.base import ToolContext
 from wakeful.handlers.edit_file import EditFile
 from wakeful.handlers.email.draft_effect import draft_effect
 from wakeful.handlers.write_file import WriteFile
@@ -65,17 +64,6 @@ def test_a_command_padded_past_the_chat_limit_cannot_hide_its_tail() -> None:
     assert "wakeful approvals" in notice and "k3fwz2qp" in notice
     short = approval_notice(approval(f"run in /srv/work:\necho hi{HIDDEN_TAIL}"))
     assert HIDDEN_TAIL in short and len(HIDDEN_TAIL) < NOTICE_EFFECT_MAX
-
-
-def context(tmp_path: Path) -> ToolContext:
-    return ToolContext(
-        session="s",
-        call_id="call_1",
-        workspace=tmp_path,
-        output_dir=tmp_path / "out",
-        tasks=CombinedTaskView([]),
-        outbox=None,  # type: ignore[arg-type]  # these tools never talk to the user
-    )
 
 
 async def test_writes_show_the_path_and_the_change(tmp_path: Path) -> None:
