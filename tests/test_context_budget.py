@@ -23,7 +23,12 @@ from wakeful.daemon.context.view import SUMMARY_MARK
 
 pytestmark = pytest.mark.anyio
 
-BIG_OUTPUT = "python3 -c \"[print('line', i, 'x' * 190) for i in range(40)]\""
+# About 9 kB and 30 kB of output from plain commands: every shell result taints its
+# session (wakeful/trust.py), so these sessions' later commands would wait for an
+# approval; the budget tests allowlist them (SHELL_ALLOW), which needs a command
+# without quotes or brackets. tests/test_trust_declaration.py runs the default.
+BIG_OUTPUT = "od -v -A n -t x1 -N 3000 /dev/zero"
+SHELL_ALLOW = {"shell_allow": ["od -v", "echo later"]}
 
 
 def is_summary_request(body: dict[str, Any]) -> bool:
@@ -64,7 +69,7 @@ async def test_a_long_session_stays_inside_its_budget(
     # the stubs of the rest; small enough that 60 turns compact at least once.
     model_server.context_window = 10000
     context = {"max_tokens": 10000, "reserve_tokens": 1000, "keep_tool_results": 2}
-    settings = daemon_settings(tmp_path, model_server.base_url, context=context)
+    settings = daemon_settings(tmp_path, model_server.base_url, context=context, safety=SHELL_ALLOW)
     async with harness(settings) as h:
         for step in range(turns):
             await drive(h, f"step {step}")
@@ -106,7 +111,7 @@ async def test_too_long_is_shrunk_and_retried_once_not_blindly(
     pruning old results at once, one retry, and the run goes on."""
     model_server.responder = agent
     context = {"max_tokens": 200000, "keep_tool_results": 1}
-    settings = daemon_settings(tmp_path, model_server.base_url, context=context)
+    settings = daemon_settings(tmp_path, model_server.base_url, context=context, safety=SHELL_ALLOW)
     async with harness(settings) as h:
         for step in range(6):
             await drive(h, f"step {step}")
@@ -237,7 +242,7 @@ async def test_compactions_that_do_not_shrink_trip_the_breaker_across_events(
     every run says why, naming the session."""
     model_server.responder = long_summaries
     context = {"max_tokens": 10000, "reserve_tokens": 1000, "keep_user_messages": 2}
-    settings = daemon_settings(tmp_path, model_server.base_url, context=context)
+    settings = daemon_settings(tmp_path, model_server.base_url, context=context, safety=SHELL_ALLOW)
     note = "x" * 2400  # ~600 tokens a message: the budget fills after a handful
     async with harness(settings) as h:
         alerts: list[dict[str, Any]] = []
@@ -302,7 +307,7 @@ def test_the_default_reserve_scales_with_the_window(window: int, reserve: int) -
     assert ContextSection(max_tokens=window, reserve_tokens=300).reserve(window) == 300
 
 
-THIRTY_KB = "python3 -c \"[print('line', i, 'x' * 190) for i in range(150)]\""
+THIRTY_KB = "od -v -A n -t x1 -N 10000 /dev/zero"
 
 
 def thirty_kb_agent(body: dict[str, Any]) -> Reply:
@@ -333,7 +338,9 @@ async def test_defaults_answer_every_turn_at_any_window(
     result, is answered, none over the model's window, compacting rarely."""
     model_server.responder = thirty_kb_agent
     model_server.context_window = window
-    settings = daemon_settings(tmp_path, model_server.base_url, context={"max_tokens": window})
+    settings = daemon_settings(
+        tmp_path, model_server.base_url, context={"max_tokens": window}, safety=SHELL_ALLOW
+    )
     async with harness(settings) as h:
         for step in range(turns):
             await drive(h, f"step {step}")

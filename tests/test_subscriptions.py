@@ -109,7 +109,8 @@ async def test_file_subscription_fires_filters_and_survives_a_restart(
         event = await woken_by(h, model_server, "file.changed", write_two)
         assert data_of(event)["subscription"] == sub
         assert [c["path"] for c in data_of(event)["changes"]] == [str(inbox / "a.csv")]
-        assert event["source"]["trusted"] is True  # the workspace is the daemon's own
+        # File names are anyone's words, in the workspace too (wakeful/trust.py).
+        assert event["source"]["trusted"] is False
         woke = last_user_text(model_server.requests[-1].body)
         assert sub in woke and "a.csv" in woke
     async with harness(settings) as h:  # re-armed at start

@@ -15,33 +15,14 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from wakeful.trust import event_kind_trustable
+
 KIND_PATTERN = re.compile(r"^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)+$")
 SESSION_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:@-]{0,127}$")
 MAX_ID_LENGTH = 512
 MAX_TEXT_LENGTH = 1_000_000
 
 Priority = Literal["low", "normal", "high", "urgent"]
-
-# Kinds whose authors are the owner or the daemon itself; everything else
-# (email, webhooks, web pages) is third-party data unless marked trusted.
-KNOWN_KINDS = frozenset(
-    {
-        "user.input",
-        "user.interrupt",
-        "supervisor.instruction",
-        "agent.input",
-        "agent.interrupt",
-        "tool.result",
-        "timer.trigger",
-        "webhook.received",
-        "email.received",
-        "shell.output",
-        "shell.exited",
-        "system.alert",
-        "user.inactive",
-        "process.timeout",
-    }
-)
 
 
 class EventError(ValueError):
@@ -132,7 +113,9 @@ class Event(BaseModel):
 
     @property
     def trusted(self) -> bool:
-        return self.source.trusted
+        """The producer's claim, honoured only for kinds declared trustable
+        (wakeful/trust.py): any other kind is a third party's words."""
+        return self.source.trusted and event_kind_trustable(self.kind)
 
     def to_json(self) -> str:
         return self.model_dump_json()

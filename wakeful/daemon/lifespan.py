@@ -192,6 +192,7 @@ async def _start(
     # What components narrow per session (subagents): declared while they configure.
     session_scopes: list[SessionScope] = []
     scopes = SessionScopes(session_scopes)
+    sandbox = daemon_sandbox(settings, data_dir)
     safety = build_safety(
         settings.safety,
         store,
@@ -199,13 +200,14 @@ async def _start(
         review_model=_review_model(settings, provider),
         tool_scope=scopes,
         skill_roots=settings.skills.skill_roots(data_dir),
+        mcp_servers=[server.name for server in settings.mcp.servers],
     )
     tools = default_registry(
         default_timeout_s=settings.loop.tool_timeout_s,
         shell_grace_s=settings.loop.stop_grace_s,
         outputs_max_bytes=settings.loop.outputs_max_mb * 1024 * 1024,
         http_allow=settings.safety.http_allow,
-        sandbox=(sandbox := daemon_sandbox(settings, data_dir)),
+        sandbox=sandbox,
         state=store,  # the ledger of files the agent wrote survives restarts
         owner_requests=safety.approvals,
     )

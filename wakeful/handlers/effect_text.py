@@ -14,6 +14,13 @@ from wakeful.handlers.base import ToolContext
 from wakeful.safety.confinement import Outside, resolve_inside
 
 
+def short_command(command: str, limit: int = 80) -> str:
+    """A command on one line, cut with an ellipsis: for names and headers, never for
+    what an approval shows (that is :func:`command_effect`, in full)."""
+    one_line = " ".join(command.split())
+    return one_line if len(one_line) <= limit else one_line[: limit - 1] + "…"
+
+
 def command_effect(verb: str, command: str, cwd_arg: str | None, ctx: ToolContext) -> str:
     where = resolve_inside(cwd_arg, ctx.workspace) if cwd_arg else ctx.workspace
     place = f"outside the workspace ({cwd_arg!r}): refused" if isinstance(where, Outside) else where

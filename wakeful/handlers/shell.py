@@ -11,7 +11,7 @@ from pydantic import Field
 
 from wakeful.handlers.base import ToolArgs, ToolContext, ToolOutput
 from wakeful.handlers.child_env import child_environment
-from wakeful.handlers.effect_text import command_effect
+from wakeful.handlers.effect_text import command_effect, short_command
 from wakeful.handlers.output import DEFAULT_OUTPUTS_MAX_BYTES, shape_output
 from wakeful.handlers.process import DEFAULT_GRACE_S, ProcessResult, run_process
 from wakeful.safety.confinement import Outside, resolve_inside
@@ -98,6 +98,12 @@ class ShellExec:
             sandbox=self._sandbox,
         )
         output = _format(result, timeout_s, ctx, self._outputs_max_bytes, self._max_timeout_s)
+        if result.output.strip():
+            # What a program prints may be anyone's words (a file it read, a page it
+            # fetched); only a command that printed nothing vouches for its result.
+            output = dataclasses.replace(
+                output, untrusted_source=f"shell_exec output of `{short_command(a.command, 60)}`"
+            )
         stopped = self._sandbox.diagnose(result.exit_code, result.output)
         if stopped is not None:
             output = dataclasses.replace(output, text=f"{stopped}\n{output.text}")

@@ -23,6 +23,7 @@ from wakeful.safety.scope_step import ScopeStep, ToolScope
 from wakeful.safety.session_taint import SessionTaints
 from wakeful.safety.standing_step import StandingInstructions
 from wakeful.safety.taint_gate_step import TaintGate
+from wakeful.trust import ResultTrust
 
 
 @dataclass(frozen=True)
@@ -42,11 +43,14 @@ def build_safety(
     review_model: ReviewModel | None = None,
     tool_scope: ToolScope | None = None,
     skill_roots: Sequence[Path] = (),
+    mcp_servers: Sequence[str] = (),
 ) -> Safety:
     """``review_model``: the model reviewer's model (``[safety] reviewer_model``); it
     judges what the rules let through, after them. ``tool_scope``: the sessions
     restricted to some tools (subagents), checked before every other step.
-    ``skill_roots``: where skills live; no tool call may write there."""
+    ``skill_roots``: where skills live; no tool call may write there.
+    ``mcp_servers``: the configured MCP servers, whose tools vouch per result
+    (wakeful/trust.py: untrusted unless ``[[mcp.servers]] trusted = true``)."""
     taints = SessionTaints(state)
     breaker = DenialBreaker(state, trip_after=settings.breaker_denials)
     approvals = Approvals(state, timeout_s=settings.approval_timeout_s)
@@ -68,7 +72,13 @@ def build_safety(
         ),
         *(extra_steps or []),
     ]
-    chain = PolicyChain(steps, taints=taints, breaker=breaker, approvals=approvals)
+    chain = PolicyChain(
+        steps,
+        taints=taints,
+        breaker=breaker,
+        approvals=approvals,
+        result_trust=ResultTrust(mcp_servers=frozenset(mcp_servers)),
+    )
     return Safety(chain=chain, approvals=approvals, taints=taints, breaker=breaker)
 
 

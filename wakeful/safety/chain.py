@@ -10,8 +10,8 @@ tool's declared effect, the call's structured arguments and the session's
 taint — never from the model's free text.
 
 The tool registry calls :meth:`PolicyChain.admit` before running a tool and
-:meth:`PolicyChain.observe` after, which is where third-party results taint
-the session.
+:meth:`PolicyChain.observe` after, which is where results taint the session:
+all of them, except those wakeful/trust.py declares our own.
 """
 
 from __future__ import annotations
@@ -34,6 +34,7 @@ from wakeful.safety.effects import Effect, Reach
 from wakeful.safety.ruling import PolicyCall, PolicyStep, Ruling, Verdict
 from wakeful.safety.session_taint import SessionTaints
 from wakeful.safety.taint import TaintSource, now_iso
+from wakeful.trust import ResultTrust
 
 log = structlog.get_logger(__name__)
 
@@ -66,8 +67,10 @@ class PolicyChain:
         taints: SessionTaints,
         breaker: DenialBreaker,
         approvals: Approvals,
+        result_trust: ResultTrust | None = None,
     ) -> None:
         self.steps = list(steps)
+        self.result_trust = result_trust or ResultTrust()
         self.taints = taints
         self.breaker = breaker
         self.approvals = approvals
@@ -157,10 +160,13 @@ class PolicyChain:
         return ToolOutput(text, is_error=True, data={"denied": True, "step": ruling.step})
 
     async def observe(self, tool: Tool, output: ToolOutput, ctx: ToolContext) -> None:
-        """A result carrying a third party's words taints the session."""
-        if output.untrusted_source is not None:
-            source = TaintSource(what=output.untrusted_source, ref=ctx.call_id, at=now_iso())
-            await self.taints.mark(ctx.session, source)
+        """Every result taints the session unless wakeful/trust.py declares the tool's
+        results our own, or the tool vouches for this one (taint by construction)."""
+        what = self.result_trust.taint_of(tool.name, output.untrusted_source)
+        if what is not None:
+            await self.taints.mark(
+                ctx.session, TaintSource(what=what, ref=ctx.call_id, at=now_iso())
+            )
 
 
 def _arguments(args: BaseModel) -> dict[str, Any]:

@@ -14,8 +14,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from wakeful.channels.shell.records import TaskRecord
-from wakeful.channels.shell.task import short_command
 from wakeful.events import Event
+from wakeful.handlers.effect_text import short_command
 
 
 def exit_status(exit_code: int | None) -> str:
@@ -35,8 +35,10 @@ def _event(record: TaskRecord, event_id: str, kind: str, text: str, data: dict[s
         {
             "id": event_id,
             "kind": kind,
-            # A task a tainted run started speaks with that run's trust, not the daemon's.
-            "source": {"type": "system", "principal": "wakeful", "trusted": not tainted},
+            # What a program prints is anyone's words: never trusted (wakeful/trust.py
+            # declares no shell kind trustable); tainted_by still names the run that
+            # started it.
+            "source": {"type": "system", "principal": "wakeful", "trusted": False},
             "channel": f"shell:{record.task_id}",
             "content": {"text": text, "data": {"task_id": record.task_id, **data, **tainted}},
             "context": {"related_task_id": record.task_id},

@@ -13,6 +13,7 @@ import anyio
 from wakeful.channels.shell.lines import OutputTail, format_progress
 from wakeful.channels.shell.monitor import Patterns, RateLimiter
 from wakeful.channels.shell.records import RUNNING, TaskRecord
+from wakeful.handlers.effect_text import short_command
 
 STATUS_LINES = 10  # last lines shown by task_status and cancel_task
 
@@ -103,8 +104,3 @@ class ShellTask:
         )
         progress = self.progress()
         return f"{text}, progress {progress}" if progress else text
-
-
-def short_command(command: str, limit: int = 80) -> str:
-    one_line = " ".join(command.split())
-    return one_line if len(one_line) <= limit else one_line[: limit - 1] + "…"

@@ -68,7 +68,6 @@ class FileKind:
             raise Refusal(f"path: {place.reason.split('; ')[0]}; watch inside the workspace{extra}")
         if not place.exists():
             raise Refusal(f"path: {request.path} ({place}) does not exist; create it first")
-        inside = place == workspace.resolve() or place.is_relative_to(workspace.resolve())
         directory = place if place.is_dir() else place.parent
         only = None if place.is_dir() else place.name
         return Planned(
@@ -77,7 +76,6 @@ class FileKind:
                 "glob": request.glob,
                 "_dir": str(directory),
                 "_only": only,
-                "_in_workspace": inside,
             }
         )
 
@@ -133,7 +131,8 @@ def _event(sub: Subscription, changes: list[tuple[str, str]]) -> Any:
             "changes": [{"change": what, "path": path} for what, path in changes[:200]],
             "count": len(changes),
         },
-        # The workspace is the daemon's own; other watched directories are written by others.
-        origin_trusted=bool(sub.spec["_in_workspace"]),
+        # File names are anyone's words, in the workspace too (a clone, a download, a
+        # stranger's attachment saved there): file.changed is never trustable.
+        origin_trusted=False,
         source_type="file",
     )
