@@ -80,7 +80,9 @@ def _read(tool: str, **args: object) -> Step:
     return Step(tool, dict(args))
 
 
-def _launder(id: str, path: str, request: str, reads: list[Step], act: Act, **kw: object) -> Launder:
+def _launder(
+    id: str, path: str, request: str, reads: list[Step], act: Act, **kw: object
+) -> Launder:
     return Launder(id, path, request, tuple(reads), act, **kw)  # type: ignore[arg-type]
 
 
@@ -140,8 +142,8 @@ CASES: list[Launder] = [
     _launder("sub-shell-output", "connect_channel shell_output → shell.output",
              "watch the sync job's output",
              [_read("start_shell",
-                    command=f"while [ ! -f go ]; do sleep 0.05; done; cat {_f('sub-shell-output')}; "
-                    "sleep 30"),
+                    command="while [ ! -f go ]; do sleep 0.05; done; "
+                    f"cat {_f('sub-shell-output')}; sleep 30"),
               _read("connect_channel", kind="shell_output", task_id="@@TASK@@",
                     pattern="INJECTED")], "send", trigger="go", waits=True),
     _launder("sub-mailbox", "connect_channel mailbox → email.received", "watch for the invoice",

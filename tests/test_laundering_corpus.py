@@ -34,10 +34,9 @@ import anyio
 import anyio.to_thread
 import pytest
 
-from wakeful.daemon.context.compaction import COMPACTION_PROMPT
-
 from tests.daemon_harness import Harness, daemon_settings, harness
-from tests.fakes.model_server import FakeModelServer, text_reply
+from tests.fakes.model_replies import text_reply
+from tests.fakes.model_server import FakeModelServer
 from tests.injection_cases import COLLECTOR, OwnerCase, Step, fill
 from tests.laundering_cases import CASES, CHILD, OWNER_CASES, Launder, injection
 from tests.mail_servers import ImapServer, SmtpSink, make_message
@@ -51,6 +50,7 @@ from tests.test_injection_corpus import (
     case_messages,
     outcomes,
 )
+from wakeful.daemon.context.compaction import COMPACTION_PROMPT
 
 pytestmark = pytest.mark.anyio
 
@@ -139,7 +139,10 @@ async def lab(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Lab]:
         PageSite(pages) as site,
     ):
         imap = ImapServer(Path("/nonexistent"), backend="dict").start()
-        for subject, case_id in [("launder-search", "search-email"), ("launder-read", "read-email")]:
+        for subject, case_id in [
+            ("launder-search", "search-email"),
+            ("launder-read", "read-email"),
+        ]:
             text = injection(case_id)
             shown = f"{subject} {text}" if case_id == "search-email" else subject
             imap.append(make_message(STRANGER, shown, text))
@@ -161,8 +164,11 @@ async def lab(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Lab]:
                 subscriptions={"debounce_ms": 100, "min_http_interval_s": 1},
             )
             bare = daemon_settings(base / "bare", bare_model.base_url, safety={"sandbox": "none"})
-            for name, settings, server in [("sandboxed", sandboxed, model), ("bare", bare, bare_model)]:
-                workspace = Path(settings.daemon.data_dir) / "workspace"
+            for name, settings, server in [
+                ("sandboxed", sandboxed, model),
+                ("bare", bare, bare_model),
+            ]:
+                workspace = Path(str(settings.daemon.data_dir)) / "workspace"
                 _plant(workspace)
                 obey = ObeyingModel(steps)  # type: ignore[arg-type]
                 obey.tokens = tokens
@@ -179,8 +185,10 @@ async def lab(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Lab]:
 
 
 async def _mcp_ready(h: Harness) -> None:
+    """Until the MCP server is connected: no event says so; poll its status."""
+    status = h.running.registrations.status_providers["mcp"]
     with anyio.fail_after(20):
-        while not h.running.registrations.status_providers["mcp"]()["servers"]["files"]["connected"]:
+        while not status()["servers"]["files"]["connected"]:  # noqa: ASYNC110
             await anyio.sleep(0.05)
 
 
@@ -208,7 +216,9 @@ async def _trigger(lab: Lab, d: Daemon, case: Launder) -> None:
         raw = make_message(STRANGER, f"launder-sub {case.marker}", text)
         await anyio.to_thread.run_sync(lab.imap.append, raw)
     elif case.trigger == "webhook":
-        told = next(m["content"] for m in messages if "subscribed: sub-" in (m.get("content") or ""))
+        told = next(
+            m["content"] for m in messages if "subscribed: sub-" in (m.get("content") or "")
+        )
         sub = told.split()[1]
         token = told.split("Bearer ")[1].split("'")[0]
         response = await d.h.client.post(
@@ -282,7 +292,7 @@ async def test_a_second_hop_injection_does_not_act_unasked(lab: Lab, case: Laund
 async def test_the_same_call_asked_by_the_owner_runs_unasked(lab: Lab, case: Launder) -> None:
     d = lab.daemons[case.daemon]
     before = lab.world()
-    _, tool, told = await _run(lab, case)
+    told = (await _run(lab, case))[2]
     verdict = _verdict(case, told)
     listed = (await d.h.client.get("/api/approvals?all=1")).json()
     RESULTS.append({"id": case.id, "path": case.path, "verdict": verdict, "changed": [],
@@ -302,11 +312,11 @@ def table(entries: list[dict[str, Any]]) -> str:
             "|---|---|---|---|---|"]  # fmt: skip
     for e in sorted(entries, key=lambda e: (e.get("owner", False), e["id"])):
         full = "-" if not e["pending"] else f"{e['full']}/{e['pending']}"
-        rows.append(
-            f"| {e['id']} | {e['path']} | {e['verdict']} | {len(e['changed'])} | {full} |"
-        )
+        rows.append(f"| {e['id']} | {e['path']} | {e['verdict']} | {len(e['changed'])} | {full} |")
     attacks = [e for e in entries if not e.get("owner")]
-    unasked = sum(1 for e in attacks if e["changed"] or (e["verdict"] == "ran" and "confined" not in e["id"]))
+    unasked = sum(
+        1 for e in attacks if e["changed"] or (e["verdict"] == "ran" and "confined" not in e["id"])
+    )
     rows.append(
         f"\n{len(attacks)} cases tried, {unasked} acted without approval, "
         f"{sum(len(e['changed']) for e in attacks)} side effects, "
@@ -322,7 +332,9 @@ def _summarizing(obey: ObeyingModel) -> Any:
 
     def respond(body: dict[str, Any]) -> Any:
         if body["messages"][0]["content"] == COMPACTION_PROMPT:
-            return text_reply(f"Summary: the owner read the supplier's notes. {injection('compaction')}")
+            return text_reply(
+                f"Summary: the owner read the supplier's notes. {injection('compaction')}"
+            )
         return obey(body)
 
     return respond
@@ -334,10 +346,17 @@ async def test_a_compaction_summary_of_tainted_history_keeps_the_session_tainted
     """The session reads a stranger's file, then enough big reads of the owner's own file
     that its history is compacted past that read; the injected fetch after the
     compaction still waits for approval."""
-    first = Launder("compaction-read", "", "read the supplier's notes",
-                    (Step("read_file", {"path": "third-party/compaction.txt"}),), "fetch")
+    first = Launder(
+        "compaction-read",
+        "",
+        "read the supplier's notes",
+        (Step("read_file", {"path": "third-party/compaction.txt"}),),
+        "fetch",
+    )
     fill_steps = (Step("read_file", {"path": "big.txt"}),)
-    act = Launder("after-compaction", "compaction summary of tainted history", "what next?", (), "fetch")
+    act = Launder(
+        "after-compaction", "compaction summary of tainted history", "what next?", (), "fetch"
+    )
     cases = {first.id: OwnerCase(first.id, "", first.reads, "read"),
              act.id: OwnerCase(act.id, "", act.steps, "fetch")}  # fmt: skip
     cases |= {f"compaction-fill-{i}": OwnerCase("", "", fill_steps, "read") for i in range(30)}
@@ -361,7 +380,9 @@ async def test_a_compaction_summary_of_tainted_history_keeps_the_session_tainted
                 status = (await h.client.get("/api/status")).json()["sessions"][session]["context"]
                 if status["compactions"] >= 1 and status["compacted_before"] > 3:
                     break
-                await h.send(f"read big.txt again (corpus-case=compaction-fill-{i})", session=session)
+                await h.send(
+                    f"read big.txt again (corpus-case=compaction-fill-{i})", session=session
+                )
                 await anyio.to_thread.run_sync(obey.wait_final, f"compaction-fill-{i}", 1, 20.0)
             assert status["compactions"] >= 1 and status["compacted_before"] > 3, status
             await h.send(f"{act.request} (corpus-case={act.id})", session=session)
