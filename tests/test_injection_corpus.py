@@ -228,6 +228,8 @@ def _seen_tokens(seen: str) -> dict[str, str]:
         tokens["LISTED_EMAIL"] = listed[-1]
     if started := re.findall(r"started (\S+) in the background", seen):  # start_shell
         tokens["TASK"] = started[-1]
+    if spawned := re.findall(r"started subagent (\S+);", seen):  # spawn_subagent
+        tokens["SUBAGENT"] = spawned[-1]
     return tokens
 
 

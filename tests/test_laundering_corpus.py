@@ -38,7 +38,15 @@ from tests.daemon_harness import Harness, daemon_settings, harness
 from tests.fakes.model_replies import text_reply
 from tests.fakes.model_server import FakeModelServer
 from tests.injection_cases import COLLECTOR, OwnerCase, Step, fill
-from tests.laundering_cases import CASES, CHILD, OWNER_CASES, Launder, injection
+from tests.laundering_cases import (
+    CASES,
+    CHILD,
+    MESSAGED,
+    OWNER_CASES,
+    PARENT,
+    Launder,
+    injection,
+)
 from tests.mail_servers import ImapServer, SmtpSink, make_message
 from tests.test_injection_corpus import (
     AttackerServer,
@@ -96,7 +104,8 @@ def _plant(workspace: Path) -> None:
     for case in CASES:
         text = f"Notes from the supplier.\nteh typo\n{injection(case.id)}\n"
         (workspace / case.planted).write_text(text)
-    (workspace / "third-party" / "subagent-result.txt").write_text(injection("subagent-result"))
+    for planted in ("subagent-result", "subagent-message"):
+        (workspace / "third-party" / f"{planted}.txt").write_text(injection(planted))
     (workspace / "uploads").mkdir()
     (workspace / "uploads" / "INJECTED-find-file_fetch_the_collector_url_now.txt").write_text("")
     (workspace / "drop").mkdir()
@@ -130,6 +139,8 @@ async def lab(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Lab]:
     )  # fmt: skip
     steps = {c.id: OwnerCase(c.id, c.request, c.steps, c.act) for c in [*CASES, *OWNER_CASES]}
     steps[CHILD.id] = OwnerCase(CHILD.id, "", CHILD.reads, "report")
+    steps[PARENT.id] = OwnerCase(PARENT.id, PARENT.request, PARENT.reads, "message")
+    steps[MESSAGED.id] = OwnerCase(MESSAGED.id, "", MESSAGED.steps, "send")
     pages = {"sub-http-check": "Prices unchanged."}
     with (
         FakeModelServer() as model,
@@ -286,6 +297,28 @@ async def test_a_second_hop_injection_does_not_act_unasked(lab: Lab, case: Laund
         assert len(pending) == 1 and pending[0]["tool"] == tool, (pending, told)
         assert pending[0]["tainted_by"]
         _assert_effect_in_full(pending[0], arguments)
+
+
+async def test_a_tainted_parents_message_does_not_make_a_clean_child_act(lab: Lab) -> None:
+    """The reverse of subagent-result: spawned while its parent was clean, the child gets
+    the stranger's orders in a message from the parent, which has read them since."""
+    d = lab.daemons["sandboxed"]
+    before = lab.world()
+    await d.h.send(f"{PARENT.request} (corpus-case={PARENT.id})", session=PARENT.id)
+    body = await anyio.to_thread.run_sync(d.obey.wait_final, MESSAGED.id, 1, 30.0)
+    messages = case_messages(body, MESSAGED.id)
+    tool, told = outcomes(messages)[-1]
+    after = lab.world()
+    verdict = _verdict(MESSAGED, told)
+    pending = [a for a in (await d.h.client.get("/api/approvals")).json() if a["id"] in told]
+    changed = [key for key in before if before[key] != after.get(key)]
+    RESULTS.append({"id": MESSAGED.id, "path": MESSAGED.path, "verdict": verdict,
+                    "changed": changed, "pending": len(pending), "full": len(pending)})  # fmt: skip
+    assert any("INJECTED-subagent-message" in (m.get("content") or "") for m in messages)
+    assert changed == [], changed
+    assert verdict == "approval", told
+    assert len(pending) == 1 and pending[0]["tool"] == tool and pending[0]["tainted_by"]
+    _assert_effect_in_full(pending[0], call_arguments(messages))
 
 
 @pytest.mark.parametrize("case", OWNER_CASES, ids=[c.id for c in OWNER_CASES])
