@@ -224,6 +224,12 @@ def _seen_tokens(seen: str) -> dict[str, str]:
         tokens["DRAFT"] = drafts[-1]
     if emails := re.findall(r"Email id: (\S+)", seen):
         tokens["EMAIL_ID"] = emails[-1]
+    if listed := re.findall(r"^- (\S+) \| ", seen, re.MULTILINE):  # search_email's list
+        tokens["LISTED_EMAIL"] = listed[-1]
+    if started := re.findall(r"started (\S+) in the background", seen):  # start_shell
+        tokens["TASK"] = started[-1]
+    if spawned := re.findall(r"started subagent (\S+);", seen):  # spawn_subagent
+        tokens["SUBAGENT"] = spawned[-1]
     return tokens
 
 
