@@ -27,6 +27,7 @@ from wakeful.daemon.store.sqlite import SqliteStore
 from wakeful.events import KIND_PATTERN, Event
 from wakeful.handlers.base import ToolOutput
 from wakeful.handlers.shell import ShellExec
+from wakeful.mcp.config import namespaced
 from wakeful.safety.assembly import build_safety
 from wakeful.safety.config import SafetySection
 from wakeful.safety.effects import Effect
@@ -113,7 +114,7 @@ def test_a_vouching_tool_taints_unless_it_vouches(tool: str, untrusted_source: s
 
 
 def test_a_configured_mcp_servers_tools_vouch_and_any_other_name_taints() -> None:
-    trust = ResultTrust(mcp_servers=frozenset({"notes"}))
+    trust = ResultTrust(mcp_prefixes=(namespaced("notes", ""),))
     assert trust.taint_of("notes__search", None) is None  # a trusted server, or our error
     assert trust.taint_of("notes__search", "mcp notes search") == "mcp notes search"
     assert trust.taint_of("web__fetch", None) is not None  # no such server configured

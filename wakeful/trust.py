@@ -85,15 +85,12 @@ TRUSTABLE_EVENT_KINDS: Mapping[str, str] = {
 class ResultTrust:
     """The tool-result half of the declaration, with the configured MCP servers."""
 
-    mcp_servers: frozenset[str] = frozenset()
-    mcp_separator: str = "__"
+    # Each configured MCP server's tool-name prefix (mcp.adapter.namespaced(server, "")).
+    mcp_prefixes: tuple[str, ...] = ()
 
     def vouches(self, tool: str) -> bool:
         """Whether ``tool`` may say, per result, that no third party's words are in it."""
-        if tool in VOUCHING_RESULTS:
-            return True
-        server, sep, _ = tool.partition(self.mcp_separator)
-        return bool(sep) and server in self.mcp_servers
+        return tool in VOUCHING_RESULTS or tool.startswith(self.mcp_prefixes)
 
     def taint_of(self, tool: str, untrusted_source: str | None) -> str | None:
         """What the result's taint is named as, or None when it carries no third party's

@@ -59,6 +59,7 @@ from wakeful.handlers.search_tools import SearchTools
 from wakeful.handlers.tool_surface import ToolSurface
 from wakeful.llm.base import ModelProvider
 from wakeful.llm.null_provider import HOW_TO_CONFIGURE, NullProvider
+from wakeful.mcp.config import namespaced
 from wakeful.safety.approvals import Approval, notice_key
 from wakeful.safety.assembly import Safety, approval_notice, build_safety
 from wakeful.safety.http_routes import safety_routes
@@ -200,7 +201,7 @@ async def _start(
         review_model=_review_model(settings, provider),
         tool_scope=scopes,
         skill_roots=settings.skills.skill_roots(data_dir),
-        mcp_servers=[server.name for server in settings.mcp.servers],
+        mcp_prefixes=[namespaced(server.name, "") for server in settings.mcp.servers],
     )
     tools = default_registry(
         default_timeout_s=settings.loop.tool_timeout_s,

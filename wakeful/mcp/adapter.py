@@ -20,15 +20,9 @@ from pydantic import BaseModel, ConfigDict
 
 from wakeful.handlers.base import ToolContext, ToolOutput
 from wakeful.mcp.calls import McpCalls, progress_text
-from wakeful.mcp.config import McpServerConfig
+from wakeful.mcp.config import McpServerConfig, namespaced
 from wakeful.mcp.connection import ConnectionLost, McpConnection, ServerUnavailable
 from wakeful.safety.effects import Effect, Reach
-
-SEPARATOR = "__"
-
-
-def namespaced(server: str, tool: str) -> str:
-    return f"{server}{SEPARATOR}{tool}"
 
 
 class PassThroughArgs(BaseModel):

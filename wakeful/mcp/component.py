@@ -25,9 +25,9 @@ from anyio.abc import TaskStatus
 from wakeful.daemon.components.context import ComponentHealth, ComponentSetup
 from wakeful.handlers.base import TaskView
 from wakeful.handlers.registry import ToolRegistry
-from wakeful.mcp.adapter import McpTool, namespaced
+from wakeful.mcp.adapter import McpTool
 from wakeful.mcp.calls import McpCalls, SessionMcpCalls
-from wakeful.mcp.config import McpServerConfig
+from wakeful.mcp.config import McpServerConfig, namespaced
 from wakeful.mcp.connection import McpConnection
 from wakeful.mcp.listing_cache import keep_listing, last_listing
 from wakeful.mcp.transport import read_headers

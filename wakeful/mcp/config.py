@@ -15,6 +15,15 @@ from wakeful.safety.effects import Effect
 SERVER_NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9-]{0,23}$"
 
 
+# A server's tool is offered as "<server>__<tool>". Here, not in adapter.py, so the
+# safety assembly can name a server's tools without importing the SDK.
+SEPARATOR = "__"
+
+
+def namespaced(server: str, tool: str) -> str:
+    return f"{server}{SEPARATOR}{tool}"
+
+
 class ToolFilter(Section):
     """Which of a server's tools are offered, by glob on the server's own tool names."""
 

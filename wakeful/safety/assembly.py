@@ -43,13 +43,13 @@ def build_safety(
     review_model: ReviewModel | None = None,
     tool_scope: ToolScope | None = None,
     skill_roots: Sequence[Path] = (),
-    mcp_servers: Sequence[str] = (),
+    mcp_prefixes: Sequence[str] = (),
 ) -> Safety:
     """``review_model``: the model reviewer's model (``[safety] reviewer_model``); it
     judges what the rules let through, after them. ``tool_scope``: the sessions
     restricted to some tools (subagents), checked before every other step.
     ``skill_roots``: where skills live; no tool call may write there.
-    ``mcp_servers``: the configured MCP servers, whose tools vouch per result
+    ``mcp_prefixes``: the configured MCP servers' tool-name prefixes; their tools vouch per result
     (wakeful/trust.py: untrusted unless ``[[mcp.servers]] trusted = true``)."""
     taints = SessionTaints(state)
     breaker = DenialBreaker(state, trip_after=settings.breaker_denials)
@@ -77,7 +77,7 @@ def build_safety(
         taints=taints,
         breaker=breaker,
         approvals=approvals,
-        result_trust=ResultTrust(mcp_servers=frozenset(mcp_servers)),
+        result_trust=ResultTrust(mcp_prefixes=tuple(mcp_prefixes)),
     )
     return Safety(chain=chain, approvals=approvals, taints=taints, breaker=breaker)
 

@@ -21,7 +21,6 @@ def subscription_event(
     kind: str,
     text: str,
     data: dict[str, Any],
-    origin_trusted: bool,
     source_type: str,
     principal: str | None = None,
     subject: str | None = None,
@@ -35,7 +34,9 @@ def subscription_event(
             "source": {
                 "type": source_type,
                 "principal": principal,
-                "trusted": origin_trusted and not tainted,
+                # What a subscription sees is a third party's (a file name, a page, a
+                # hook's body): none of its kinds is trustable (wakeful/trust.py).
+                "trusted": False,
             },
             "channel": f"subscription:{sub.id}",
             "content": {

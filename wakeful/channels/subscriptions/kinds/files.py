@@ -131,8 +131,5 @@ def _event(sub: Subscription, changes: list[tuple[str, str]]) -> Any:
             "changes": [{"change": what, "path": path} for what, path in changes[:200]],
             "count": len(changes),
         },
-        # File names are anyone's words, in the workspace too (a clone, a download, a
-        # stranger's attachment saved there): file.changed is never trustable.
-        origin_trusted=False,
         source_type="file",
     )

@@ -150,7 +150,6 @@ def _event(sub: Subscription, change: str, status: str, digest: str | None, exce
         kind="http.changed",
         text=f"GET {sub.spec['url']}: {change} (status {status}). It begins:\n{excerpt}",
         data={"url": sub.spec["url"], "status": status, "content_hash": digest, "change": change},
-        origin_trusted=False,  # the answer is a third party's
         source_type="http",
         principal=sub.spec["url"],
     )

@@ -137,7 +137,6 @@ def _event(sub: Subscription, payload: Any, delivery: str) -> Any:
         kind="webhook.received",
         text=f"a delivery to {sub.spec['route']}:\n{raw_text(payload)}",
         data={"payload": payload if isinstance(payload, dict | list) else {"text": payload}},
-        origin_trusted=False,  # whoever holds the token is not the owner
         source_type="webhook",
         principal=sub.spec["route"],
     )
