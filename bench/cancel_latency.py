@@ -49,7 +49,7 @@ from bench.common import (
 from bench.model_servers import ModelServer, add_server_flag, model_server
 from bench.responders import STOP
 from tests.daemon_harness import Harness, daemon_settings, harness
-from wakeful.handlers.process import group_members
+from wakeful.tools.process import group_members
 
 
 async def timed_send(h: Harness, session: str) -> tuple[float, float]:

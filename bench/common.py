@@ -161,6 +161,6 @@ def wait_until_gone(pgid: int, candidates: Sequence[int], timeout_s: float = 30.
 
 def quiet_daemon_logs() -> None:
     """Log as the harness's settings say (warnings only), to stderr, off the measured path."""
-    from wakeful.daemon.logging import configure_logging
+    from wakeful.kernel.logging import configure_logging
 
     configure_logging("warning", stream=sys.stderr)

@@ -29,7 +29,7 @@ from bench.common import LATENCY_HEADER, iterations_parser, ms_row, print_table,
 from bench.history_cost import HISTORY, responder, seed
 from tests.daemon_harness import Harness, daemon_settings, harness, watch_feed
 from tests.fakes.model_server import FakeModelServer
-from wakeful.daemon.context.compaction import COMPACTION_PROMPT
+from wakeful.core.context.compaction import COMPACTION_PROMPT
 
 
 async def cycle(h: Harness, session: str) -> float:

@@ -20,8 +20,8 @@ import httpx
 from bench.common import LATENCY_HEADER, iterations_parser, ms_row, print_table, timed
 from tests.fakes.web_site import FakeWebSite
 from tests.test_handlers_tools import make_ctx
-from wakeful.handlers.base import ToolContext
-from wakeful.handlers.fetch import FetchUrl
+from wakeful.core.tool import ToolContext
+from wakeful.tools.fetch import FetchUrl
 
 
 async def main(n: int) -> None:

@@ -26,8 +26,8 @@ from pathlib import Path
 
 from bench.common import LATENCY_HEADER, iterations_parser, ms_row, print_table
 from tests.test_file_tools import context
-from wakeful.daemon.store.sqlite import SqliteStore
-from wakeful.handlers.registry import default_registry
+from wakeful.store.sqlite import SqliteStore
+from wakeful.tools.registry import default_registry
 
 
 async def timed(n: int, action: Callable[[], Awaitable[object]]) -> list[float]:

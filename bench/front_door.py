@@ -42,8 +42,8 @@ from bench.common import LATENCY_HEADER, ms_row, percentile, print_table, proc_r
 from tests.daemon_process import DaemonProcess, free_port
 from tests.idle_sockets import closed_by_server, github_hook_config, idle_connection
 from tests.webhook_fixtures import dumps, sign_github
-from wakeful.daemon.http.connections import MAX_HEAD_BYTES, guarded_protocol
-from wakeful.daemon.http.serve import QuietServer, bind_socket
+from wakeful.app.http.connections import MAX_HEAD_BYTES, guarded_protocol
+from wakeful.app.http.serve import QuietServer, bind_socket
 
 
 def _deliveries(url: str, n: int) -> tuple[float, list[float]]:

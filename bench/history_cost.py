@@ -33,12 +33,12 @@ from bench.common import LATENCY_HEADER, iterations_parser, ms_row, percentile, 
 from tests.daemon_harness import daemon_settings, harness, watch_feed
 from tests.fakes.model_replies import text_reply
 from tests.fakes.model_server import FakeModelServer
-from wakeful.daemon.context.compaction import COMPACTION_PROMPT
-from wakeful.daemon.store.base import EventStatus
-from wakeful.daemon.store.factory import open_store
-from wakeful.events import user_message
-from wakeful.llm.base import WireBody
+from wakeful.core.context.compaction import COMPACTION_PROMPT
+from wakeful.core.provider import WireBody
+from wakeful.kernel.events import user_message
 from wakeful.llm.request_encoding import SessionEncoders, dumps
+from wakeful.store.base import EventStatus
+from wakeful.store.factory import open_store
 
 HISTORY = 10_000
 

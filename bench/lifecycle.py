@@ -14,7 +14,7 @@ READY=1 datagram — sent after the store is open and the listener bound.
 - SIGTERM → exit 0 on an idle daemon.
 
 Baselines in the same run: the bare interpreter (`python -c pass`), the
-interpreter importing the daemon (`import wakeful.daemon.lifespan`), and SIGTERM →
+interpreter importing the daemon (`import wakeful.app.lifespan`), and SIGTERM →
 exit of a minimal anyio process waiting on a signal receiver.
 """
 
@@ -37,8 +37,8 @@ import anyio
 from bench.common import LATENCY_HEADER as HEADER
 from bench.common import REPO_ROOT, FakeModelServer, iterations_parser, ms_row, print_table
 from tests.daemon_process import free_port, write_config
-from wakeful.daemon.store.sqlite import SqliteStore
-from wakeful.events import user_message
+from wakeful.kernel.events import user_message
+from wakeful.store.sqlite import SqliteStore
 
 SIGNAL_BASELINE = (
     "import anyio, signal\n"
@@ -165,8 +165,8 @@ def run(n: int) -> None:
         for _ in range(n):
             add("baseline: python -c pass", interpreter("pass"))
             add(
-                "baseline: import wakeful.daemon.lifespan",
-                interpreter("import wakeful.daemon.lifespan"),
+                "baseline: import wakeful.app.lifespan",
+                interpreter("import wakeful.app.lifespan"),
             )
             add("baseline: SIGTERM -> exit, bare anyio", signal_baseline())
             ready_s, proc = time_to_ready(empty)

@@ -41,7 +41,7 @@ from bench.common import (
 )
 from bench.model_servers import ModelServer, add_server_flag, model_server
 from tests.daemon_harness import Harness, daemon_settings, harness, watch_feed
-from wakeful.daemon.store.sqlite import SqliteStore
+from wakeful.store.sqlite import SqliteStore
 
 TOOL_WRITTEN: dict[str, float] = {}  # session → monotonic moment its tool result was committed
 

@@ -19,13 +19,13 @@ import anyio
 
 from bench.common import LATENCY_HEADER, iterations_parser, ms_row, percentile, print_table, timed
 from tests.test_handlers_tools import make_ctx
-from wakeful.daemon.config import StoreSection
-from wakeful.daemon.store.factory import open_store
-from wakeful.handlers.registry import default_registry
+from wakeful.app.config import StoreSection
+from wakeful.core.effects import Effect, Reach
 from wakeful.safety.assembly import build_safety
 from wakeful.safety.config import SafetySection
-from wakeful.safety.effects import Effect, Reach
 from wakeful.safety.ruling import PolicyCall
+from wakeful.store.factory import open_store
+from wakeful.tools.registry import default_registry
 
 
 async def timed_warm(n: int, call: Callable[[], Awaitable[object]]) -> list[float]:

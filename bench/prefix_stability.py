@@ -32,7 +32,7 @@ from bench.anthropic_cache import openai_prefix_shares
 from bench.common import percentile, quiet_daemon_logs
 from tests.daemon_harness import daemon_settings, harness, watch_feed
 from tests.fakes.model_server import FakeModelServer, Reply, ToolCallSpec, text_reply
-from wakeful.daemon.context.compaction import COMPACTION_PROMPT
+from wakeful.core.context.compaction import COMPACTION_PROMPT
 
 BIG = "python3 -c \"[print('row', i, 'x' * 120) for i in range(60)]\""
 

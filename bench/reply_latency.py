@@ -26,13 +26,13 @@ from anyio.streams.memory import MemoryObjectReceiveStream
 
 from bench.common import LATENCY_HEADER, iterations_parser, ms_row, percentile, print_table
 from wakeful.channels.chat_local.channel import LocalChat
-from wakeful.daemon.feed import Feed, FeedItem
-from wakeful.daemon.outbox.deliverer import Deliverer
-from wakeful.daemon.outbox.factory import open_outbox
-from wakeful.daemon.outbox.service import Outbox
-from wakeful.daemon.store.base import Store
-from wakeful.daemon.store.redis_store import RedisStore
-from wakeful.daemon.store.sqlite import SqliteStore
+from wakeful.core.feed import Feed, FeedItem
+from wakeful.core.outbox.deliverer import Deliverer
+from wakeful.core.outbox.factory import open_outbox
+from wakeful.core.outbox.service import Outbox
+from wakeful.store.base import Store
+from wakeful.store.redis_store import RedisStore
+from wakeful.store.sqlite import SqliteStore
 
 REDIS_URL = "redis://127.0.0.1:6379/0"
 Send = Callable[[int], Awaitable[None]]

@@ -17,10 +17,10 @@ from pathlib import Path
 import anyio
 
 from bench.common import LATENCY_HEADER, iterations_parser, ms_row, percentile, print_table
-from wakeful.handlers.child_env import child_environment
-from wakeful.handlers.process import run_process
 from wakeful.safety.config import SafetySection
 from wakeful.safety.sandbox import NO_SANDBOX, Sandbox, sandbox_from_settings
+from wakeful.tools.child_env import child_environment
+from wakeful.tools.process import run_process
 
 
 async def timed_true(sandbox: Sandbox, workspace: Path) -> float:

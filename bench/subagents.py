@@ -42,7 +42,7 @@ from bench.model_servers import ModelServer, add_server_flag, model_server
 from bench.responders import SUBAGENT_MARK
 from tests.daemon_harness import FeedWatcher, Harness, daemon_settings, harness, watch_feed
 from tests.fakes.model_server import RecordedRequest
-from wakeful.daemon.feed import ALL_SESSIONS
+from wakeful.core.feed import ALL_SESSIONS
 
 
 def is_child(request: RecordedRequest) -> bool:

@@ -17,10 +17,10 @@ import anyio
 
 from bench.common import iterations_parser, print_table
 from tests.test_session_taint_batch import webhook
-from wakeful.daemon.config import StoreSection
-from wakeful.daemon.store.factory import open_store
-from wakeful.safety.session_taint import SessionTaints
-from wakeful.safety.taint import TaintSource, now_iso
+from wakeful.app.config import StoreSection
+from wakeful.core.session_taint import SessionTaints
+from wakeful.core.taint import TaintSource, now_iso
+from wakeful.store.factory import open_store
 
 ROUNDS = 3
 

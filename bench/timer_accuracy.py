@@ -52,10 +52,10 @@ from bench.common import (
 )
 from tests.daemon_harness import Harness, daemon_settings, harness
 from tests.redis_server import REDIS_URL, delete_prefix
-from wakeful.channels.timers.firing import Outcome, TimerExecutor
-from wakeful.channels.timers.jobstore import PendingFire
-from wakeful.daemon.loop.task_views import CombinedTaskView
-from wakeful.handlers.base import ToolContext
+from wakeful.core.loop.task_views import CombinedTaskView
+from wakeful.core.tool import ToolContext
+from wakeful.sources.timers.firing import Outcome, TimerExecutor
+from wakeful.sources.timers.jobstore import PendingFire
 
 SESSION = "bench-timers"
 LEAD_S = 2.0

@@ -26,12 +26,13 @@ import anyio
 from bench.common import LATENCY_HEADER, iterations_parser, ms_row, print_table, timed
 from tests.fakes.tool_set import fake_tool_set
 from tests.test_tool_surface import HELD_OUT_NEEDS, NEEDS, context
-from wakeful.daemon.store.memory_state import MemoryState
-from wakeful.handlers.registry import ToolRegistry, default_registry
-from wakeful.handlers.search_tools import SearchTools, _document
-from wakeful.handlers.tool_index import ToolIndex
-from wakeful.handlers.tool_surface import ToolSurface
-from wakeful.handlers.tools_config import DeferMode
+from wakeful.core.tool_registry import ToolRegistry
+from wakeful.store.memory_state import MemoryState
+from wakeful.tools.registry import default_registry
+from wakeful.tools.search_tools import SearchTools, _document
+from wakeful.tools.tool_index import ToolIndex
+from wakeful.tools.tool_surface import ToolSurface
+from wakeful.tools.tools_config import DeferMode
 
 HELD_OUT = {
     "reply to a customer's ticket with the fix": "comment_on_ticket",

@@ -32,8 +32,8 @@ from bench.webhook_load import build_request, run_load
 from bench.webhook_wrk import available as wrk_available
 from bench.webhook_wrk import run_wrk
 from tests.daemon_harness import Harness, daemon_settings, harness
-from wakeful.daemon.config import DaemonSection
-from wakeful.daemon.logging import configure_logging
+from wakeful.app.config import DaemonSection
+from wakeful.kernel.logging import configure_logging
 
 SECRET = "whsec_" + base64.b64encode(b"bench-secret-32-bytes-long-abcde").decode()
 CLIENTS = 16

@@ -19,6 +19,8 @@ python3 -m venv .venv
 .venv/bin/ruff check .
 .venv/bin/ruff format --check .
 .venv/bin/mypy
+# Each layer imports only those below it (pyproject.toml [tool.importlinter]).
+.venv/bin/lint-imports
 # The Matrix tests' homeserver, in its own venv (tests/synapse_server.py).
 scripts/install_synapse.sh
 # The third-party MCP servers (PyPI into .venv-mcp, npm from tests/mcp_npm's lock file).

@@ -15,9 +15,9 @@ from anyio.abc import TaskStatus
 from wakeful.channels.chat.inbound import ChatInbound
 from wakeful.channels.chat.outgoing import ChatChannel
 from wakeful.channels.chat.typing_indicator import TypingIndicator
-from wakeful.daemon.components.context import ComponentSetup
-from wakeful.daemon.outbox.channels import TryLater
-from wakeful.daemon.store.base import ChannelState
+from wakeful.core.components.context import ComponentSetup
+from wakeful.core.outbox.channels import TryLater
+from wakeful.store.base import ChannelState
 
 
 @dataclass

@@ -11,9 +11,9 @@ from typing import Any, Protocol
 import anyio
 import httpx
 
-from wakeful.daemon.config import Settings
-from wakeful.daemon.feed import FeedItem
-from wakeful.daemon.lifespan import RunningDaemon, running_daemon
+from wakeful.app.config import Settings
+from wakeful.app.lifespan import RunningDaemon, running_daemon
+from wakeful.core.feed import FeedItem
 
 ADMIN_TOKEN = "test-admin-token-0123456789"
 

@@ -19,16 +19,16 @@ from anyio.abc import TaskStatus
 
 from tests.daemon_harness import daemon_settings
 from tests.redis_server import REDIS_URL
-from wakeful.daemon.components.context import Component, ComponentSetup, Registrations
-from wakeful.daemon.config import Settings
-from wakeful.daemon.feed import Feed
-from wakeful.daemon.front_door import SubmitResult
-from wakeful.daemon.outbox.record import NewMessage, OutgoingMessage
-from wakeful.daemon.store.base import Cursor
-from wakeful.daemon.store.redis_store import RedisStore
-from wakeful.events import Event
-from wakeful.handlers.registry import ToolRegistry
-from wakeful.safety.approvals import Approvals
+from wakeful.app.config import Settings
+from wakeful.core.approvals import Approvals
+from wakeful.core.components.context import Component, ComponentSetup, Registrations
+from wakeful.core.feed import Feed
+from wakeful.core.front_door import SubmitResult
+from wakeful.core.outbox.record import NewMessage, OutgoingMessage
+from wakeful.core.tool_registry import ToolRegistry
+from wakeful.kernel.events import Event
+from wakeful.store.base import Cursor
+from wakeful.store.redis_store import RedisStore
 
 UNUSED_MODEL_URL = "http://127.0.0.1:9/v1"  # these components never call the model
 

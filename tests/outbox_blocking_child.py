@@ -13,13 +13,13 @@ from pathlib import Path
 import anyio
 
 from tests.redis_server import REDIS_URL
-from wakeful.daemon.outbox.channels import Receipt
-from wakeful.daemon.outbox.deliverer import Deliverer
-from wakeful.daemon.outbox.factory import open_outbox
-from wakeful.daemon.outbox.record import NewMessage, OutgoingMessage
-from wakeful.daemon.store.base import Store
-from wakeful.daemon.store.redis_store import RedisStore
-from wakeful.daemon.store.sqlite import SqliteStore
+from wakeful.core.outbox.channels import Receipt
+from wakeful.core.outbox.deliverer import Deliverer
+from wakeful.core.outbox.factory import open_outbox
+from wakeful.core.outbox.record import NewMessage, OutgoingMessage
+from wakeful.store.base import Store
+from wakeful.store.redis_store import RedisStore
+from wakeful.store.sqlite import SqliteStore
 
 
 class BlockingChannel:

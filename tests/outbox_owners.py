@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from tests.redis_server import delete_prefix
-from wakeful.daemon.store.base import Store
-from wakeful.daemon.store.redis_store import RedisStore
+from wakeful.store.base import Store
+from wakeful.store.redis_store import RedisStore
 
 
 def lapse_outbox_owners(store: Store) -> None:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import anyio
 
-from wakeful.handlers.process import group_members
+from wakeful.tools.process import group_members
 
 __all__ = ["find_pgid", "group_members", "wait_for_file", "wait_for_pgid"]
 

@@ -9,7 +9,7 @@ import os
 import signal
 import sys
 
-from wakeful.daemon.cli import main
+from wakeful.cli.main import main
 from wakeful.subagents import manager
 
 _handle = manager.SubagentManager._handle

@@ -17,8 +17,8 @@ from tests.daemon_harness import harness, settings_for, watch_feed
 from tests.fakes.anthropic_server import FakeAnthropicServer
 from tests.fakes.model_replies import Reply, ToolCallSpec
 from tests.test_observability import _scrape, value
-from wakeful.daemon.loop.model_call_log import log_model_call
-from wakeful.daemon.store.base import ModelCallRecord
+from wakeful.core.loop.model_call_log import log_model_call
+from wakeful.store.base import ModelCallRecord
 
 pytestmark = pytest.mark.anyio
 THINKING = {"thinking_budget_tokens": 2048, "max_output_tokens": 4096}

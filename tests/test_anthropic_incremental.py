@@ -17,10 +17,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.fakes.anthropic_rules import IssuedThinking, request_violations
+from wakeful.core.provider import ModelRequest
+from wakeful.core.reasoning import REASONING_KEY
 from wakeful.llm.anthropic_messages import MessagesBody, MessagesConverter, to_messages_body
 from wakeful.llm.anthropic_provider import AnthropicProvider
-from wakeful.llm.base import ModelRequest
-from wakeful.llm.reasoning import REASONING_KEY
 from wakeful.llm.request_encoding import SessionEncoders, dumps
 
 MODEL = "claude-test"

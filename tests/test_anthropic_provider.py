@@ -12,10 +12,9 @@ import pytest
 
 from tests.fakes.anthropic_server import FakeAnthropicServer
 from tests.fakes.model_replies import Reply, ToolCallSpec
-from wakeful.daemon.config import LlmSection
-from wakeful.daemon.lifespan import make_provider
-from wakeful.llm.anthropic_provider import AnthropicProvider
-from wakeful.llm.base import (
+from wakeful.app.config import LlmSection
+from wakeful.app.lifespan import make_provider
+from wakeful.core.provider import (
     ContextTooLong,
     ModelKeyRefused,
     ModelRequest,
@@ -23,6 +22,7 @@ from wakeful.llm.base import (
     ProviderError,
     WireBody,
 )
+from wakeful.llm.anthropic_provider import AnthropicProvider
 
 pytestmark = pytest.mark.anyio
 MODEL = "claude-test"

@@ -16,12 +16,12 @@ from tests.test_approvals import stranger_event
 from tests.test_chat_foundation import run_cli, write_cli_config
 from tests.test_tool_surface import context
 from wakeful.channels.email.draft_record import OutboxRow
-from wakeful.daemon.outbox.states import DeliveryState
-from wakeful.handlers.edit_file import EditFile
-from wakeful.handlers.email.draft_effect import draft_effect
-from wakeful.handlers.write_file import WriteFile
-from wakeful.safety.approvals import Approval
+from wakeful.channels.email.tools.draft_effect import draft_effect
+from wakeful.core.approvals import Approval
+from wakeful.core.outbox.states import DeliveryState
 from wakeful.safety.assembly import NOTICE_EFFECT_MAX, approval_notice, notice_effect
+from wakeful.tools.edit_file import EditFile
+from wakeful.tools.write_file import WriteFile
 
 pytestmark = pytest.mark.anyio
 

@@ -17,9 +17,9 @@ import pytest
 from tests.daemon_harness import Harness, daemon_settings, harness, watch_feed
 from tests.fakes.model_server import FakeModelServer, Reply, ToolCallSpec, text_reply
 from tests.test_chat_foundation import run_cli, run_cli_code, write_cli_config
-from wakeful.daemon.store.factory import open_store
-from wakeful.events import Event, new_event_id
-from wakeful.safety.approvals import Approvals, ApprovalState
+from wakeful.core.approvals import Approvals, ApprovalState
+from wakeful.kernel.events import Event, new_event_id
+from wakeful.store.factory import open_store
 
 pytestmark = pytest.mark.anyio
 
@@ -259,8 +259,8 @@ async def test_the_safety_guides_commands_run_as_written(
     import sys
 
     from tests.test_documented_commands import ROOT, shell_lines
-    from wakeful.safety.approvals import Approval
-    from wakeful.safety.taint import TaintSource
+    from wakeful.core.approvals import Approval
+    from wakeful.core.taint import TaintSource
 
     lines = shell_lines(ROOT / "docs" / "safety.md")
     assert lines == [

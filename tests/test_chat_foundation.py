@@ -17,12 +17,12 @@ from tests.chat_loopback import LoopbackChat
 from tests.daemon_harness import ADMIN_TOKEN, Harness, daemon_settings, watch_feed
 from tests.fakes.model_replies import Reply, ToolCallSpec, text_reply
 from tests.fakes.model_server import FakeModelServer
-from wakeful.channels import default_components
+from wakeful.app.components import default_components
+from wakeful.app.lifespan import running_daemon
 from wakeful.channels.chat.chunking import split_message
 from wakeful.channels.chat.inbound import PAIRED_TEXT, PlatformMessage, Received
-from wakeful.daemon import cli
-from wakeful.daemon.lifespan import running_daemon
-from wakeful.daemon.store.base import ChannelState, Cursor
+from wakeful.cli import main as cli
+from wakeful.store.base import ChannelState, Cursor
 
 pytestmark = pytest.mark.anyio
 OWNER, STRANGER = "111", "999"
@@ -136,7 +136,7 @@ async def test_a_long_reply_is_sent_in_pieces_and_a_failed_piece_resends_only_it
             nonlocal calls
             calls += 1
             if calls == 2:
-                from wakeful.daemon.outbox.channels import TryLater
+                from wakeful.core.outbox.channels import TryLater
 
                 raise TryLater("the platform is down (scripted)")
             await original(address, text, ref=ref)
@@ -253,7 +253,7 @@ async def test_a_notification_reaches_the_user_where_they_last_wrote_even_after_
 
 
 def timer_event():  # type: ignore[no-untyped-def]
-    from wakeful.events import Event
+    from wakeful.kernel.events import Event
 
     return Event.parse({
         "id": "timer:nightly:1", "kind": "timer.trigger",
@@ -315,7 +315,7 @@ def test_per_user_sessions_are_valid_names_for_any_user_id() -> None:
     from unittest.mock import MagicMock
 
     from wakeful.channels.chat.inbound import ChatInbound
-    from wakeful.events import SESSION_PATTERN
+    from wakeful.kernel.events import SESSION_PATTERN
 
     inbound = ChatInbound(
         platform="matrix", name="mx", session="per-user", allowed=(), setup=MagicMock()

@@ -19,10 +19,10 @@ import structlog.testing
 from tests.chat_loopback import LoopbackChat
 from tests.daemon_harness import daemon_settings
 from tests.fakes.model_server import FakeModelServer
-from wakeful.channels import default_components
+from wakeful.app.components import default_components
+from wakeful.app.lifespan import running_daemon
 from wakeful.channels.chat.inbound import PlatformMessage, Received
 from wakeful.channels.chat.pairing import CODE_TTL_S, Pairing, code_key
-from wakeful.daemon.lifespan import running_daemon
 
 pytestmark = pytest.mark.anyio
 OWNER = "111"

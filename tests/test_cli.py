@@ -10,10 +10,10 @@ import pytest
 from starlette.applications import Starlette
 
 from tests.test_http_api import TOKEN, MemoryDaemon, serve
-from wakeful.daemon.cli import main
-from wakeful.daemon.config import load_settings
-from wakeful.daemon.http.app import create_app
-from wakeful.events import Event
+from wakeful.app.config import load_settings
+from wakeful.app.http.app import create_app
+from wakeful.cli.main import main
+from wakeful.kernel.events import Event
 
 
 @pytest.fixture
@@ -195,7 +195,7 @@ def test_closed_pipe_is_not_an_error(tmp_path: Path) -> None:
 
     script = (
         "import os, sys\n"
-        "from wakeful.daemon.cli import main\n"
+        "from wakeful.cli.main import main\n"
         "read_end, write_end = os.pipe()\n"
         "os.close(read_end)\n"  # the reader is gone before anything is written
         "os.dup2(write_end, 1)\n"

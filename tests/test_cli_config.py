@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from wakeful.daemon import config_base
-from wakeful.daemon.cli import _parser
-from wakeful.daemon.config import default_data_dir, find_config_file, load_settings
+from wakeful.app.config import default_data_dir, find_config_file, load_settings
+from wakeful.cli.main import _parser
+from wakeful.kernel import config_base
 
 WAKEFUL = str(Path(sys.executable).parent / "wakeful")
 SUBCOMMANDS: dict[str, list[str]] = {

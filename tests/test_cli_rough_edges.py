@@ -13,7 +13,7 @@ from tests.daemon_harness import daemon_settings, harness
 from tests.test_cli import _isolated as _isolated  # autouse: no WAKEFUL_* settings
 from tests.test_cli import app_for, run_cli
 from tests.test_http_api import MemoryDaemon, serve
-from wakeful.events import Event, user_message
+from wakeful.kernel.events import Event, user_message
 
 
 @pytest.fixture

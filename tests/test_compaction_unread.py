@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
-from wakeful.daemon.context.config import ContextSection
-from wakeful.daemon.context.session_context import SessionContext
-from wakeful.daemon.store.sqlite import SqliteStore
+from tests.support import opened_store
+from wakeful.core.context.config import ContextSection
+from wakeful.core.context.session_context import SessionContext
 
 pytestmark = pytest.mark.anyio
 
@@ -31,7 +31,6 @@ def history(seen: int, unread: int) -> list[dict[str, Any]]:
 
 
 async def test_the_boundary_stays_before_events_no_request_carried(tmp_path: Path) -> None:
-    store = await SqliteStore(tmp_path / "store.db").open()
     transcripts: list[str] = []
 
     async def summarize(transcript: str) -> str:
@@ -39,19 +38,17 @@ async def test_the_boundary_stays_before_events_no_request_carried(tmp_path: Pat
         return "the earlier exchanges were acknowledged"
 
     settings = ContextSection()  # the defaults; the window is what makes it compact
-    context = SessionContext(
-        "main",
-        store,
-        settings,
-        window=settings.reserve(28_000) + 20_000,  # about 23.5k for the request
-        output_dir=tmp_path,
-        summarize=summarize,
-    )
     full = history(seen=20, unread=20)
-    try:
+    async with opened_store(tmp_path) as store:
+        context = SessionContext(
+            "main",
+            store,
+            settings,
+            window=settings.reserve(28_000) + 20_000,  # about 23.5k for the request
+            output_dir=tmp_path,
+            summarize=summarize,
+        )
         sent = await context.fit(full, [])
-    finally:
-        await store.aclose()
     assert transcripts, "the history is over the budget: a compaction was due"
     assert "evt" not in "".join(transcripts)
     assert all(message in sent for message in full[40:])  # the unread, verbatim

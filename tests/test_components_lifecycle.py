@@ -12,11 +12,11 @@ from anyio.abc import TaskStatus
 
 from tests.daemon_harness import daemon_settings, harness
 from tests.fakes.model_server import FakeModelServer, Reply
-from wakeful.channels import default_components
-from wakeful.daemon import metrics
-from wakeful.daemon.components.context import Component, ComponentSetup
-from wakeful.daemon.lifespan import running_daemon
-from wakeful.handlers.base import ToolArgs, ToolContext, ToolOutput
+from wakeful.app.components import default_components
+from wakeful.app.lifespan import running_daemon
+from wakeful.core.components.context import Component, ComponentSetup
+from wakeful.core.tool import ToolArgs, ToolContext, ToolOutput
+from wakeful.kernel import metrics
 
 pytestmark = pytest.mark.anyio
 
@@ -55,7 +55,7 @@ class EagerSenderComponent:
     name = "eager"
 
     async def configure(self, setup: ComponentSetup) -> None:
-        from wakeful.events import user_message
+        from wakeful.kernel.events import user_message
 
         await setup.submit(user_message("too early", session="main"))
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from wakeful.daemon.config import STARTER_CONFIG, ConfigError, load_settings
+from wakeful.app.config import STARTER_CONFIG, ConfigError, load_settings
 
 
 @pytest.fixture(autouse=True)

@@ -18,13 +18,13 @@ import pytest
 
 from tests.daemon_harness import Harness, daemon_settings, harness, watch_feed
 from tests.fakes.model_server import FakeModelServer, Reply, ToolCallSpec, text_reply
-from wakeful.daemon.context.compaction import COMPACTION_PROMPT
-from wakeful.daemon.context.view import SUMMARY_MARK
+from wakeful.core.context.compaction import COMPACTION_PROMPT
+from wakeful.core.context.view import SUMMARY_MARK
 
 pytestmark = pytest.mark.anyio
 
 # About 9 kB and 30 kB of output from plain commands: every shell result taints its
-# session (wakeful/trust.py), so these sessions' later commands would wait for an
+# session (wakeful/kernel/trust.py), so these sessions' later commands would wait for an
 # approval; the budget tests allowlist them (SHELL_ALLOW), which needs a command
 # without quotes or brackets. tests/test_trust_declaration.py runs the default.
 BIG_OUTPUT = "od -v -A n -t x1 -N 3000 /dev/zero"
@@ -190,8 +190,8 @@ async def test_a_pending_approval_survives_compaction_and_is_paid_after_it(
 
 
 async def test_the_summary_keeps_promised_results_by_code() -> None:
-    from wakeful.daemon.context.compaction import write_summary
-    from wakeful.daemon.trajectory.placeholders import interrupted_placeholder
+    from wakeful.core.context.compaction import write_summary
+    from wakeful.core.trajectory.placeholders import interrupted_placeholder
 
     placeholder = interrupted_placeholder(
         tool="shell_exec", call_id="call_7", elapsed_s=3, cause="a new message", cancelled=False
@@ -268,8 +268,8 @@ async def test_compactions_that_do_not_shrink_trip_the_breaker_across_events(
 
 
 def test_the_breaker_cools_down_to_one_try() -> None:
-    from wakeful.daemon.context.breaker import CompactionBreaker, closed
-    from wakeful.daemon.context.view import ContextView
+    from wakeful.core.context.breaker import CompactionBreaker, closed
+    from wakeful.core.context.view import ContextView
 
     now = [1000.0]
     breaker = CompactionBreaker(failures_to_trip=2, cooldown_s=60, clock=lambda: now[0])
@@ -287,7 +287,7 @@ def test_the_breaker_cools_down_to_one_try() -> None:
 
 
 def test_status_line_shows_an_open_breaker() -> None:
-    from wakeful.daemon.cli_status import context_line
+    from wakeful.cli.status import context_line
 
     line = context_line(
         {"tokens": 9100, "budget": 8000, "compaction_breaker": "open", "failed_compactions": 3}
@@ -301,7 +301,7 @@ def test_status_line_shows_an_open_breaker() -> None:
 def test_the_default_reserve_scales_with_the_window(window: int, reserve: int) -> None:
     """Only the window set: an 8k model gets a budget (a fixed 8192 left it 0); a set
     reserve is used as it is."""
-    from wakeful.daemon.context.config import ContextSection
+    from wakeful.core.context.config import ContextSection
 
     assert ContextSection(max_tokens=window).reserve(window) == reserve
     assert ContextSection(max_tokens=window, reserve_tokens=300).reserve(window) == 300
@@ -382,9 +382,9 @@ async def test_a_result_too_big_for_the_room_left_is_trimmed_not_refused(tmp_pat
     """The 16k case of the issue, defaults only: a fixed part of ~7,250 tokens and one
     5 kB result. The result is cut to head + tail (the full text kept in a file the
     request names) and the request fits; before, every later turn was refused."""
-    from wakeful.daemon.context.config import ContextSection
-    from wakeful.daemon.context.session_context import SessionContext
-    from wakeful.daemon.store.memory_state import MemoryState
+    from wakeful.core.context.config import ContextSection
+    from wakeful.core.context.session_context import SessionContext
+    from wakeful.store.memory_state import MemoryState
 
     context = SessionContext(
         "main", MemoryState(), ContextSection(max_tokens=16000), window=16000,
@@ -403,9 +403,9 @@ async def test_a_result_too_big_for_the_room_left_is_trimmed_not_refused(tmp_pat
 async def test_what_cannot_fit_is_named(tmp_path: Path) -> None:
     """A fixed part larger than the budget: the refusal says what takes the room, and
     that one user message cannot be compacted (not "the newest 5 ... do not fit")."""
-    from wakeful.daemon.context.config import ContextSection
-    from wakeful.daemon.context.session_context import ContextFull, SessionContext
-    from wakeful.daemon.store.memory_state import MemoryState
+    from wakeful.core.context.config import ContextSection
+    from wakeful.core.context.session_context import ContextFull, SessionContext
+    from wakeful.store.memory_state import MemoryState
 
     context = SessionContext(
         "main", MemoryState(), ContextSection(max_tokens=8192), window=8192,

@@ -11,7 +11,7 @@ import pytest
 
 from tests.daemon_process import DaemonProcess, free_port, run_to_exit, write_config
 from tests.fakes.model_server import FakeModelServer, Reply
-from wakeful.daemon.data_dir_lock import LOCK_FILE, DataDirLocked, hold_data_dir_lock
+from wakeful.kernel.data_dir_lock import LOCK_FILE, DataDirLocked, hold_data_dir_lock
 
 
 def second_config(first: Path, port: int) -> Path:

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 import structlog.testing
 
-from wakeful.daemon.data_dir_perms import secure_data_dir
-from wakeful.daemon.store.sqlite import SqliteStore
+from wakeful.kernel.data_dir_perms import secure_data_dir
+from wakeful.store.sqlite import SqliteStore
 
 pytestmark = pytest.mark.anyio
 

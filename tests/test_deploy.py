@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from wakeful.daemon.config import load_settings
+from wakeful.app.config import load_settings
 
 DEPLOY = Path(__file__).resolve().parent.parent / "deploy"
 WAKEFUL_BIN = Path(sys.executable).parent / "wakeful"

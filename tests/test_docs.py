@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from wakeful.daemon.config_reference import render
+from wakeful.app.config_reference import render
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCUMENTS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
@@ -14,7 +14,7 @@ LINK = re.compile(r"\]\(([^)]+)\)")
 
 def test_configuration_reference_is_generated_from_the_models() -> None:
     """docs/configuration.md is what the config models say (regenerate it when this fails:
-    python -m wakeful.daemon.config_reference > docs/configuration.md)."""
+    python -m wakeful.app.config_reference > docs/configuration.md)."""
     assert (ROOT / "docs" / "configuration.md").read_text() == render()
 
 
@@ -32,7 +32,7 @@ def test_links_stay_inside_the_repository_and_resolve() -> None:
 
 def test_every_config_section_is_in_the_reference() -> None:
     """A section added to the models appears in the reference under its TOML name."""
-    from wakeful.daemon.config import Settings
+    from wakeful.app.config import Settings
 
     text = render()
     for name in Settings.model_fields:

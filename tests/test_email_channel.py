@@ -15,7 +15,7 @@ from structlog.testing import capture_logs
 from tests.daemon_harness import Harness, daemon_settings, harness
 from tests.fakes.model_server import FakeModelServer
 from tests.mail_servers import ImapServer, make_message
-from wakeful.daemon.config import Settings
+from wakeful.app.config import Settings
 
 pytestmark = pytest.mark.anyio
 

@@ -11,14 +11,14 @@ import pytest
 
 from tests.fleet_components import FleetMember, fleet_settings, run_member
 from tests.mail_servers import ImapServer, make_message
+from wakeful.app.config import Settings
 from wakeful.channels.email.component import EmailComponent
 from wakeful.channels.email.db import Cursor, MailDb
 from wakeful.channels.email.draft_record import OutboxRow
 from wakeful.channels.email.redis_import import import_sqlite_mail_state
 from wakeful.channels.email.redis_state import RedisMailState
-from wakeful.daemon.config import Settings
-from wakeful.daemon.outbox.states import DeliveryState
-from wakeful.daemon.store.redis_connect import component_redis
+from wakeful.core.outbox.states import DeliveryState
+from wakeful.store.redis_connect import component_redis
 
 pytestmark = pytest.mark.anyio
 

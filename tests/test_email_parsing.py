@@ -8,11 +8,11 @@ from pathlib import Path
 import pytest
 
 from tests.mail_servers import make_message
+from wakeful.app.config import ConfigError, load_settings
 from wakeful.channels.email.config import EmailAccountConfig
 from wakeful.channels.email.ics import load_entries
 from wakeful.channels.email.inbound import build_event, skip_reason, split_email_id
 from wakeful.channels.email.message import parse_email
-from wakeful.daemon.config import ConfigError, load_settings
 
 INVITE = (
     "BEGIN:VCALENDAR\r\nVERSION:2.0\r\nMETHOD:REQUEST\r\nBEGIN:VEVENT\r\nUID:u1\r\n"

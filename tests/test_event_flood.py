@@ -27,7 +27,7 @@ from hypothesis import strategies as st
 from tests.daemon_harness import Harness, daemon_settings, harness
 from tests.fakes.model_server import FakeModelServer, Reply, text_reply
 from tests.webhook_fixtures import NEW_SECRET, dumps, sign_standard
-from wakeful.daemon.context.compaction import COMPACTION_PROMPT
+from wakeful.core.context.compaction import COMPACTION_PROMPT
 
 # No template: the payload itself is the text (a template cuts values at 300 chars).
 HOOK = {"name": "flood", "secret": NEW_SECRET}

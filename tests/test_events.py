@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from wakeful.events import Event, EventError, user_message
+from wakeful.kernel.events import Event, EventError, user_message
 
 
 def valid(**overrides: Any) -> dict[str, Any]:

@@ -19,10 +19,10 @@ from anyio.streams.tls import TLSStream
 from tests.fakes.web_site import DATA, FakeWebSite
 from tests.test_handlers_tools import make_ctx
 from tests.tool_calls import run_tool
-from wakeful.handlers.base import ToolContext, ToolOutput
-from wakeful.handlers.fetch import FetchUrl
-from wakeful.handlers.registry import default_registry
-from wakeful.safety.effects import Effect, Reach
+from wakeful.core.effects import Effect, Reach
+from wakeful.core.tool import ToolContext, ToolOutput
+from wakeful.tools.fetch import FetchUrl
+from wakeful.tools.registry import default_registry
 
 pytestmark = pytest.mark.anyio
 

@@ -16,12 +16,13 @@ import pytest
 from tests.fakes.model_replies import Reply, ToolCallSpec, text_reply
 from tests.fakes.model_server import FakeModelServer
 from tests.test_handlers_tools import FakeTasks, RecordingOutbox
-from wakeful.daemon.store.sqlite import SqliteStore
-from wakeful.handlers.base import ToolContext, ToolOutput
-from wakeful.handlers.registry import ToolRegistry, default_registry
-from wakeful.handlers.written_files import digest
-from wakeful.safety.effects import Reach
-from wakeful.safety.taint import Taint, TaintSource
+from wakeful.core.effects import Reach
+from wakeful.core.taint import Taint, TaintSource
+from wakeful.core.tool import ToolContext, ToolOutput
+from wakeful.core.tool_registry import ToolRegistry
+from wakeful.store.sqlite import SqliteStore
+from wakeful.tools.registry import default_registry
+from wakeful.tools.written_files import digest
 
 pytestmark = pytest.mark.anyio
 
@@ -578,7 +579,7 @@ def test_written_files_keep_the_workspace_owner(tmp_path: Path) -> None:
     sandbox then need not walk the workspace at every start."""
     import os
 
-    from wakeful.handlers.file_access import write_atomically
+    from wakeful.tools.file_access import write_atomically
 
     if os.geteuid() != 0:
         pytest.fail("this test checks ownership as the daemon runs under systemd: as root")

@@ -16,7 +16,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from wakeful.channels.subscriptions.kinds.inotify import (
+from wakeful.sources.subscriptions.kinds.inotify import (
     DirectoryWatch,
     Inotify,
     RootGone,

@@ -21,9 +21,9 @@ from tests.fakes.model_replies import Reply, ToolCallSpec, text_reply
 from tests.fleet_daemons import Member, running_fleet, send
 from tests.redis_server import REDIS_URL
 from tests.test_fleet_daemons import owner_of, times_in, wait_until
-from wakeful.daemon.store.redis_fleet import FleetOptions
-from wakeful.daemon.store.redis_store import RedisStore
-from wakeful.safety.approvals import Approvals, DecideOutcome
+from wakeful.core.approvals import Approvals, DecideOutcome
+from wakeful.store.redis_fleet import FleetOptions
+from wakeful.store.redis_store import RedisStore
 
 
 def approvals(member: Member, everything: bool = False) -> list[dict[str, Any]]:

@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 
 import structlog
 
-from wakeful.daemon.fleet import member
-from wakeful.daemon.loop.queued_events import QueuedEvents
+from wakeful.app.fleet import member
+from wakeful.core.loop.queued_events import QueuedEvents
 
 
 @dataclass

@@ -13,10 +13,10 @@ import pytest
 import redis
 
 from tests.redis_server import REDIS_URL
-from wakeful.daemon.store.base import EventStatus, SessionLeaseLost, StoreUnavailable
-from wakeful.daemon.store.redis_fleet import FleetOptions, RedisFleet, Routed
-from wakeful.daemon.store.redis_store import RedisStore
-from wakeful.events import user_message
+from wakeful.kernel.events import user_message
+from wakeful.store.base import EventStatus, SessionLeaseLost, StoreUnavailable
+from wakeful.store.redis_fleet import FleetOptions, RedisFleet, Routed
+from wakeful.store.redis_store import RedisStore
 
 pytestmark = pytest.mark.anyio
 

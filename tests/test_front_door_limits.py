@@ -23,7 +23,7 @@ from tests.webhook_fixtures import dumps, sign_github
 # daemon without a head limit (before issue 22) 6 such floods took it past 1 GB.
 FLOOD_BYTES = 32 * 1024 * 1024
 RSS_BOUND_KB = 200 * 1024
-# The shipped head limit (wakeful.daemon.http.connections.MAX_HEAD_BYTES), as a literal
+# The shipped head limit (wakeful.app.http.connections.MAX_HEAD_BYTES), as a literal
 # so this test also runs (and fails) on code from before the limit worked.
 MAX_HEAD_BYTES = 16 * 1024
 

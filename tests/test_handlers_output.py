@@ -9,7 +9,7 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from wakeful.handlers.output import NO_OUTPUT, shape_output
+from wakeful.core.tool_output import NO_OUTPUT, shape_output
 
 
 def _saved_path(shaped: str) -> Path:

@@ -9,7 +9,7 @@ import anyio
 import pytest
 
 from tests.processes import wait_for_file
-from wakeful.handlers.process import group_alive, run_process
+from wakeful.tools.process import group_alive, run_process
 
 
 @pytest.fixture

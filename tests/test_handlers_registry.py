@@ -10,9 +10,10 @@ import anyio
 import pytest
 from pydantic import BaseModel, ConfigDict
 
-from wakeful.daemon.loop.task_views import CombinedTaskView
-from wakeful.handlers.base import ToolContext, ToolOutput
-from wakeful.handlers.registry import ToolRegistry, default_registry
+from wakeful.core.loop.task_views import CombinedTaskView
+from wakeful.core.tool import ToolContext, ToolOutput
+from wakeful.core.tool_registry import ToolRegistry
+from wakeful.tools.registry import default_registry
 
 
 @pytest.fixture

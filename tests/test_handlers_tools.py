@@ -13,14 +13,14 @@ import pytest
 
 from tests.processes import wait_for_file
 from tests.tool_calls import run_tool
-from wakeful.handlers.base import ToolContext, ToolOutput
-from wakeful.handlers.clock import GetTime
-from wakeful.handlers.files import ReadFile
-from wakeful.handlers.process import group_alive
-from wakeful.handlers.registry import default_registry
-from wakeful.handlers.shell import ShellExec
-from wakeful.handlers.tasks import CancelTask, TaskStatus
-from wakeful.handlers.user import ReplyToUser
+from wakeful.core.tool import ToolContext, ToolOutput
+from wakeful.tools.clock import GetTime
+from wakeful.tools.files import ReadFile
+from wakeful.tools.process import group_alive
+from wakeful.tools.registry import default_registry
+from wakeful.tools.shell import ShellExec
+from wakeful.tools.tasks import CancelTask, TaskStatus
+from wakeful.tools.user import ReplyToUser
 
 
 @pytest.fixture

@@ -12,9 +12,9 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from wakeful.daemon.http.errors import ApiError, http_error, server_error
-from wakeful.daemon.http.hot_routes import HotRoutes
-from wakeful.daemon.http.serve import QuietServer, bind_socket, serve_http
+from wakeful.app.http.hot_routes import HotRoutes
+from wakeful.app.http.serve import QuietServer, bind_socket, serve_http
+from wakeful.kernel.http.errors import ApiError, http_error, server_error
 
 pytestmark = pytest.mark.anyio
 

@@ -15,10 +15,10 @@ import uvicorn
 from anyio.streams.memory import MemoryObjectSendStream
 from starlette.applications import Starlette
 
-from wakeful.daemon.front_door import DaemonUnavailable, FeedItem, SubmitResult
-from wakeful.daemon.http.app import create_app
-from wakeful.daemon.http.sse import StreamRegistry
-from wakeful.events import Event
+from wakeful.app.http.app import create_app
+from wakeful.core.feed_sse import StreamRegistry
+from wakeful.core.front_door import DaemonUnavailable, FeedItem, SubmitResult
+from wakeful.kernel.events import Event
 
 TOKEN = "test-admin-token-0123456789"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}

@@ -26,10 +26,10 @@ from tests.daemon_harness import Harness, daemon_settings, harness
 from tests.daemon_process import DaemonProcess, free_port, write_config
 from tests.idle_sockets import closed_by_server, idle_connection
 from tests.webhook_fixtures import GITHUB_SECRET, dumps, sign_github
-from wakeful.daemon.config import ServerSection
-from wakeful.daemon.http.body import read_json_object
-from wakeful.daemon.http.errors import http_error
-from wakeful.daemon.http.serve import QuietServer, bind_socket, serve_http
+from wakeful.app.config import ServerSection
+from wakeful.app.http.serve import QuietServer, bind_socket, serve_http
+from wakeful.kernel.http.body import read_json_object
+from wakeful.kernel.http.errors import http_error
 
 pytestmark = pytest.mark.anyio
 

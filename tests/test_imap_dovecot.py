@@ -27,8 +27,8 @@ from wakeful.channels.email.db import MailDb
 from wakeful.channels.email.health import MailboxHealth
 from wakeful.channels.email.imap import ImapConnection
 from wakeful.channels.email.watcher import MailboxWatcher
-from wakeful.daemon.front_door import SubmitResult
-from wakeful.events import Event
+from wakeful.core.front_door import SubmitResult
+from wakeful.kernel.events import Event
 
 pytestmark = pytest.mark.anyio
 

@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 from tests.daemon_harness import FeedWatcher, Harness, harness, settings_for, watch_feed
 from tests.fakes.anthropic_server import FakeAnthropicServer
 from tests.fakes.model_server import FakeModelServer, Reply, ToolCallSpec
-from wakeful.daemon.loop.parallel import SIDE_QUESTION_NOTE
+from wakeful.core.loop.parallel import SIDE_QUESTION_NOTE
 
 REPLY_KINDS = ("text", "tool_fast", "tool_slow", "slow_text", "two_tools")
 ACTIONS = st.one_of(

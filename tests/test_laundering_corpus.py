@@ -58,7 +58,7 @@ from tests.test_injection_corpus import (
     case_messages,
     outcomes,
 )
-from wakeful.daemon.context.compaction import COMPACTION_PROMPT
+from wakeful.core.context.compaction import COMPACTION_PROMPT
 
 pytestmark = pytest.mark.anyio
 

@@ -13,7 +13,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 import structlog
 
-from wakeful.daemon.logging import (
+from wakeful.kernel.logging import (
     PER_EVENT_BURST,
     REDACTED,
     LineRateLimit,

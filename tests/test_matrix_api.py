@@ -13,8 +13,8 @@ from wakeful.channels.matrix.api import MatrixApi, MatrixError, error_from
 from wakeful.channels.matrix.formatting import message_content
 from wakeful.channels.matrix.outgoing import MatrixClient, delivery_error
 from wakeful.channels.matrix.sync_batch import FIRST_SYNC_FILTER, SYNC_FILTER, parse_sync
-from wakeful.daemon.outbox.channels import NeverDeliverable, TryLater
-from wakeful.daemon.store.sqlite import SqliteStore
+from wakeful.core.outbox.channels import NeverDeliverable, TryLater
+from wakeful.store.sqlite import SqliteStore
 
 pytestmark = pytest.mark.anyio
 

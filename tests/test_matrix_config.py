@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from wakeful.daemon.config import ConfigError, load_settings
+from wakeful.app.config import ConfigError, load_settings
 
 GOOD = """
 [[chat.matrix]]

@@ -21,7 +21,7 @@ import pytest
 from tests.daemon_harness import Harness, daemon_settings, harness, watch_feed
 from tests.fakes.model_server import FakeModelServer, Reply, ToolCallSpec
 from tests.mcp_servers.catalog import INJECTION
-from wakeful.daemon.config import ConfigError, load_settings
+from wakeful.app.config import ConfigError, load_settings
 
 pytestmark = pytest.mark.anyio
 
@@ -340,7 +340,7 @@ def test_a_bad_server_entry_is_one_line_naming_the_key(
 
 
 def test_headers_file_lines_are_read_and_redacted(tmp_path: Path) -> None:
-    from wakeful.daemon.logging import redact_text
+    from wakeful.kernel.logging import redact_text
     from wakeful.mcp.transport import read_headers
 
     path = tmp_path / "headers"
@@ -371,7 +371,7 @@ class _ListedView:
 
 
 def test_a_call_is_listed_once_and_a_part_without_its_owner_on_its_own() -> None:
-    from wakeful.daemon.loop.task_views import CombinedTaskView
+    from wakeful.core.loop.task_views import CombinedTaskView
 
     loop = _ListedView({"task_id": "task-a", "tool": "x__t", "state": "running", "runtime_s": 3})
     mcp = _ListedView(

@@ -10,11 +10,11 @@ from structlog.testing import capture_logs
 
 from tests.daemon_harness import daemon_settings, harness, watch_feed
 from tests.fakes.model_server import FakeModelServer, Reply
-from wakeful.daemon.config import LlmSection
-from wakeful.daemon.lifespan import make_provider
-from wakeful.daemon.loop.model_health import ModelHealth
-from wakeful.daemon.model_key import missing_key_warning
-from wakeful.daemon.store.base import ModelCallRecord
+from wakeful.app.config import LlmSection
+from wakeful.app.lifespan import make_provider
+from wakeful.core.loop.model_health import ModelHealth
+from wakeful.llm.model_key import missing_key_warning
+from wakeful.store.base import ModelCallRecord
 
 pytestmark = pytest.mark.anyio
 

@@ -9,8 +9,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.trajectory_validator import validate_both
-from wakeful.daemon.trajectory.normalizer import normalize, unanswered_calls
-from wakeful.daemon.trajectory.placeholders import missing_result_placeholder
+from wakeful.core.trajectory.normalizer import normalize, unanswered_calls
+from wakeful.core.trajectory.placeholders import missing_result_placeholder
 
 Message = dict[str, Any]
 

@@ -10,8 +10,8 @@ import pytest
 
 from tests.daemon_harness import daemon_settings, harness, watch_feed
 from tests.fakes.model_server import FakeModelServer, Reply, ToolCallSpec
-from wakeful.daemon import metrics
-from wakeful.daemon.components.context import ComponentHealth
+from wakeful.core.components.context import ComponentHealth
+from wakeful.kernel import metrics
 
 SAMPLE = re.compile(r"^([a-z_:]+)(\{(.*)\})? (-?[0-9.e+-]+|\+Inf|NaN)$")
 

@@ -15,9 +15,9 @@ from starlette.applications import Starlette
 
 from tests.daemon_harness import daemon_settings, harness
 from tests.test_handlers_tools import make_ctx
-from wakeful.daemon.components.context import ComponentHealth
-from wakeful.daemon.http.observability import observability_routes
-from wakeful.handlers.registry import default_registry
+from wakeful.app.http.observability import observability_routes
+from wakeful.core.components.context import ComponentHealth
+from wakeful.tools.registry import default_registry
 
 pytestmark = pytest.mark.anyio
 

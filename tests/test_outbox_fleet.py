@@ -11,12 +11,12 @@ import anyio
 import pytest
 
 from tests.redis_server import REDIS_URL
-from wakeful.daemon.outbox.channels import Receipt
-from wakeful.daemon.outbox.deliverer import Deliverer
-from wakeful.daemon.outbox.record import NewMessage, OutgoingMessage
-from wakeful.daemon.outbox.redis_backend import RedisOutbox
-from wakeful.daemon.outbox.states import DeliveryState
-from wakeful.daemon.store.redis_store import RedisStore
+from wakeful.core.outbox.channels import Receipt
+from wakeful.core.outbox.deliverer import Deliverer
+from wakeful.core.outbox.record import NewMessage, OutgoingMessage
+from wakeful.core.outbox.redis_backend import RedisOutbox
+from wakeful.core.outbox.states import DeliveryState
+from wakeful.store.redis_store import RedisStore
 
 pytestmark = pytest.mark.anyio
 CHANNEL = "chat:fleet"

@@ -9,11 +9,11 @@ import pytest
 from tests import test_store_contract
 from tests.outbox_owners import lapse_outbox_owners
 from tests.test_store_contract import Opener
-from wakeful.daemon.outbox.channels import Receipt
-from wakeful.daemon.outbox.deliverer import Deliverer
-from wakeful.daemon.outbox.factory import open_outbox
-from wakeful.daemon.outbox.record import NewMessage, OutgoingMessage
-from wakeful.daemon.outbox.states import DeliveryState
+from wakeful.core.outbox.channels import Receipt
+from wakeful.core.outbox.deliverer import Deliverer
+from wakeful.core.outbox.factory import open_outbox
+from wakeful.core.outbox.record import NewMessage, OutgoingMessage
+from wakeful.core.outbox.states import DeliveryState
 
 pytestmark = pytest.mark.anyio
 PENDING, SENDING = DeliveryState.PENDING, DeliveryState.SENDING

@@ -19,12 +19,12 @@ import pytest
 from tests.daemon_process import DaemonProcess, free_port, write_config
 from tests.redis_server import REDIS_URL
 from tests.test_outbox_contract import Recording
-from wakeful.daemon.outbox.deliverer import Deliverer
-from wakeful.daemon.outbox.factory import open_outbox
-from wakeful.daemon.outbox.states import DeliveryState
-from wakeful.daemon.store.base import Store
-from wakeful.daemon.store.redis_store import RedisStore
-from wakeful.daemon.store.sqlite import SqliteStore
+from wakeful.core.outbox.deliverer import Deliverer
+from wakeful.core.outbox.factory import open_outbox
+from wakeful.core.outbox.states import DeliveryState
+from wakeful.store.base import Store
+from wakeful.store.redis_store import RedisStore
+from wakeful.store.sqlite import SqliteStore
 
 
 def kill_while_blocked_in_deliver(backend: str, where: str) -> int:

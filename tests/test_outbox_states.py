@@ -8,15 +8,15 @@ import pytest
 
 from wakeful.channels.email.db import MailDb
 from wakeful.channels.email.outbox import Outbox as EmailOutbox
-from wakeful.daemon.outbox.states import DeliveryState, IllegalMove, check_move
-from wakeful.daemon.outbox.targets import (
+from wakeful.core.outbox.states import DeliveryState, IllegalMove, check_move
+from wakeful.core.outbox.targets import (
     LOCAL_CHAT,
     Target,
     notification_targets,
     parse_target,
     resolve_target,
 )
-from wakeful.events import Event, user_message
+from wakeful.kernel.events import Event, user_message
 
 
 def test_one_state_machine_for_both_outboxes() -> None:

@@ -13,7 +13,7 @@ from tests.daemon_process import DaemonProcess, free_port, write_config
 from tests.fakes.model_replies import text_reply
 from tests.fakes.model_server import FakeModelServer
 from tests.matrix_daemon import wait_until
-from wakeful.daemon.store.sqlite import SqliteStore
+from wakeful.store.sqlite import SqliteStore
 
 OUTBOX = "/api/sessions/main/outbox"
 
@@ -47,8 +47,8 @@ def test_the_owed_reply_is_sent_at_start_and_only_once(tmp_path: Path) -> None:
 
 async def _replied_as_an_older_daemon_did(data_dir: Path) -> None:
     """The trajectory and the outbox as a daemon before position keys left them."""
-    from wakeful.daemon.outbox.record import NewMessage
-    from wakeful.daemon.outbox.sqlite_backend import SqliteOutbox
+    from wakeful.core.outbox.record import NewMessage
+    from wakeful.core.outbox.sqlite_backend import SqliteOutbox
 
     store = await SqliteStore(data_dir / "wakeful.db").open()
     try:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from wakeful.handlers.page_text import html_to_text
+from wakeful.tools.page_text import html_to_text
 
 BASE = "https://docs.example/guide/intro"
 

@@ -9,9 +9,9 @@ import pytest
 
 from tests.daemon_harness import daemon_settings, harness, last_user_text, watch_feed
 from tests.fakes.model_server import FakeModelServer, Reply
-from wakeful.daemon.store.base import EventStatus
-from wakeful.daemon.trajectory.rendering import PARALLEL_NOTE
-from wakeful.events import user_message
+from wakeful.core.trajectory.rendering import PARALLEL_NOTE
+from wakeful.kernel.events import user_message
+from wakeful.store.base import EventStatus
 
 pytestmark = pytest.mark.anyio
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from wakeful.daemon.trajectory.placeholders import (
+from wakeful.core.trajectory.placeholders import (
     PLACEHOLDER_MARK,
     interrupted_placeholder,
     missing_result_placeholder,
@@ -98,7 +98,7 @@ def test_an_approval_wait_is_not_a_late_result_the_restart_check_pays() -> None:
     """The approvals service pays an approval's placeholder; the restart's late-result
     check (which fails a promise whose task is gone) must never take it for its own,
     whatever words the placeholder's reason holds."""
-    from wakeful.daemon.trajectory.placeholders import (
+    from wakeful.core.trajectory.placeholders import (
         awaiting_approval_placeholder,
         awaits_approval,
         interrupted_placeholder,

@@ -14,19 +14,19 @@ import anyio
 import pytest
 
 from tests.test_handlers_tools import make_ctx
-from wakeful.daemon.store.memory_state import MemoryState
-from wakeful.handlers.base import ToolContext, ToolOutput
-from wakeful.handlers.registry import default_registry
+from wakeful.core.effects import Effect, Reach
+from wakeful.core.taint import Taint, TaintSource
+from wakeful.core.tool import ToolContext, ToolOutput
 from wakeful.safety.allowlist_step import Allowlist, email_allowed, shell_allowed, url_allowed
 from wakeful.safety.assembly import build_safety
 from wakeful.safety.config import SafetySection
 from wakeful.safety.confine_step import WorkspaceConfinement
-from wakeful.safety.effects import Effect, Reach
 from wakeful.safety.reviewer_step import ModelReviewer, RuleReviewer
 from wakeful.safety.ruling import PolicyCall, Verdict
 from wakeful.safety.shell_rules import destructive_reason, secret_reason
-from wakeful.safety.taint import Taint, TaintSource
 from wakeful.safety.taint_gate_step import TaintGate
+from wakeful.store.memory_state import MemoryState
+from wakeful.tools.registry import default_registry
 
 pytestmark = pytest.mark.anyio
 

@@ -1,6 +1,6 @@
 """The status bar's count of waiting events comes from the loop, not a store read per request.
 
-Unit tests of the count's two races (wakeful/daemon/loop/queued_events.py), then
+Unit tests of the count's two races (wakeful/core/loop/queued_events.py), then
 a daemon on each store backend: events queued while the model streams are
 counted in the request built then, with no store read; a restarted daemon
 counts what was left waiting with one read, then counts on by itself.
@@ -17,12 +17,12 @@ import pytest
 from tests.daemon_harness import Harness, daemon_settings, harness, watch_feed
 from tests.fakes.model_server import FakeModelServer, Reply
 from tests.redis_server import REDIS_URL
-from wakeful.daemon.loop.limits import Run
-from wakeful.daemon.loop.queued_events import QueuedEvents
-from wakeful.daemon.store.base import StoredEvent
-from wakeful.daemon.store.factory import open_store
-from wakeful.events import user_message
-from wakeful.llm.base import ModelRequest
+from wakeful.core.loop.limits import Run
+from wakeful.core.loop.queued_events import QueuedEvents
+from wakeful.core.provider import ModelRequest
+from wakeful.kernel.events import user_message
+from wakeful.store.base import StoredEvent
+from wakeful.store.factory import open_store
 
 WAITING = "Events waiting for the next safe point: "
 

@@ -13,7 +13,7 @@ import pytest
 from tests.webhook_fixtures import LiveDaemon, sign_github
 from tests.webhook_fixtures import live as live
 from wakeful.channels.email.message import parse_email
-from wakeful.channels.webhook import github
+from wakeful.sources.webhook import github
 
 CORPUS = Path(__file__).parent / "corpus"
 EMAIL = CORPUS / "email"

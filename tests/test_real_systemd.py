@@ -36,7 +36,7 @@ import pytest
 
 from tests.daemon_process import free_port
 from tests.host_state import changes, content, shape
-from wakeful.daemon.data_dir_lock import hold_data_dir_lock
+from wakeful.kernel.data_dir_lock import hold_data_dir_lock
 
 ROOT = Path(__file__).resolve().parent.parent
 SYSTEMD = Path("/lib/systemd/systemd")

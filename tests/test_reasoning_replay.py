@@ -10,9 +10,9 @@ import pytest
 
 from tests.daemon_harness import daemon_settings, harness, watch_feed
 from tests.fakes.model_server import FakeModelServer, Reply, ToolCallSpec
-from wakeful.daemon.config import Settings
+from wakeful.app.config import Settings
+from wakeful.core.reasoning import wire_messages
 from wakeful.llm import ModelRequest, OpenAIProvider
-from wakeful.llm.reasoning import wire_messages
 
 pytestmark = pytest.mark.anyio
 

@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 from structlog.testing import capture_logs
 
-from wakeful.daemon.components.context import Reloadable
-from wakeful.daemon.config import Settings, load_settings
-from wakeful.daemon.reload import changed_keys, reload_settings
+from wakeful.app.config import Settings, load_settings
+from wakeful.app.reload import changed_keys, reload_settings
+from wakeful.core.components.context import Reloadable
 
 BASE = '[daemon]\nlog_level = "info"\n[server]\nbind = "127.0.0.1:8787"\n'
 HOOK = '[[hooks]]\nname = "ci"\nauth = "bearer"\nsecret = "{secret}"\n'

@@ -7,9 +7,9 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from tests.trajectory_validator import validate_both
-from wakeful.daemon.store.base import EventStatus, StoredEvent
-from wakeful.daemon.trajectory.rendering import render_batch
-from wakeful.events import Event
+from wakeful.core.trajectory.rendering import render_batch
+from wakeful.kernel.events import Event
+from wakeful.store.base import EventStatus, StoredEvent
 
 T0 = datetime(2026, 1, 1, 10, 0, 0, tzinfo=UTC)
 

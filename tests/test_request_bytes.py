@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 
 from tests.fakes.model_server import FakeModelServer, Reply
-from wakeful.handlers.registry import default_registry
 from wakeful.llm import ModelRequest, OpenAIProvider
+from wakeful.tools.registry import default_registry
 
 GOLDEN = Path(__file__).parent / "golden" / "request_without_reasoning.json"
 

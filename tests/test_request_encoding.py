@@ -22,11 +22,11 @@ from tests.fakes.anthropic_server import FakeAnthropicServer
 from tests.fakes.model_server import FakeModelServer, Reply
 from tests.test_request_bytes import GOLDEN
 from tests.test_request_bytes import SESSION as GOLDEN_SESSION
-from wakeful.handlers.registry import default_registry
+from wakeful.core.provider import ModelRequest
 from wakeful.llm.anthropic_provider import AnthropicProvider
-from wakeful.llm.base import ModelRequest
 from wakeful.llm.openai_provider import OpenAIProvider
 from wakeful.llm.request_encoding import BodyEncoder, SessionEncoders, dumps
+from wakeful.tools.registry import default_registry
 
 Message = dict[str, Any]
 

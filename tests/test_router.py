@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 
 from tests.fakes.model_server import FakeModelServer, Reply
-from wakeful.daemon.router import Decision, Router, Strategy, stopped_tools
-from wakeful.daemon.router.classifier import ModelClassifier
-from wakeful.events import Event, user_message
+from wakeful.core.router import Decision, Router, Strategy, stopped_tools
+from wakeful.core.router.classifier import ModelClassifier
+from wakeful.kernel.events import Event, user_message
 from wakeful.llm import OpenAIProvider
 
 

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from wakeful.daemon.store.sqlite import SqliteStore
-from wakeful.daemon.trajectory.rules import PartialOutputDiscarded, TrajectoryWriter
-from wakeful.llm.base import ModelResponse, Usage
+from tests.support import opened_store
+from wakeful.core.provider import ModelResponse, Usage
+from wakeful.core.trajectory.rules import PartialOutputDiscarded, TrajectoryWriter
 
 pytestmark = pytest.mark.anyio
 
@@ -21,11 +21,8 @@ def response(text: str) -> ModelResponse:
 
 @pytest.fixture
 async def writer(tmp_path: Path) -> AsyncIterator[TrajectoryWriter]:
-    store = await SqliteStore(tmp_path / "wakeful.db").open()
-    try:
+    async with opened_store(tmp_path) as store:
         yield TrajectoryWriter(store, "main")
-    finally:
-        await store.aclose()
 
 
 async def test_discarded_step_is_emptied_and_cannot_be_recorded(

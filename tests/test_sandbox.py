@@ -23,12 +23,12 @@ from anyio.abc import SocketStream
 from tests.test_shell_tasks import Events, exit_of, running_manager
 from tests.test_shell_tasks_scenarios import live_processes_with
 from tests.tool_calls import run_tool
-from wakeful.channels.shell.tools import StartShell
-from wakeful.daemon.config_base import ConfigError
-from wakeful.handlers.base import ToolContext, ToolOutput
-from wakeful.handlers.shell import ShellExec
+from wakeful.core.tool import ToolContext, ToolOutput
+from wakeful.kernel.config_base import ConfigError
 from wakeful.safety.config import SafetySection
 from wakeful.safety.sandbox import NO_SANDBOX, Sandbox, SandboxOff, sandbox_from_settings
+from wakeful.sources.shell.tools import StartShell
+from wakeful.tools.shell import ShellExec
 
 pytestmark = [pytest.mark.anyio, pytest.mark.usefixtures("sandbox_user_processes")]
 

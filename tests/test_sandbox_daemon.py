@@ -21,8 +21,8 @@ from structlog.testing import capture_logs
 from tests.daemon_harness import Harness, daemon_settings, harness, watch_feed
 from tests.fakes.model_server import FakeModelServer, Reply, ToolCallSpec
 from tests.test_sandbox import sandbox_user_processes  # noqa: F401 - a fixture
-from wakeful.daemon.loop.task_views import CombinedTaskView
-from wakeful.handlers.base import ToolContext, ToolOutput
+from wakeful.core.loop.task_views import CombinedTaskView
+from wakeful.core.tool import ToolContext, ToolOutput
 from wakeful.safety.config import SafetySection
 from wakeful.safety.sandbox import PROCESS_TOOLS
 

@@ -19,7 +19,7 @@ from tests import processes
 from tests.daemon_harness import harness, last_user_text, settings_for, watch_feed
 from tests.fakes.anthropic_server import FakeAnthropicServer
 from tests.fakes.model_server import FakeModelServer, Reply, ToolCallSpec
-from wakeful.daemon.loop.parallel import SIDE_QUESTION_NOTE
+from wakeful.core.loop.parallel import SIDE_QUESTION_NOTE
 
 pytestmark = pytest.mark.anyio
 

@@ -11,10 +11,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from wakeful.daemon.store.sqlite import SqliteStore
-from wakeful.events import Event, user_message
-from wakeful.safety.session_taint import SessionTaints
-from wakeful.safety.taint import MAX_SOURCES
+from tests.support import opened_store
+from wakeful.core.session_taint import SessionTaints
+from wakeful.core.taint import MAX_SOURCES
+from wakeful.kernel.events import Event, user_message
+from wakeful.store.base import Store
 
 pytestmark = pytest.mark.anyio
 
@@ -22,7 +23,7 @@ pytestmark = pytest.mark.anyio
 class CountingState:
     """The store's ChannelState, counting the writes."""
 
-    def __init__(self, store: SqliteStore) -> None:
+    def __init__(self, store: Store) -> None:
         self.store = store
         self.writes = 0
 
@@ -57,8 +58,7 @@ def webhook(n: int) -> Event:
 async def test_a_batch_of_untrusted_events_is_one_taint_write(tmp_path: Path) -> None:
     """1,000 webhooks (and the owner's message among them) make one write; the record
     names the first source and the newest, and survives a fresh reader."""
-    store = await SqliteStore(tmp_path / "wakeful.sqlite").open()
-    try:
+    async with opened_store(tmp_path, synchronous="full") as store:
         state = CountingState(store)
         batch = [webhook(n) for n in range(1000)]
         batch.insert(500, user_message("owner's words"))
@@ -71,8 +71,6 @@ async def test_a_batch_of_untrusted_events_is_one_taint_write(tmp_path: Path) ->
         assert stored.sources[0].what == "webhook.github from github via webhook:github"
         assert stored.sources[-1].ref == "hook:999"
         assert len(stored.sources) == MAX_SOURCES
-    finally:
-        await store.aclose()
 
 
 @settings(
@@ -84,8 +82,7 @@ async def test_batches_record_what_events_one_by_one_would(
 ) -> None:
     """Whatever the batches, the record is the one marking each event alone gives, and
     a batch costs at most one write."""
-    store = await SqliteStore(tmp_path_factory.mktemp("taint") / "wakeful.sqlite").open()
-    try:
+    async with opened_store(tmp_path_factory.mktemp("taint"), synchronous="full") as store:
         batched, alone = CountingState(store), SessionTaints(store)
         taints = SessionTaints(batched)
         start = 0
@@ -100,8 +97,6 @@ async def test_batches_record_what_events_one_by_one_would(
         got, want = await taints.get("batched"), await alone.get("alone")
         refs = [s.ref for s in got.sources] if got else []
         assert refs == ([s.ref for s in want.sources] if want else [])
-    finally:
-        await store.aclose()
 
 
 def test_the_bench_runs_as_documented() -> None:

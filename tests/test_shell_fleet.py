@@ -14,9 +14,9 @@ import redis
 
 from tests.fleet_components import FleetMember, fleet_settings, run_member
 from tests.redis_server import REDIS_URL
-from wakeful.channels.shell.component import ShellComponent
-from wakeful.channels.shell.records import TaskRecord
-from wakeful.daemon.config import Settings
+from wakeful.app.config import Settings
+from wakeful.sources.shell.component import ShellComponent
+from wakeful.sources.shell.records import TaskRecord
 
 pytestmark = pytest.mark.anyio
 TTL_S = 0.3

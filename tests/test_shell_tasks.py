@@ -14,15 +14,15 @@ import pytest
 
 from tests.processes import group_members
 from tests.tool_calls import run_tool
-from wakeful.channels.shell.lines import LineSplitter, OutputTail, parse_progress
-from wakeful.channels.shell.manager import ShellOptions, ShellTaskManager
-from wakeful.channels.shell.monitor import Pattern
-from wakeful.channels.shell.records import RecordStore, TaskRecord, boot_id, start_ticks
-from wakeful.channels.shell.recovery import report_unfinished
-from wakeful.channels.shell.tools import MonitorShell, StartShell
-from wakeful.channels.shell.view import SessionShellTasks
-from wakeful.events import Event
-from wakeful.handlers.base import ToolContext
+from wakeful.core.tool import ToolContext
+from wakeful.kernel.events import Event
+from wakeful.sources.shell.lines import LineSplitter, OutputTail, parse_progress
+from wakeful.sources.shell.manager import ShellOptions, ShellTaskManager
+from wakeful.sources.shell.monitor import Pattern
+from wakeful.sources.shell.records import RecordStore, TaskRecord, boot_id, start_ticks
+from wakeful.sources.shell.recovery import report_unfinished
+from wakeful.sources.shell.tools import MonitorShell, StartShell
+from wakeful.sources.shell.view import SessionShellTasks
 
 pytestmark = pytest.mark.anyio
 
@@ -87,7 +87,7 @@ async def test_exit_event_has_status_duration_and_shaped_output(tmp_path: Path) 
         event = await events.wait_for(exit_of(task.task_id))
     text = event.content.text
     assert event.kind == "shell.exited" and event.session == "main"
-    # What a program prints is anyone's words: never trusted (wakeful/trust.py).
+    # What a program prints is anyone's words: never trusted (wakeful/kernel/trust.py).
     assert event.channel == f"shell:{task.task_id}" and not event.trusted
     assert event.context.related_task_id == task.task_id
     assert "exit status 3" in text and "state failed" in text
@@ -323,7 +323,7 @@ def tool_context(tmp_path: Path) -> ToolContext:
 
 async def test_a_secret_a_background_command_prints_is_never_kept(tmp_path: Path) -> None:
     """Redacted as the output comes in: not in the log file, the exit event, or the tail."""
-    from wakeful.daemon.logging import add_secrets
+    from wakeful.kernel.logging import add_secrets
 
     secret = "sk-background-secret-98765"
     add_secrets([secret])

@@ -6,9 +6,9 @@ from typing import Any
 
 from tests.test_normalizer import assistant, call, result, user
 from tests.trajectory_validator import validate_both
-from wakeful.daemon.loop.parallel import running_note, side_request_messages
-from wakeful.daemon.trajectory.normalizer import normalize
-from wakeful.daemon.trajectory.placeholders import PLACEHOLDER_MARK, tool_message
+from wakeful.core.loop.parallel import running_note, side_request_messages
+from wakeful.core.trajectory.normalizer import normalize
+from wakeful.core.trajectory.placeholders import PLACEHOLDER_MARK, tool_message
 
 Message = dict[str, Any]
 ASK = user("[Side question] what time is it?")

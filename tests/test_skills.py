@@ -11,8 +11,8 @@ from structlog.testing import capture_logs
 
 from tests.daemon_harness import daemon_settings, harness, watch_feed
 from tests.fakes.model_server import FakeModelServer, Reply, ToolCallSpec
-from wakeful.daemon.loop.task_views import CombinedTaskView
-from wakeful.handlers.base import ToolContext
+from wakeful.core.loop.task_views import CombinedTaskView
+from wakeful.core.tool import ToolContext
 from wakeful.skills.catalog import discover_skills
 from wakeful.skills.front_matter import FrontMatterError, split_front_matter
 from wakeful.skills.load_skill import LoadSkill, LoadSkillArgs

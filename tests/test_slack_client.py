@@ -10,7 +10,7 @@ import pytest
 from tests.daemon_process import free_port
 from tests.fakes.slack_api import BOT_ID, BOT_TOKEN, BOT_USER_ID, FakeSlackApi
 from wakeful.channels.slack.client import SlackClient
-from wakeful.daemon.outbox.channels import NeverDeliverable, TryLater
+from wakeful.core.outbox.channels import NeverDeliverable, TryLater
 
 pytestmark = pytest.mark.anyio
 

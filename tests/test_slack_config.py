@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from tests.daemon_process import free_port, run_to_exit, write_config
-from wakeful.daemon.config import ConfigError, load_settings
+from wakeful.app.config import ConfigError, load_settings
 
 ENTRY = """
 [[chat.slack]]

@@ -5,8 +5,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from wakeful.daemon.config import load_settings
-from wakeful.daemon.config_starter import STARTER_CONFIG
+from wakeful.app.config import load_settings
+from wakeful.app.config_starter import STARTER_CONFIG
 
 
 def test_uncommented_examples_load(tmp_path: Path) -> None:

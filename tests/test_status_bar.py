@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from wakeful.daemon.loop.limits import LoopLimits, Run
-from wakeful.daemon.loop.status_bar import STATUS_BAR_HEADER, render_status_bar
+from wakeful.core.loop.limits import LoopLimits, Run
+from wakeful.core.loop.status_bar import STATUS_BAR_HEADER, render_status_bar
 
 
 def test_status_bar_lists_time_tasks_timers_and_limits() -> None:

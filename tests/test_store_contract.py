@@ -14,7 +14,8 @@ import pytest
 import redis
 
 from tests.redis_server import REDIS_URL
-from wakeful.daemon.store.base import (
+from wakeful.kernel.events import Event, user_message
+from wakeful.store.base import (
     AppendResult,
     ConsumeConflict,
     Cursor,
@@ -23,10 +24,9 @@ from wakeful.daemon.store.base import (
     Store,
     StoreUnavailable,
 )
-from wakeful.daemon.store.redis_fleet import FleetOptions
-from wakeful.daemon.store.redis_store import RedisStore
-from wakeful.daemon.store.sqlite import SqliteStore
-from wakeful.events import Event, user_message
+from wakeful.store.redis_fleet import FleetOptions
+from wakeful.store.redis_store import RedisStore
+from wakeful.store.sqlite import SqliteStore
 
 pytestmark = pytest.mark.anyio
 

@@ -29,10 +29,10 @@ from tests.daemon_harness import FeedWatcher, Harness, daemon_settings, harness,
 from tests.daemon_process import DaemonProcess, free_port, run_to_exit, write_config
 from tests.fakes.model_server import FakeModelServer
 from tests.redis_server import REDIS_URL
-from wakeful.daemon.store.base import EventStatus, StoreCorrupt, StoreUnavailable
-from wakeful.daemon.store.redis_store import RedisStore
-from wakeful.daemon.store.sqlite import SqliteStore
-from wakeful.events import user_message
+from wakeful.kernel.events import user_message
+from wakeful.store.base import EventStatus, StoreCorrupt, StoreUnavailable
+from wakeful.store.redis_store import RedisStore
+from wakeful.store.sqlite import SqliteStore
 
 pytestmark = pytest.mark.anyio
 

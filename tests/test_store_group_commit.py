@@ -9,10 +9,10 @@ import anyio
 import anyio.lowlevel
 import pytest
 
-from wakeful.daemon.store.base import AppendResult, StoreUnavailable
-from wakeful.daemon.store.group_commit import GroupCommit
-from wakeful.daemon.store.sqlite import SqliteStore
-from wakeful.events import user_message
+from wakeful.kernel.events import user_message
+from wakeful.store.base import AppendResult, StoreUnavailable
+from wakeful.store.group_commit import GroupCommit
+from wakeful.store.sqlite import SqliteStore
 
 
 def committed_ids(path: Path) -> list[str]:

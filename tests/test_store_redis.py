@@ -24,12 +24,12 @@ from structlog.testing import capture_logs
 from tests.daemon_harness import daemon_settings, harness, watch_feed
 from tests.fakes.model_server import FakeModelServer, Reply
 from tests.redis_server import REDIS_URL
-from wakeful.daemon.config import ConfigError, load_settings
-from wakeful.daemon.store import redis_store
-from wakeful.daemon.store.base import EventStatus, StoreUnavailable
-from wakeful.daemon.store.redis_setup import durability_warnings, redacted_url, warn_if_not_durable
-from wakeful.daemon.store.redis_store import RedisStore
-from wakeful.events import user_message
+from wakeful.app.config import ConfigError, load_settings
+from wakeful.kernel.events import user_message
+from wakeful.store import redis_store
+from wakeful.store.base import EventStatus, StoreUnavailable
+from wakeful.store.redis_setup import durability_warnings, redacted_url, warn_if_not_durable
+from wakeful.store.redis_store import RedisStore
 
 pytestmark = pytest.mark.anyio
 

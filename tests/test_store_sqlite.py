@@ -16,8 +16,8 @@ from pathlib import Path
 import anyio.to_thread
 import pytest
 
-from wakeful.daemon.store.base import EventStatus
-from wakeful.daemon.store.sqlite import SqliteStore
+from wakeful.store.base import EventStatus
+from wakeful.store.sqlite import SqliteStore
 
 pytestmark = pytest.mark.anyio
 
@@ -30,8 +30,8 @@ from pathlib import Path
 
 import anyio
 
-from wakeful.daemon.store.sqlite import SqliteStore
-from wakeful.events import user_message
+from wakeful.store.sqlite import SqliteStore
+from wakeful.kernel.events import user_message
 
 path, count, seed = Path(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
 

@@ -14,7 +14,7 @@ import pytest
 
 from tests.daemon_harness import Harness, daemon_settings, harness
 from tests.fakes.model_server import FakeModelServer, Reply, ToolCallSpec
-from wakeful.daemon.loop import session_loop
+from wakeful.core.loop import session_loop
 
 pytestmark = pytest.mark.anyio
 

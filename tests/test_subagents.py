@@ -14,7 +14,7 @@ import pytest
 from tests.daemon_harness import Harness, daemon_settings, harness, watch_feed
 from tests.fakes.model_server import FakeModelServer
 from tests.subagent_model import ASK, DelegatingModel, conversation, poll, spawned_ids
-from wakeful.daemon.trajectory.rules import UNHANDLED_NOTE
+from wakeful.core.trajectory.rules import UNHANDLED_NOTE
 
 pytestmark = pytest.mark.anyio
 

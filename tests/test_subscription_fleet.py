@@ -24,18 +24,18 @@ from starlette.routing import Route
 
 from tests.fakes.loopback_http import LoopbackHttpServer
 from tests.redis_server import REDIS_URL
-from wakeful.channels.subscriptions.arming import Subscriptions
-from wakeful.channels.subscriptions.config import SubscriptionsSection
-from wakeful.channels.subscriptions.fleet import ChangeNotices, WatchLeases
-from wakeful.channels.subscriptions.kinds.http_check import HttpCheckKind
-from wakeful.channels.subscriptions.records import Subscription, SubscriptionBook
-from wakeful.channels.subscriptions.request import ConnectRequest
-from wakeful.daemon.front_door import SubmitResult
-from wakeful.daemon.store.base import Cursor
-from wakeful.daemon.store.redis_fleet import FleetOptions
-from wakeful.daemon.store.redis_named_lease import lease_holder
-from wakeful.daemon.store.redis_store import RedisStore
-from wakeful.events import Event
+from wakeful.core.front_door import SubmitResult
+from wakeful.kernel.events import Event
+from wakeful.sources.subscriptions.arming import Subscriptions
+from wakeful.sources.subscriptions.config import SubscriptionsSection
+from wakeful.sources.subscriptions.fleet import ChangeNotices, WatchLeases
+from wakeful.sources.subscriptions.kinds.http_check import HttpCheckKind
+from wakeful.sources.subscriptions.records import Subscription, SubscriptionBook
+from wakeful.sources.subscriptions.request import ConnectRequest
+from wakeful.store.base import Cursor
+from wakeful.store.redis_fleet import FleetOptions
+from wakeful.store.redis_named_lease import lease_holder
+from wakeful.store.redis_store import RedisStore
 
 pytestmark = pytest.mark.anyio
 

@@ -26,9 +26,9 @@ from tests.test_subscriptions import (
     woken_by,
 )
 from tests.webhook_fixtures import GITHUB_SECRET, dumps, sign_github
-from wakeful.channels.webhook.config import HookConfig
-from wakeful.daemon.loop.task_views import CombinedTaskView
-from wakeful.handlers.base import ToolContext, ToolOutput
+from wakeful.core.loop.task_views import CombinedTaskView
+from wakeful.core.tool import ToolContext, ToolOutput
+from wakeful.sources.webhook.config import HookConfig
 
 pytestmark = pytest.mark.anyio
 

@@ -23,9 +23,9 @@ from tests.daemon_harness import Harness, daemon_settings, harness, last_user_te
 from tests.fakes.loopback_http import LoopbackHttpServer
 from tests.fakes.model_server import FakeModelServer, Reply, ToolCallSpec
 from tests.mail_servers import ImapServer, make_message
-from wakeful.daemon.config import Settings
-from wakeful.daemon.loop.task_views import CombinedTaskView
-from wakeful.handlers.base import ToolContext, ToolOutput
+from wakeful.app.config import Settings
+from wakeful.core.loop.task_views import CombinedTaskView
+from wakeful.core.tool import ToolContext, ToolOutput
 
 pytestmark = pytest.mark.anyio
 
@@ -109,7 +109,7 @@ async def test_file_subscription_fires_filters_and_survives_a_restart(
         event = await woken_by(h, model_server, "file.changed", write_two)
         assert data_of(event)["subscription"] == sub
         assert [c["path"] for c in data_of(event)["changes"]] == [str(inbox / "a.csv")]
-        # File names are anyone's words, in the workspace too (wakeful/trust.py).
+        # File names are anyone's words, in the workspace too (wakeful/kernel/trust.py).
         assert event["source"]["trusted"] is False
         woke = last_user_text(model_server.requests[-1].body)
         assert sub in woke and "a.csv" in woke

@@ -27,12 +27,12 @@ from tests.daemon_harness import (
 )
 from tests.fakes.model_server import FakeModelServer, Reply, ToolCallSpec
 from tests.trajectory_validator import validate_openai
-from wakeful.daemon import metrics
-from wakeful.daemon.cli import main
-from wakeful.daemon.router import Decision, Strategy
-from wakeful.daemon.store.base import EventStatus, StoreUnavailable
-from wakeful.events import user_message
-from wakeful.llm.base import ModelRequest
+from wakeful.cli.main import main
+from wakeful.core.provider import ModelRequest
+from wakeful.core.router import Decision, Strategy
+from wakeful.kernel import metrics
+from wakeful.kernel.events import user_message
+from wakeful.store.base import EventStatus, StoreUnavailable
 
 pytestmark = pytest.mark.anyio
 
@@ -313,7 +313,7 @@ async def test_a_raising_classifier_requeues_the_event(
         async def broken_side_session(loop: Any, stored: Any) -> None:
             raise RuntimeError("side session bug")
 
-        monkeypatch.setattr("wakeful.daemon.dispatcher.answer_in_parallel", broken_side_session)
+        monkeypatch.setattr("wakeful.core.dispatcher.answer_in_parallel", broken_side_session)
         await h.send("a parallel question")
         await wait_until(feed, answered(h, "a parallel question"))
         assert metrics.BACKGROUND_FAILURES.value(step="parallel") >= 1

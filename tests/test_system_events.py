@@ -30,19 +30,19 @@ from tests.daemon_harness import (
     watch_feed,
 )
 from tests.fakes.model_server import FakeModelServer, Reply, ToolCallSpec
-from wakeful.channels import default_components
-from wakeful.channels.system import memory
-from wakeful.channels.system.alerts import AlertBook
-from wakeful.channels.system.config import SystemSection
-from wakeful.channels.system.pending_age import PendingAgeWatch
-from wakeful.channels.system.pressure_trigger import open_trigger
-from wakeful.channels.system.resources import ResourceWatch
-from wakeful.daemon.components.context import ComponentSetup
-from wakeful.daemon.config import ConfigError, Settings, load_settings
-from wakeful.daemon.feed import FeedItem
-from wakeful.daemon.lifespan import running_daemon
-from wakeful.daemon.store.base import QueueDepth
-from wakeful.events import Event
+from wakeful.app.components import default_components
+from wakeful.app.config import ConfigError, Settings, load_settings
+from wakeful.app.lifespan import running_daemon
+from wakeful.core.components.context import ComponentSetup
+from wakeful.core.feed import FeedItem
+from wakeful.kernel.events import Event
+from wakeful.sources.system import memory
+from wakeful.sources.system.alerts import AlertBook
+from wakeful.sources.system.config import SystemSection
+from wakeful.sources.system.pending_age import PendingAgeWatch
+from wakeful.sources.system.pressure_trigger import open_trigger
+from wakeful.sources.system.resources import ResourceWatch
+from wakeful.store.base import QueueDepth
 
 pytestmark = pytest.mark.anyio
 

@@ -14,7 +14,7 @@ import pytest
 
 from tests.daemon_process import DaemonProcess, free_port, write_config
 from tests.systemd_fake import Notification, NotifySocket
-from wakeful.daemon.systemd import Notifier, watchdog_interval
+from wakeful.app.systemd import Notifier, watchdog_interval
 
 PING_USEC = 300_000  # systemd would ping-expect every 0.3 s; we ping every 0.15 s
 

@@ -10,7 +10,7 @@ import pytest
 from tests.fakes.telegram_api import TOKEN, FakeTelegramApi
 from wakeful.channels.telegram.bot_api import BotApi, BotApiError, BotApiUnreachable
 from wakeful.channels.telegram.client import TelegramClient
-from wakeful.daemon.outbox.channels import NeverDeliverable, TryLater
+from wakeful.core.outbox.channels import NeverDeliverable, TryLater
 
 OWNER = 42
 

@@ -11,7 +11,7 @@ from tests.fakes.telegram_api import TOKEN
 from tests.test_telegram_sigkill import toml_table
 from wakeful.channels.telegram.component import read_secrets
 from wakeful.channels.telegram.config import TelegramConfig
-from wakeful.daemon.config_base import ConfigError
+from wakeful.kernel.config_base import ConfigError
 
 
 def config_with_bot(tmp_path: Path, **entry: object) -> Path:

@@ -17,8 +17,8 @@ from wakeful.channels.telegram.health import BotHealth
 from wakeful.channels.telegram.polling import UpdatePoller
 from wakeful.channels.telegram.updates import platform_message
 from wakeful.channels.telegram.webhook import SECRET_HEADER, WebhookReceiver
-from wakeful.daemon.front_door import DaemonUnavailable
-from wakeful.daemon.store.base import Cursor
+from wakeful.core.front_door import DaemonUnavailable
+from wakeful.store.base import Cursor
 
 OWNER = 42
 KEY = "telegram:tg:offset"

@@ -14,13 +14,13 @@ import pytest
 
 from tests.daemon_harness import Harness, daemon_settings, harness, watch_feed
 from tests.fakes.model_server import FakeModelServer, Reply, ToolCallSpec
-from wakeful.channels.timers.component import TimersComponent
-from wakeful.channels.timers.config import TimerConfig
-from wakeful.channels.timers.firing import TimerExecutor
-from wakeful.channels.timers.jobstore import PendingFire
-from wakeful.daemon.config import Settings
-from wakeful.daemon.loop.task_views import CombinedTaskView
-from wakeful.handlers.base import ToolContext, ToolOutput
+from wakeful.app.config import Settings
+from wakeful.core.loop.task_views import CombinedTaskView
+from wakeful.core.tool import ToolContext, ToolOutput
+from wakeful.sources.timers.component import TimersComponent
+from wakeful.sources.timers.config import TimerConfig
+from wakeful.sources.timers.firing import TimerExecutor
+from wakeful.sources.timers.jobstore import PendingFire
 
 pytestmark = pytest.mark.anyio
 

@@ -13,12 +13,12 @@ import redis
 
 from tests.fleet_components import FleetMember, fleet_settings, run_member
 from tests.redis_server import REDIS_URL
-from wakeful.channels.timers.component import TimersComponent
-from wakeful.channels.timers.config import TimerConfig
-from wakeful.channels.timers.service import TimerRequest
-from wakeful.daemon.components.context import ComponentSetup
-from wakeful.daemon.config import Settings
-from wakeful.daemon.schedules import make_schedule
+from wakeful.app.config import Settings
+from wakeful.core.components.context import ComponentSetup
+from wakeful.kernel.schedules import make_schedule
+from wakeful.sources.timers.component import TimersComponent
+from wakeful.sources.timers.config import TimerConfig
+from wakeful.sources.timers.service import TimerRequest
 
 pytestmark = pytest.mark.anyio
 

@@ -8,7 +8,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from wakeful.daemon.schedules import ScheduleError, cron_trigger, make_schedule, parse_duration
+from wakeful.kernel.schedules import ScheduleError, cron_trigger, make_schedule, parse_duration
 
 BERLIN = ZoneInfo("Europe/Berlin")
 

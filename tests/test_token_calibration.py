@@ -15,7 +15,7 @@ from structlog.testing import capture_logs
 from tests.daemon_harness import daemon_settings, harness
 from tests.fakes.model_server import FakeModelServer, Reply
 from tests.test_context_budget import agent, drive
-from wakeful.daemon.context.tokens import MAX_SCALE, MIN_SCALE, TokenEstimator, raw_estimate
+from wakeful.core.context.tokens import MAX_SCALE, MIN_SCALE, TokenEstimator, raw_estimate
 
 pytestmark = pytest.mark.anyio
 

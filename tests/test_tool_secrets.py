@@ -11,8 +11,8 @@ import pytest
 from tests.fakes.model_replies import Reply, ToolCallSpec, text_reply
 from tests.fakes.model_server import FakeModelServer
 from tests.test_handlers_tools import make_ctx as context
-from wakeful.daemon.logging import add_secrets
-from wakeful.handlers.registry import default_registry
+from wakeful.kernel.logging import add_secrets
+from wakeful.tools.registry import default_registry
 
 pytestmark = pytest.mark.anyio
 MODEL_KEY = "sk-live-model-key-0123456789"

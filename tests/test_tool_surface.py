@@ -19,17 +19,18 @@ from tests.daemon_harness import Harness, daemon_settings, watch_feed
 from tests.fakes.model_server import FakeModelServer, Reply, ToolCallSpec
 from tests.fakes.tool_set import FakeIntegrationTool, fake_tool_set
 from tests.test_scenarios import side_or_main
-from wakeful.daemon.components.context import ComponentSetup
-from wakeful.daemon.config import Settings
-from wakeful.daemon.lifespan import running_daemon
-from wakeful.daemon.loop.parallel import SIDE_QUESTION_NOTE
-from wakeful.daemon.loop.task_views import CombinedTaskView
-from wakeful.daemon.store.memory_state import MemoryState
-from wakeful.handlers.base import ToolContext
-from wakeful.handlers.registry import ToolRegistry, default_registry
-from wakeful.handlers.search_tools import SearchTools
-from wakeful.handlers.tool_surface import ToolSurface
-from wakeful.handlers.tool_words import TIME_WEIGHT, stem, terms, words
+from wakeful.app.config import Settings
+from wakeful.app.lifespan import running_daemon
+from wakeful.core.components.context import ComponentSetup
+from wakeful.core.loop.parallel import SIDE_QUESTION_NOTE
+from wakeful.core.loop.task_views import CombinedTaskView
+from wakeful.core.tool import ToolContext
+from wakeful.core.tool_registry import ToolRegistry
+from wakeful.store.memory_state import MemoryState
+from wakeful.tools.registry import default_registry
+from wakeful.tools.search_tools import SearchTools
+from wakeful.tools.tool_surface import ToolSurface
+from wakeful.tools.tool_words import TIME_WEIGHT, stem, terms, words
 
 pytestmark = pytest.mark.anyio
 

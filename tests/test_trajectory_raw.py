@@ -13,8 +13,8 @@ import pytest
 from tests.daemon_harness import ADMIN_TOKEN, daemon_settings, harness, watch_feed
 from tests.fakes.model_server import FakeModelServer, Reply
 from tests.test_cli import _isolated as _isolated  # autouse: no WAKEFUL_* settings
-from wakeful.daemon.cli import main
-from wakeful.daemon.loop.status_bar import STATUS_BAR_HEADER
+from wakeful.cli.main import main
+from wakeful.core.loop.status_bar import STATUS_BAR_HEADER
 
 pytestmark = pytest.mark.anyio
 

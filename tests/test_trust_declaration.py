@@ -1,6 +1,6 @@
 """Taint by construction (issue 22 finding 1): untrusted unless declared, in one place.
 
-wakeful/trust.py is the only declaration of whose words a tool result or an
+wakeful/kernel/trust.py is the only declaration of whose words a tool result or an
 event carries. These tests hold it to that: every tool the code defines is
 either declared or taints with whatever it returns; a name in the tables that
 no tool has is an error (a renamed tool must not keep a stale trust); an event
@@ -21,17 +21,17 @@ from hypothesis import strategies as st
 
 import wakeful
 from tests.test_tool_surface import context
-from wakeful.channels.shell.events import exited_event
-from wakeful.channels.shell.records import TaskRecord
-from wakeful.daemon.store.sqlite import SqliteStore
-from wakeful.events import KIND_PATTERN, Event
-from wakeful.handlers.base import ToolOutput
-from wakeful.handlers.shell import ShellExec
+from wakeful.core.effects import Effect
+from wakeful.core.tool import ToolOutput
+from wakeful.kernel.events import KIND_PATTERN, Event
+from wakeful.kernel.trust import OWN_RESULTS, TRUSTABLE_EVENT_KINDS, VOUCHING_RESULTS, ResultTrust
 from wakeful.mcp.config import namespaced
 from wakeful.safety.assembly import build_safety
 from wakeful.safety.config import SafetySection
-from wakeful.safety.effects import Effect
-from wakeful.trust import OWN_RESULTS, TRUSTABLE_EVENT_KINDS, VOUCHING_RESULTS, ResultTrust
+from wakeful.sources.shell.events import exited_event
+from wakeful.sources.shell.records import TaskRecord
+from wakeful.store.sqlite import SqliteStore
+from wakeful.tools.shell import ShellExec
 
 pytestmark = pytest.mark.anyio
 

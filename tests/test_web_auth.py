@@ -13,7 +13,7 @@ from tests.daemon_process import ADMIN_TOKEN as PROCESS_TOKEN
 from tests.daemon_process import DaemonProcess, free_port, write_config
 from tests.fakes.model_server import FakeModelServer
 from wakeful.channels.chat_web.component import PAGE_FILES
-from wakeful.daemon.http.auth import BAD_CSRF, SESSION_COOKIE
+from wakeful.kernel.http.auth import BAD_CSRF, SESSION_COOKIE
 
 pytestmark = pytest.mark.anyio
 

@@ -15,7 +15,7 @@ from tests.daemon_harness import ADMIN_TOKEN, daemon_settings, harness
 from tests.daemon_process import DaemonProcess, free_port, write_config
 from tests.fakes.model_server import FakeModelServer
 from tests.test_web_auth import log_in
-from wakeful.daemon.feed import ALL_SESSIONS, RESYNC, Feed, FeedItem
+from wakeful.core.feed import ALL_SESSIONS, RESYNC, Feed, FeedItem
 
 pytestmark = pytest.mark.anyio
 

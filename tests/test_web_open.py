@@ -13,8 +13,8 @@ import pytest
 
 from tests.daemon_harness import ADMIN_TOKEN, daemon_settings, harness
 from tests.fakes.model_server import FakeModelServer
-from wakeful.daemon.cli import main
-from wakeful.daemon.cli_open import has_display
+from wakeful.cli.main import main
+from wakeful.cli.open import has_display
 
 pytestmark = pytest.mark.anyio
 

@@ -28,9 +28,9 @@ from tests.chat_loopback import LoopbackChat
 from tests.daemon_harness import daemon_settings
 from tests.fakes.model_server import FakeModelServer, Reply, ToolCallSpec, text_reply
 from tests.test_approvals import COMMAND, runs, stranger_event
-from wakeful.channels import default_components
+from wakeful.app.components import default_components
+from wakeful.app.lifespan import RunningDaemon, running_daemon
 from wakeful.channels.chat.inbound import PAIRED_TEXT, PlatformMessage
-from wakeful.daemon.lifespan import RunningDaemon, running_daemon
 
 SHOTS = Path(__file__).parents[1] / ".pt-web"
 
@@ -304,14 +304,14 @@ def test_answering_the_agents_question_on_the_page(daemon: Daemon) -> None:
 
 
 def _owner_message(text: str) -> Any:
-    from wakeful.events import user_message
+    from wakeful.kernel.events import user_message
 
     return user_message(text)
 
 
 def test_the_trajectory_tab_marks_a_compaction(daemon: Daemon) -> None:
     """What a compaction summarised is shown as one marked summary, then what followed."""
-    from wakeful.daemon.context.view import ContextView
+    from wakeful.core.context.view import ContextView
 
     store = daemon.running.daemon.store
     history = [{"role": "user", "content": f"old request {n}"} for n in range(3)]

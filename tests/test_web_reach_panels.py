@@ -24,9 +24,9 @@ from tests.daemon_harness import daemon_settings
 from tests.fakes.model_replies import Reply, ToolCallSpec, text_reply
 from tests.fakes.model_server import FakeModelServer
 from tests.test_web_panels import SHOTS, Daemon, open_page, visible
-from wakeful.channels import default_components
-from wakeful.channels.system.component import SystemComponent
-from wakeful.daemon.lifespan import running_daemon
+from wakeful.app.components import default_components
+from wakeful.app.lifespan import running_daemon
+from wakeful.sources.system.component import SystemComponent
 
 HOST_CHECKS_OFF = {
     "enabled": True,

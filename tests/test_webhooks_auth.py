@@ -12,7 +12,8 @@ from typing import Any
 import pytest
 from standardwebhooks.webhooks import Webhook
 
-from wakeful.channels.webhook.auth import (
+from wakeful.app.config import ConfigError, load_settings
+from wakeful.sources.webhook.auth import (
     AuthError,
     BearerToken,
     GitHubSignature,
@@ -20,12 +21,11 @@ from wakeful.channels.webhook.auth import (
     make_verifier,
     standard_key,
 )
-from wakeful.channels.webhook.component import build_hook
-from wakeful.channels.webhook.config import HookConfig, HookFilter
-from wakeful.channels.webhook.delivery import BadDelivery, delivery_id, parse_payload
-from wakeful.channels.webhook.mapping import DeliveryFilter, render_template
-from wakeful.channels.webhook.secrets import resolve_secrets
-from wakeful.daemon.config import ConfigError, load_settings
+from wakeful.sources.webhook.component import build_hook
+from wakeful.sources.webhook.config import HookConfig, HookFilter
+from wakeful.sources.webhook.delivery import BadDelivery, delivery_id, parse_payload
+from wakeful.sources.webhook.mapping import DeliveryFilter, render_template
+from wakeful.sources.webhook.secrets import resolve_secrets
 
 GITHUB_SECRET = "It's a Secret to Everybody"
 GITHUB_BODY = b"Hello, World!"

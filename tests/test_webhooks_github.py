@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from wakeful.channels.webhook.github import summarize
+from wakeful.sources.webhook.github import summarize
 
 REPO = {"full_name": "acme/rocket"}
 SENDER = {"login": "octocat"}

@@ -10,7 +10,7 @@ import pytest
 from tests.daemon_harness import daemon_settings, harness
 from tests.fakes.model_server import FakeModelServer
 from tests.webhook_fixtures import NEW_SECRET, sign_standard
-from wakeful.channels.webhook.component import WebhookComponent
+from wakeful.sources.webhook.component import WebhookComponent
 
 pytestmark = pytest.mark.anyio
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from wakeful.handlers.base import Tool, ToolContext, ToolOutput
+from wakeful.core.tool import Tool, ToolContext, ToolOutput
 
 
 async def run_tool(tool: Tool, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:

@@ -2,6 +2,6 @@
 
 import sys
 
-from wakeful.daemon.cli import main
+from wakeful.cli.main import main
 
 sys.exit(main())

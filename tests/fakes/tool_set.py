@@ -16,8 +16,8 @@ from typing import Any
 
 from pydantic import Field, create_model
 
-from wakeful.handlers.base import ToolArgs, ToolContext, ToolOutput
-from wakeful.safety.effects import Effect
+from wakeful.core.effects import Effect
+from wakeful.core.tool import ToolArgs, ToolContext, ToolOutput
 
 # group -> lines of "name | description | field, field"
 TOOL_SET: dict[str, str] = {

@@ -1,8 +1,12 @@
-"""Model providers: one small interface, OpenAI-compatible and Anthropic ones, a null one."""
+"""Model providers: one small interface, OpenAI-compatible and Anthropic ones, a null one.
+
+Which one a config names is looked up in :mod:`wakeful.llm.registry` (one line each).
+"""
 
 from typing import TYPE_CHECKING, Any
 
-from wakeful.llm.base import (
+from wakeful.core.provider import (
+    HOW_TO_CONFIGURE,
     ContextTooLong,
     DeltaCallback,
     Message,
@@ -17,7 +21,7 @@ from wakeful.llm.base import (
     ToolDefinition,
     Usage,
 )
-from wakeful.llm.null_provider import HOW_TO_CONFIGURE, NullProvider
+from wakeful.llm.null_provider import NullProvider
 
 if TYPE_CHECKING:
     from wakeful.llm.anthropic_provider import AnthropicProvider

@@ -1,6 +1,6 @@
 """The canonical trajectory as Anthropic's Messages API accepts it.
 
-wakeful stores OpenAI chat-completions messages (wakeful/llm/base.py). The
+wakeful stores OpenAI chat-completions messages (wakeful/core/provider.py). The
 Messages API has stricter rules, and these pure functions apply them
 deliberately rather than hoping the trajectory happens to fit:
 
@@ -44,7 +44,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from wakeful.llm.reasoning import REASONING_KEY
+from wakeful.core.reasoning import REASONING_KEY
 from wakeful.llm.request_encoding import shared_prefix
 
 ANTHROPIC_FORMAT = "anthropic"  # the reasoning field's format for thinking blocks

@@ -17,8 +17,10 @@ from anthropic import AsyncStream
 from anthropic.types import Message as AnthropicMessage
 from anthropic.types import RawMessageStreamEvent
 
+from wakeful.core.provider import DeltaCallback, ModelRequest, ModelResponse, ToolCall, Usage
+from wakeful.core.reasoning import Reasoning
 from wakeful.llm.anthropic_messages import ANTHROPIC_FORMAT, MessagesConverter
-from wakeful.llm.base import DeltaCallback, ModelRequest, ModelResponse, ToolCall, Usage
+from wakeful.llm.config import LlmSection
 from wakeful.llm.error_mapping import (
     EndpointErrors,
     ErrorDialect,
@@ -26,7 +28,7 @@ from wakeful.llm.error_mapping import (
     SdkErrors,
     redact_url,
 )
-from wakeful.llm.reasoning import Reasoning
+from wakeful.llm.model_key import key_source
 from wakeful.llm.request_encoding import SessionEncoders
 from wakeful.llm.session_cache import SessionCache
 from wakeful.llm.streaming_call import stream_reply
@@ -320,3 +322,19 @@ def _error_message(exc: anthropic.APIStatusError) -> str:
     error = body.get("error") if isinstance(body, dict) else None
     message = error.get("message") if isinstance(error, dict) else None
     return message if isinstance(message, str) else exc.message
+
+
+def from_config(llm: LlmSection, api_key: str | None) -> AnthropicProvider:
+    """The provider ``[llm] provider = "anthropic"`` names (wakeful/llm/registry.py);
+    the SDK's presence was checked with the config (LlmSection)."""
+    return AnthropicProvider(
+        api_key=api_key,
+        model=llm.model,
+        base_url=llm.base_url,
+        max_output_tokens=llm.max_output_tokens,
+        thinking_budget_tokens=llm.thinking_budget_tokens,
+        timeout_s=llm.timeout_s,
+        read_timeout_s=llm.read_timeout_s,
+        max_retries=llm.max_retries,
+        key_source=key_source(llm),
+    )

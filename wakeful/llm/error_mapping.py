@@ -1,4 +1,4 @@
-"""A failed model call as one of our ProviderError kinds (wakeful/llm/base.py).
+"""A failed model call as one of our ProviderError kinds (wakeful/core/provider.py).
 
 Both SDKs are generated alike (one ``APIError`` base, a connection error with
 a timeout below it, a status error carrying the HTTP answer), and a stream
@@ -23,7 +23,7 @@ from urllib.parse import urlsplit, urlunsplit
 import httpx
 import pydantic
 
-from wakeful.llm.base import ContextTooLong, ModelKeyRefused, ModelUnavailable, ProviderError
+from wakeful.core.provider import ContextTooLong, ModelKeyRefused, ModelUnavailable, ProviderError
 
 # What a reply that is not UTF-8, not JSON or not the event schema raises while streamed.
 UNDECODABLE = (UnicodeDecodeError, json.JSONDecodeError, pydantic.ValidationError)

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from wakeful.llm.base import DeltaCallback, ModelNotConfigured, ModelRequest, ModelResponse
-
-HOW_TO_CONFIGURE = (
-    "no model is configured: set [llm] model and base_url in wakeful.toml "
-    "(or WAKEFUL_LLM__MODEL / WAKEFUL_LLM__BASE_URL), "
-    "and the API key via [llm] api_key_env or api_key_file"
+from wakeful.core.provider import (
+    HOW_TO_CONFIGURE,
+    DeltaCallback,
+    ModelNotConfigured,
+    ModelRequest,
+    ModelResponse,
 )
 
 

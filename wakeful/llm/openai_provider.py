@@ -17,7 +17,9 @@ from openai.types.chat import ChatCompletion, ChatCompletionChunk
 from openai.types.chat.chat_completion_chunk import ChoiceDelta
 from openai.types.completion_usage import CompletionUsage
 
-from wakeful.llm.base import DeltaCallback, ModelRequest, ModelResponse, ToolCall, Usage
+from wakeful.core.provider import DeltaCallback, ModelRequest, ModelResponse, ToolCall, Usage
+from wakeful.core.reasoning import ReasoningCollector, ReplayPolicy, wire_messages
+from wakeful.llm.config import LlmSection
 from wakeful.llm.error_mapping import (
     EndpointErrors,
     ErrorDialect,
@@ -25,7 +27,7 @@ from wakeful.llm.error_mapping import (
     SdkErrors,
     redact_url,
 )
-from wakeful.llm.reasoning import ReasoningCollector, ReplayPolicy, wire_messages
+from wakeful.llm.model_key import key_source
 from wakeful.llm.request_encoding import SessionEncoders
 from wakeful.llm.streaming_call import stream_reply
 
@@ -229,4 +231,18 @@ def _is_context_too_long(exc: openai.APIStatusError) -> bool:
             "too many tokens",
             "prompt is too long",
         )
+    )
+
+
+def from_config(llm: LlmSection, api_key: str | None) -> OpenAIProvider:
+    """The provider ``[llm] provider = "openai"`` names (wakeful/llm/registry.py)."""
+    return OpenAIProvider(
+        base_url=llm.base_url,
+        api_key=api_key,
+        key_source=key_source(llm),
+        model=llm.model,
+        timeout_s=llm.timeout_s,
+        read_timeout_s=llm.read_timeout_s,
+        max_retries=llm.max_retries,
+        replay_reasoning=llm.replay_reasoning,
     )

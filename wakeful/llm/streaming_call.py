@@ -22,7 +22,7 @@ from typing import Protocol, TypeVar
 
 import anyio
 
-from wakeful.llm.base import DeltaCallback, ModelResponse
+from wakeful.core.provider import DeltaCallback, ModelResponse
 from wakeful.llm.error_mapping import EndpointErrors
 
 CLOSE_TIMEOUT_S = 2.0  # a server that does not let go is left behind, not waited for

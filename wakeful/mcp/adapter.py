@@ -18,11 +18,11 @@ import mcp_types as types
 from mcp.shared.exceptions import MCPError
 from pydantic import BaseModel, ConfigDict
 
-from wakeful.handlers.base import ToolContext, ToolOutput
+from wakeful.core.effects import Effect, Reach
+from wakeful.core.tool import ToolContext, ToolOutput
 from wakeful.mcp.calls import McpCalls, progress_text
 from wakeful.mcp.config import McpServerConfig, namespaced
 from wakeful.mcp.connection import ConnectionLost, McpConnection, ServerUnavailable
-from wakeful.safety.effects import Effect, Reach
 
 
 class PassThroughArgs(BaseModel):

@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from wakeful.daemon.trajectory.placeholders import task_id_for_call
+from wakeful.core.trajectory.placeholders import task_id_for_call
 
 # Finished calls stay visible for a while, so task_status can still say how one ended.
 KEEP_FINISHED = 20

@@ -22,9 +22,9 @@ import mcp_types as types
 import structlog
 from anyio.abc import TaskStatus
 
-from wakeful.daemon.components.context import ComponentHealth, ComponentSetup
-from wakeful.handlers.base import TaskView
-from wakeful.handlers.registry import ToolRegistry
+from wakeful.core.components.context import ComponentHealth, ComponentSetup
+from wakeful.core.tool import TaskView
+from wakeful.core.tool_registry import ToolRegistry
 from wakeful.mcp.adapter import McpTool
 from wakeful.mcp.calls import McpCalls, SessionMcpCalls
 from wakeful.mcp.config import McpServerConfig, namespaced

@@ -8,8 +8,8 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field, field_validator, model_validator
 
-from wakeful.daemon.config_base import Section, reject_repeated_names
-from wakeful.safety.effects import Effect
+from wakeful.core.effects import Effect
+from wakeful.kernel.config_base import Section, reject_repeated_names
 
 # `<server>__<tool>` must fit the registry's 64 characters: the server's name is short.
 SERVER_NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9-]{0,23}$"

@@ -28,7 +28,7 @@ from mcp.shared.dispatcher import ProgressFnT
 from mcp.shared.exceptions import MCPError
 from mcp_types.jsonrpc import CONNECTION_CLOSED, INTERNAL_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND
 
-from wakeful.daemon.exception_groups import describe_failure
+from wakeful.kernel.exception_groups import describe_failure
 from wakeful.mcp.config import McpServerConfig
 from wakeful.mcp.transport import open_client
 

@@ -20,8 +20,8 @@ import mcp_types as types
 import structlog
 from pydantic import ValidationError
 
-from wakeful.daemon.store.base import ChannelState
 from wakeful.mcp.config import McpServerConfig
+from wakeful.store.base import ChannelState
 
 log = structlog.get_logger(__name__)
 

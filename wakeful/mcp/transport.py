@@ -19,8 +19,8 @@ from mcp.client.session import MessageHandlerFnT
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.message import SessionMessage
 
-from wakeful.daemon.config_base import ConfigError, credential_path
-from wakeful.daemon.logging import add_secrets
+from wakeful.kernel.config_base import ConfigError, credential_path
+from wakeful.kernel.logging import add_secrets
 from wakeful.mcp.config import McpServerConfig
 
 # The SDK's own defaults: a server may hold a response stream open for minutes.

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from email.utils import parseaddr
 from urllib.parse import urlsplit
 
-from wakeful.safety.effects import Effect, Reach
+from wakeful.core.effects import Effect, Reach
 from wakeful.safety.outbound import host_allowed
 from wakeful.safety.ruling import PolicyCall, Ruling, Verdict
 

@@ -10,9 +10,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from wakeful.daemon.store.base import ChannelState
+from wakeful.core.approvals import Approval, Approvals
+from wakeful.core.session_taint import SessionTaints
+from wakeful.kernel.trust import ResultTrust
 from wakeful.safety.allowlist_step import Allowlist
-from wakeful.safety.approvals import Approval, Approvals
 from wakeful.safety.breaker import DenialBreaker
 from wakeful.safety.chain import PolicyChain
 from wakeful.safety.config import SafetySection
@@ -20,10 +21,9 @@ from wakeful.safety.confine_step import WorkspaceConfinement
 from wakeful.safety.reviewer_step import ModelReviewer, ReviewModel, RuleReviewer
 from wakeful.safety.ruling import PolicyStep
 from wakeful.safety.scope_step import ScopeStep, ToolScope
-from wakeful.safety.session_taint import SessionTaints
 from wakeful.safety.standing_step import StandingInstructions
 from wakeful.safety.taint_gate_step import TaintGate
-from wakeful.trust import ResultTrust
+from wakeful.store.base import ChannelState
 
 
 @dataclass(frozen=True)
@@ -50,7 +50,7 @@ def build_safety(
     restricted to some tools (subagents), checked before every other step.
     ``skill_roots``: where skills live; no tool call may write there.
     ``mcp_prefixes``: the configured MCP servers' tool-name prefixes; their tools vouch per result
-    (wakeful/trust.py: untrusted unless ``[[mcp.servers]] trusted = true``)."""
+    (wakeful/kernel/trust.py: untrusted unless ``[[mcp.servers]] trusted = true``)."""
     taints = SessionTaints(state)
     breaker = DenialBreaker(state, trip_after=settings.breaker_denials)
     approvals = Approvals(state, timeout_s=settings.approval_timeout_s)

@@ -13,7 +13,7 @@ import json
 
 import structlog
 
-from wakeful.daemon.store.base import ChannelState
+from wakeful.store.base import ChannelState
 
 log = structlog.get_logger(__name__)
 

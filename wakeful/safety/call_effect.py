@@ -17,7 +17,7 @@ from typing import Any
 import structlog
 from pydantic import BaseModel
 
-from wakeful.handlers.base import Tool, ToolContext
+from wakeful.core.tool import Tool, ToolContext
 
 log = structlog.get_logger(__name__)
 

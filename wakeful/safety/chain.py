@@ -11,7 +11,7 @@ taint — never from the model's free text.
 
 The tool registry calls :meth:`PolicyChain.admit` before running a tool and
 :meth:`PolicyChain.observe` after, which is where results taint the session:
-all of them, except those wakeful/trust.py declares our own.
+all of them, except those wakeful/kernel/trust.py declares our own.
 """
 
 from __future__ import annotations
@@ -24,17 +24,17 @@ from typing import Any
 import structlog
 from pydantic import BaseModel
 
-from wakeful.daemon import metrics
-from wakeful.daemon.trajectory.placeholders import awaiting_approval_placeholder
-from wakeful.handlers.base import Tool, ToolContext, ToolOutput
-from wakeful.safety.approvals import Approvals
+from wakeful.core.approvals import Approvals
+from wakeful.core.effects import Effect, Reach
+from wakeful.core.session_taint import SessionTaints
+from wakeful.core.taint import TaintSource, now_iso
+from wakeful.core.tool import Tool, ToolContext, ToolOutput
+from wakeful.core.trajectory.placeholders import awaiting_approval_placeholder
+from wakeful.kernel import metrics
+from wakeful.kernel.trust import ResultTrust
 from wakeful.safety.breaker import DenialBreaker
 from wakeful.safety.call_effect import effect_of_call
-from wakeful.safety.effects import Effect, Reach
 from wakeful.safety.ruling import PolicyCall, PolicyStep, Ruling, Verdict
-from wakeful.safety.session_taint import SessionTaints
-from wakeful.safety.taint import TaintSource, now_iso
-from wakeful.trust import ResultTrust
 
 log = structlog.get_logger(__name__)
 
@@ -160,7 +160,7 @@ class PolicyChain:
         return ToolOutput(text, is_error=True, data={"denied": True, "step": ruling.step})
 
     async def observe(self, tool: Tool, output: ToolOutput, ctx: ToolContext) -> None:
-        """Every result taints the session unless wakeful/trust.py declares the tool's
+        """Every result taints the session unless wakeful/kernel/trust.py declares the tool's
         results our own, or the tool vouches for this one (taint by construction)."""
         what = self.result_trust.taint_of(tool.name, output.untrusted_source)
         if what is not None:

@@ -8,7 +8,7 @@ from typing import Literal
 
 from pydantic import Field, field_validator
 
-from wakeful.daemon.config_base import Section
+from wakeful.kernel.config_base import Section
 
 _EMAIL_PATTERN = re.compile(r"^(\*|[^@\s*]+)@[A-Za-z0-9.-]+\.[A-Za-z]{2,}$")
 _HOST_PATTERN = re.compile(r"^(\*\.)?[A-Za-z0-9.-]+(:\d{1,5})?$|^\[[0-9A-Fa-f:.]+\](:\d{1,5})?$")

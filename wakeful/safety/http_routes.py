@@ -16,9 +16,9 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from wakeful.daemon.http.body import read_json_object
-from wakeful.daemon.http.errors import ApiError
-from wakeful.safety.approvals import DecideOutcome, already_decided
+from wakeful.core.approvals import DecideOutcome, already_decided
+from wakeful.kernel.http.body import read_json_object
+from wakeful.kernel.http.errors import ApiError
 from wakeful.safety.assembly import Safety
 from wakeful.safety.overview import safety_overview
 

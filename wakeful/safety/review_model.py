@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import re
 
-from wakeful.llm.base import ModelProvider, ModelRequest
+from wakeful.core.provider import ModelProvider, ModelRequest
 from wakeful.safety.reviewer_step import REVIEW_INSTRUCTIONS
 
 _JSON_OBJECT = re.compile(r"\{.*\}", re.S)

@@ -18,7 +18,7 @@ from typing import Protocol
 import anyio
 import structlog
 
-from wakeful.safety.effects import Effect
+from wakeful.core.effects import Effect
 from wakeful.safety.ruling import PolicyCall, Ruling, Verdict
 from wakeful.safety.shell_rules import destructive_reason, secret_reason
 

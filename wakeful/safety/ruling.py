@@ -7,8 +7,8 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any, Protocol
 
-from wakeful.safety.effects import CONSEQUENTIAL, Effect, Reach
-from wakeful.safety.taint import Taint
+from wakeful.core.effects import CONSEQUENTIAL, Effect, Reach
+from wakeful.core.taint import Taint
 
 
 class Verdict(StrEnum):

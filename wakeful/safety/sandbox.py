@@ -40,11 +40,11 @@ from typing import TYPE_CHECKING, Literal
 import structlog
 from pydantic import BaseModel
 
-from wakeful.daemon.config_base import ConfigError, config_dir, credential_path
+from wakeful.kernel.config_base import ConfigError, config_dir, credential_path
 from wakeful.safety.config import SafetySection
 
 if TYPE_CHECKING:
-    from wakeful.daemon.config import Settings
+    from wakeful.app.config import Settings
 
 log = structlog.get_logger(__name__)
 

@@ -7,7 +7,7 @@ wish rather than the owner's, so the owner decides.
 
 from __future__ import annotations
 
-from wakeful.safety.effects import Effect
+from wakeful.core.effects import Effect
 from wakeful.safety.ruling import PolicyCall, Ruling, Verdict
 
 _CAN = {

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from pydantic import Field
 
-from wakeful.daemon.config_base import Section
+from wakeful.kernel.config_base import Section
 
 
 class SkillsSection(Section):

@@ -13,9 +13,9 @@ from pathlib import Path
 
 from pydantic import Field
 
-from wakeful.handlers.base import ToolArgs, ToolContext, ToolOutput
+from wakeful.core.effects import Effect
+from wakeful.core.tool import ToolArgs, ToolContext, ToolOutput
 from wakeful.safety.confinement import Outside, resolve_inside
-from wakeful.safety.effects import Effect
 from wakeful.skills.catalog import SkillCatalog
 
 MAX_FILE_BYTES = 256 * 1024

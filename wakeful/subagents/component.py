@@ -15,8 +15,8 @@ from typing import Any
 import anyio
 from anyio.abc import TaskStatus
 
-from wakeful.daemon.components.context import ComponentHealth, ComponentSetup
-from wakeful.handlers.base import TaskView
+from wakeful.core.components.context import ComponentHealth, ComponentSetup
+from wakeful.core.tool import TaskView
 from wakeful.subagents.manager import SubagentManager
 from wakeful.subagents.records import RecordBook, State
 from wakeful.subagents.scope import SubagentScope, note_call

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
-from wakeful.daemon.config_base import Section
+from wakeful.kernel.config_base import Section
 
 
 class SubagentsSection(Section):

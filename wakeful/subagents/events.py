@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from wakeful.events import Event
+from wakeful.kernel.events import Event
 from wakeful.subagents.records import SubagentRecord
 
 CHILD_NOTE = (

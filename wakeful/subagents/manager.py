@@ -23,14 +23,14 @@ import anyio
 import structlog
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
-from wakeful.daemon.components.context import SessionControl
-from wakeful.daemon.feed import FeedItem
-from wakeful.daemon.front_door import SubmitResult
-from wakeful.daemon.router import stopped_tools
-from wakeful.daemon.store.base import Store, StoredEvent
-from wakeful.events import Event
-from wakeful.safety.session_taint import KEY_PREFIX as TAINT_KEY_PREFIX
-from wakeful.safety.taint import Taint
+from wakeful.core.components.context import SessionControl
+from wakeful.core.feed import FeedItem
+from wakeful.core.front_door import SubmitResult
+from wakeful.core.router import stopped_tools
+from wakeful.core.session_taint import KEY_PREFIX as TAINT_KEY_PREFIX
+from wakeful.core.taint import Taint
+from wakeful.kernel.events import Event
+from wakeful.store.base import Store, StoredEvent
 from wakeful.subagents import events
 from wakeful.subagents.config import SubagentsSection
 from wakeful.subagents.limits import (
@@ -322,7 +322,7 @@ class SubagentManager:
 
     async def _taint_of(self, session: str) -> str | None:
         # Read from the store each time: the session's taint is kept there by the one
-        # place that marks it (wakeful.safety.session_taint), and changes as it runs.
+        # place that marks it (wakeful.core.session_taint), and changes as it runs.
         raw = await self._store.get_state(TAINT_KEY_PREFIX + session)
         taint = Taint.from_json(raw) if raw else None
         return taint.summary() if taint else None

@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from wakeful.daemon.store.base import ChannelState
+from wakeful.store.base import ChannelState
 
 KEY_PREFIX = "subagent:"
 SESSION_PREFIX = "subagent:"

@@ -3,8 +3,8 @@ its words (for its parent, not the user); and the one tool every other session i
 
 from __future__ import annotations
 
-from wakeful.handlers.base import Tool, ToolContext
-from wakeful.handlers.registry import ToolRegistry
+from wakeful.core.tool import Tool, ToolContext
+from wakeful.core.tool_registry import ToolRegistry
 from wakeful.subagents.limits import REPORT
 from wakeful.subagents.manager import SubagentManager
 

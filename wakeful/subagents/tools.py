@@ -7,8 +7,8 @@ from typing import Any
 
 from pydantic import Field
 
-from wakeful.handlers.base import ToolArgs, ToolContext, ToolOutput
-from wakeful.safety.effects import Effect
+from wakeful.core.effects import Effect
+from wakeful.core.tool import ToolArgs, ToolContext, ToolOutput
 from wakeful.subagents.limits import BudgetAsked, Refused
 from wakeful.subagents.manager import SubagentManager
 from wakeful.subagents.view import describe

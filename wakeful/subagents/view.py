@@ -35,7 +35,7 @@ def describe(record: SubagentRecord) -> dict[str, Any]:
 
 
 class SessionSubagents:
-    """Implements :class:`wakeful.handlers.base.TaskView` for one parent session."""
+    """Implements :class:`wakeful.core.tool.TaskView` for one parent session."""
 
     def __init__(self, manager: SubagentManager, session: str) -> None:
         self._manager = manager

@@ -17,10 +17,10 @@ from starlette.routing import Route
 
 from wakeful.channels.chat.inbound import PAIRED_TEXT
 from wakeful.channels.chat.pairing import Pairing, display_code, normalize_code
-from wakeful.daemon.components.context import ComponentSetup, SendMessage
-from wakeful.daemon.http.body import read_json_object
-from wakeful.daemon.http.errors import ApiError
-from wakeful.daemon.outbox.record import NewMessage
+from wakeful.core.components.context import ComponentSetup, SendMessage
+from wakeful.core.outbox.record import NewMessage
+from wakeful.kernel.http.body import read_json_object
+from wakeful.kernel.http.errors import ApiError
 
 log = structlog.get_logger(__name__)
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pydantic import Field, field_validator
 
-from wakeful.daemon.config_base import Section
-from wakeful.events import SESSION_PATTERN
+from wakeful.kernel.config_base import Section
+from wakeful.kernel.events import SESSION_PATTERN
 
 PER_USER = "per-user"
 NAME_PATTERN = r"^[a-z0-9][a-z0-9_-]{0,31}$"

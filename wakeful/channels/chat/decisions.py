@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
-from wakeful.safety.approvals import Approval, Approvals, DecideOutcome, already_decided
+from wakeful.core.approvals import Approval, Approvals, DecideOutcome, already_decided
 
 Decision = Literal["approve", "deny", "answer"]
 

@@ -24,10 +24,10 @@ import structlog
 from wakeful.channels.chat.config import PER_USER
 from wakeful.channels.chat.decisions import DecisionRequest, DecisionResult, decide, parse_decision
 from wakeful.channels.chat.pairing import Pairing, PairingRequest, display_code
-from wakeful.daemon.components.context import ComponentSetup
-from wakeful.daemon.outbox.record import NewMessage
-from wakeful.daemon.store.base import Cursor
-from wakeful.events import SESSION_PATTERN, Event, EventError
+from wakeful.core.components.context import ComponentSetup
+from wakeful.core.outbox.record import NewMessage
+from wakeful.kernel.events import SESSION_PATTERN, Event, EventError
+from wakeful.store.base import Cursor
 
 log = structlog.get_logger(__name__)
 

@@ -15,10 +15,10 @@ from __future__ import annotations
 from typing import Protocol, runtime_checkable
 
 from wakeful.channels.chat.chunking import split_message
-from wakeful.daemon.outbox.channels import NeverDeliverable, Receipt
-from wakeful.daemon.outbox.record import OutgoingMessage
-from wakeful.daemon.store.base import ChannelState
-from wakeful.safety.approvals import approval_of_notice
+from wakeful.core.approvals import approval_of_notice
+from wakeful.core.outbox.channels import NeverDeliverable, Receipt
+from wakeful.core.outbox.record import OutgoingMessage
+from wakeful.store.base import ChannelState
 
 
 class PlatformClient(Protocol):

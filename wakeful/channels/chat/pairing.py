@@ -23,7 +23,7 @@ from dataclasses import asdict, dataclass
 
 import structlog
 
-from wakeful.daemon.store.base import ChannelState
+from wakeful.store.base import ChannelState
 
 log = structlog.get_logger(__name__)
 

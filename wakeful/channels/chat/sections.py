@@ -13,7 +13,7 @@ from wakeful.channels.chat.config import ChatPlatformConfig
 from wakeful.channels.matrix.config import MatrixConfig
 from wakeful.channels.slack.config import SlackConfig
 from wakeful.channels.telegram.config import TelegramConfig
-from wakeful.daemon.config_base import Section, reject_repeated_names
+from wakeful.kernel.config_base import Section, reject_repeated_names
 
 
 class ChatSection(Section):

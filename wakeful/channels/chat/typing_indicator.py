@@ -8,7 +8,7 @@ from anyio.streams.memory import MemoryObjectSendStream
 
 from wakeful.channels.chat.inbound import ChatInbound
 from wakeful.channels.chat.outgoing import PlatformClient
-from wakeful.daemon.feed import Feed, FeedItem
+from wakeful.core.feed import Feed, FeedItem
 
 log = structlog.get_logger(__name__)
 

@@ -7,10 +7,10 @@ is shown by the next `wakeful chat` or page load.
 
 from __future__ import annotations
 
-from wakeful.daemon.feed import Feed
-from wakeful.daemon.outbox.channels import Receipt
-from wakeful.daemon.outbox.record import OutgoingMessage
-from wakeful.daemon.outbox.targets import LOCAL_CHAT
+from wakeful.core.feed import Feed
+from wakeful.core.outbox.channels import Receipt
+from wakeful.core.outbox.record import OutgoingMessage
+from wakeful.core.outbox.targets import LOCAL_CHAT
 
 
 class LocalChat:

@@ -11,9 +11,9 @@ from starlette.routing import Route
 from wakeful.channels.chat_web.assets import Assets
 from wakeful.channels.chat_web.login import Login
 from wakeful.channels.chat_web.page_api import PageApi
-from wakeful.daemon.components.context import ComponentSetup
-from wakeful.daemon.http.auth import TokenCheck
-from wakeful.daemon.http.errors import ApiError
+from wakeful.core.components.context import ComponentSetup
+from wakeful.kernel.http.auth import TokenCheck
+from wakeful.kernel.http.errors import ApiError
 
 PAGE_FILES = ("index.html", "login.html", "app.js", "app.css", "icon.svg")
 STATIC_FILES = frozenset({"app.js", "app.css", "icon.svg"})

@@ -14,10 +14,10 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
 from wakeful.channels.chat_web.assets import SECURITY_HEADERS, Asset
-from wakeful.daemon.http.auth import SESSION_COOKIE, SESSION_MAX_AGE_S, TokenCheck
-from wakeful.daemon.http.body import read_capped
-from wakeful.daemon.http.errors import ApiError
-from wakeful.daemon.http.rate_limit import FailureLimit
+from wakeful.kernel.http.auth import SESSION_COOKIE, SESSION_MAX_AGE_S, TokenCheck
+from wakeful.kernel.http.body import read_capped
+from wakeful.kernel.http.errors import ApiError
+from wakeful.kernel.http.rate_limit import FailureLimit
 
 MAX_FORM_BYTES = 4096
 # Wrong tokens per client address before /login answers 429 for the rest of the window.

@@ -8,13 +8,13 @@ import dataclasses
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from wakeful.daemon.components.context import Registrations
-from wakeful.daemon.feed import ALL_SESSIONS, Feed
-from wakeful.daemon.http.auth import TokenCheck
-from wakeful.daemon.http.errors import ApiError
-from wakeful.daemon.http.sse import EventStreamResponse, StreamRegistry
-from wakeful.daemon.loop.task_views import CombinedTaskView
-from wakeful.daemon.store.base import Store
+from wakeful.core.components.context import Registrations
+from wakeful.core.feed import ALL_SESSIONS, Feed
+from wakeful.core.feed_sse import EventStreamResponse, StreamRegistry
+from wakeful.core.loop.task_views import CombinedTaskView
+from wakeful.kernel.http.auth import TokenCheck
+from wakeful.kernel.http.errors import ApiError
+from wakeful.store.base import Store
 
 # Keep-alive comments at most this often: an idle page must not keep the daemon busy.
 HEARTBEAT_S = 15.0

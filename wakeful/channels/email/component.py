@@ -13,16 +13,16 @@ import structlog
 from anyio.abc import TaskStatus
 
 from wakeful.channels.email.accounts import MailAccount, MailAccounts
+from wakeful.channels.email.calendar_tools import CheckCalendarConflicts, ListCalendarEvents
 from wakeful.channels.email.fleet import open_mail_backend
 from wakeful.channels.email.health import MailboxHealth
 from wakeful.channels.email.outbox import Outbox
 from wakeful.channels.email.state_port import MailState
+from wakeful.channels.email.tools.compose import DraftEmail, SendEmail
+from wakeful.channels.email.tools.manage import ArchiveEmail, FlagEmail, MoveEmail
+from wakeful.channels.email.tools.read import ReadEmail, SearchEmail
 from wakeful.channels.email.watcher import MailboxWatcher
-from wakeful.daemon.components.context import ComponentHealth, ComponentSetup
-from wakeful.handlers.calendar import CheckCalendarConflicts, ListCalendarEvents
-from wakeful.handlers.email.compose import DraftEmail, SendEmail
-from wakeful.handlers.email.manage import ArchiveEmail, FlagEmail, MoveEmail
-from wakeful.handlers.email.read import ReadEmail, SearchEmail
+from wakeful.core.components.context import ComponentHealth, ComponentSetup
 
 log = structlog.get_logger(__name__)
 

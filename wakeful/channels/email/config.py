@@ -8,8 +8,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
 
-from wakeful.daemon.config_base import ConfigError, Section, read_secret_file
-from wakeful.events import SESSION_PATTERN
+from wakeful.kernel.config_base import ConfigError, Section, read_secret_file
+from wakeful.kernel.events import SESSION_PATTERN
 
 Security = Literal["tls", "starttls", "none"]
 

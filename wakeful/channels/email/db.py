@@ -24,7 +24,7 @@ from typing import Any, Protocol, TypeVar
 import anyio
 
 from wakeful.channels.email.draft_record import OutboxRow
-from wakeful.daemon.outbox.states import DeliveryState
+from wakeful.core.outbox.states import DeliveryState
 
 T = TypeVar("T")
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from wakeful.daemon.outbox.states import DeliveryState
+from wakeful.core.outbox.states import DeliveryState
 
 
 @dataclass(frozen=True)

@@ -20,9 +20,9 @@ from wakeful.channels.email.db import MailDb
 from wakeful.channels.email.redis_state import RedisMailState
 from wakeful.channels.email.state_port import MailState
 from wakeful.channels.email.watcher import MailboxWatcher
-from wakeful.daemon.components.context import ComponentSetup
-from wakeful.daemon.store.redis_named_lease import (
-    DEFAULT_TTL_S,
+from wakeful.core.components.context import ComponentSetup
+from wakeful.store.leases import DEFAULT_TTL_S
+from wakeful.store.redis_named_lease import (
     NamedLease,
     hold_while,
     process_holder_id,
@@ -67,7 +67,7 @@ async def open_mail_backend(
         setup.resources.push_async_callback(db.aclose)
         return MailBackend(db)
     from wakeful.channels.email.redis_import import import_sqlite_mail_state
-    from wakeful.daemon.store.redis_connect import component_redis
+    from wakeful.store.redis_connect import component_redis
 
     # Per mailbox one connection may sit in a lease wait; the state's calls share the rest.
     client = component_redis(section, "email", max_connections=8)

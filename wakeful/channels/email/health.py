@@ -7,7 +7,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from wakeful.events import Event
+from wakeful.kernel.events import Event
 
 
 def backoff_s(attempt: int, low: float, high: float) -> float:

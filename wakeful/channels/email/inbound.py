@@ -10,7 +10,7 @@ from typing import Any
 from wakeful.channels.email.authentication import Verdict, verdict
 from wakeful.channels.email.config import EmailAccountConfig
 from wakeful.channels.email.message import ParsedEmail, cap_text
-from wakeful.events import Event, utcnow
+from wakeful.kernel.events import Event, utcnow
 
 
 def email_id(account: str, mailbox: str, uidvalidity: int, uid: int) -> str:

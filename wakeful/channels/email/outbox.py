@@ -1,7 +1,7 @@
 """The outbox: every message is sent at most once, keyed by its Message-ID.
 
 A row moves pending → sending → sent (the states every outgoing message
-shares, :mod:`wakeful.daemon.outbox.states`). "sending" is committed before the
+shares, :mod:`wakeful.core.outbox.states`). "sending" is committed before the
 SMTP conversation starts, so a crash leaves evidence: at the next start (or
 the next ``send_email`` of that draft) the row is reconciled by looking for
 its Message-ID in the account's Sent folder (servers that file sent mail
@@ -21,8 +21,8 @@ from wakeful.channels.email.draft_record import OutboxRow
 from wakeful.channels.email.imap import ImapConnection, with_mailbox
 from wakeful.channels.email.smtp import MaybeSent, NotSent, send_raw
 from wakeful.channels.email.state_port import MailState
-from wakeful.daemon.outbox.states import DeliveryState as State
-from wakeful.daemon.outbox.states import check_move, stored_values
+from wakeful.core.outbox.states import DeliveryState as State
+from wakeful.core.outbox.states import check_move, stored_values
 
 log = structlog.get_logger(__name__)
 

@@ -20,7 +20,7 @@ import structlog
 
 from wakeful.channels.email.db import Cursor, MailDb
 from wakeful.channels.email.redis_state import RedisMailState
-from wakeful.daemon.outbox.states import DeliveryState
+from wakeful.core.outbox.states import DeliveryState
 
 log = structlog.get_logger(__name__)
 

@@ -27,9 +27,9 @@ from redis.typing import EncodableT, FieldT
 
 from wakeful.channels.email.db import Cursor
 from wakeful.channels.email.draft_record import OutboxRow
-from wakeful.daemon.outbox.states import DeliveryState
-from wakeful.daemon.store.redis_named_lease import (
-    DEFAULT_TTL_S,
+from wakeful.core.outbox.states import DeliveryState
+from wakeful.store.leases import DEFAULT_TTL_S
+from wakeful.store.redis_named_lease import (
     NamedLease,
     holder_process_gone,
     process_holder_id,

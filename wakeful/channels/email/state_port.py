@@ -12,7 +12,7 @@ from typing import Protocol
 
 from wakeful.channels.email.db import Cursor
 from wakeful.channels.email.draft_record import OutboxRow
-from wakeful.daemon.outbox.states import DeliveryState
+from wakeful.core.outbox.states import DeliveryState
 
 
 class MailState(Protocol):

@@ -22,8 +22,8 @@ from wakeful.channels.email.health import MailboxHealth, backoff_s
 from wakeful.channels.email.imap import AuthFailed, ImapConnection, in_thread
 from wakeful.channels.email.inbound import build_event, email_id, skip_reason
 from wakeful.channels.email.message import parse_email
-from wakeful.daemon.front_door import DaemonUnavailable, SubmitResult
-from wakeful.events import Event
+from wakeful.core.front_door import DaemonUnavailable, SubmitResult
+from wakeful.kernel.events import Event
 
 log = structlog.get_logger(__name__)
 

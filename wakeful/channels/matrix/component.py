@@ -20,7 +20,7 @@ from wakeful.channels.matrix.config import MatrixConfig
 from wakeful.channels.matrix.outgoing import MatrixClient
 from wakeful.channels.matrix.strangers import MAX_STRANGER_ROOMS
 from wakeful.channels.matrix.sync_loop import BACKOFF_MAX_S, MatrixSync, SyncHealth
-from wakeful.daemon.components.context import ComponentHealth, ComponentSetup
+from wakeful.core.components.context import ComponentHealth, ComponentSetup
 
 log = structlog.get_logger(__name__)
 

@@ -8,7 +8,7 @@ from pathlib import Path
 from pydantic import Field, field_validator, model_validator
 
 from wakeful.channels.chat.config import ChatPlatformConfig
-from wakeful.daemon.config_base import read_secret_file
+from wakeful.kernel.config_base import read_secret_file
 
 MATRIX_USER_ID = re.compile(r"^@[^:\s]+:\S+$")
 

@@ -17,9 +17,9 @@ import time
 import structlog
 
 from wakeful.channels.chat.inbound import ChatInbound
-from wakeful.daemon.components.context import SendMessage
-from wakeful.daemon.outbox.record import NewMessage
-from wakeful.daemon.store.base import ChannelState
+from wakeful.core.components.context import SendMessage
+from wakeful.core.outbox.record import NewMessage
+from wakeful.store.base import ChannelState
 
 log = structlog.get_logger(__name__)
 

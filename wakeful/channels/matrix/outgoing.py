@@ -18,8 +18,8 @@ import structlog
 
 from wakeful.channels.matrix.api import MatrixApi, MatrixError
 from wakeful.channels.matrix.formatting import message_content
-from wakeful.daemon.outbox.channels import NeverDeliverable, TryLater
-from wakeful.daemon.store.base import ChannelState
+from wakeful.core.outbox.channels import NeverDeliverable, TryLater
+from wakeful.store.base import ChannelState
 
 log = structlog.get_logger(__name__)
 

@@ -28,7 +28,7 @@ import structlog
 from wakeful.channels.chat.pairing import Pairing
 from wakeful.channels.matrix.api import MatrixError
 from wakeful.channels.matrix.sync_batch import Invite
-from wakeful.daemon.store.base import ChannelState
+from wakeful.store.base import ChannelState
 
 log = structlog.get_logger(__name__)
 

@@ -30,8 +30,8 @@ from wakeful.channels.matrix.sync_batch import (
     SyncBatch,
     parse_sync,
 )
-from wakeful.daemon.components.context import SendMessage
-from wakeful.daemon.store.base import ChannelState, Cursor
+from wakeful.core.components.context import SendMessage
+from wakeful.store.base import ChannelState, Cursor
 
 log = structlog.get_logger(__name__)
 

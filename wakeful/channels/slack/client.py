@@ -18,7 +18,7 @@ import httpx
 
 from wakeful.channels.slack.blocks import approval_blocks
 from wakeful.channels.slack.mrkdwn import escape, to_mrkdwn
-from wakeful.daemon.outbox.channels import NeverDeliverable, TryLater
+from wakeful.core.outbox.channels import NeverDeliverable, TryLater
 
 # Slack truncates a message's text past 40,000 characters, and asks for at most
 # 4,000 for readability; 3,900 leaves room for what mrkdwn escaping adds (&amp; …).

@@ -20,10 +20,10 @@ from wakeful.channels.slack.config import SlackConfig
 from wakeful.channels.slack.ingress import SlackEvents
 from wakeful.channels.slack.interactive import SlackInteractions
 from wakeful.channels.slack.signing import SlackSignature
-from wakeful.daemon.components.context import ComponentHealth, ComponentSetup
-from wakeful.daemon.config_base import read_secret_file
-from wakeful.daemon.logging import add_secrets
-from wakeful.daemon.outbox.channels import NeverDeliverable, TryLater
+from wakeful.core.components.context import ComponentHealth, ComponentSetup
+from wakeful.core.outbox.channels import NeverDeliverable, TryLater
+from wakeful.kernel.config_base import read_secret_file
+from wakeful.kernel.logging import add_secrets
 
 log = structlog.get_logger(__name__)
 

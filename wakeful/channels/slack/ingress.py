@@ -25,10 +25,10 @@ from starlette.responses import JSONResponse, Response
 from wakeful.channels.chat.inbound import ChatInbound, PlatformMessage
 from wakeful.channels.slack.events import BadEnvelope, Ignored, UrlVerification, parse_body
 from wakeful.channels.slack.signing import SignatureError, SlackSignature
-from wakeful.daemon.front_door import DaemonUnavailable
-from wakeful.daemon.http.body import read_capped
-from wakeful.daemon.http.errors import ApiError
-from wakeful.daemon.store.base import StoreUnavailable
+from wakeful.core.front_door import DaemonUnavailable
+from wakeful.kernel.http.body import read_capped
+from wakeful.kernel.http.errors import ApiError
+from wakeful.store.base import StoreUnavailable
 
 log = structlog.get_logger(__name__)
 

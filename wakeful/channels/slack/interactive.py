@@ -32,12 +32,12 @@ from wakeful.channels.chat.inbound import ChatInbound
 from wakeful.channels.slack.blocks import ACTIONS, decided_blocks
 from wakeful.channels.slack.client import SlackClient
 from wakeful.channels.slack.signing import SignatureError, SlackSignature
-from wakeful.daemon.front_door import DaemonUnavailable
-from wakeful.daemon.http.body import read_capped
-from wakeful.daemon.http.errors import ApiError
-from wakeful.daemon.outbox.channels import NeverDeliverable, TryLater
-from wakeful.daemon.store.base import StoreUnavailable
-from wakeful.safety.approvals import DecideOutcome
+from wakeful.core.approvals import DecideOutcome
+from wakeful.core.front_door import DaemonUnavailable
+from wakeful.core.outbox.channels import NeverDeliverable, TryLater
+from wakeful.kernel.http.body import read_capped
+from wakeful.kernel.http.errors import ApiError
+from wakeful.store.base import StoreUnavailable
 
 log = structlog.get_logger(__name__)
 

@@ -18,8 +18,8 @@ from wakeful.channels.chat.decisions import standing
 from wakeful.channels.chat.inbound import ChatInbound
 from wakeful.channels.telegram.bot_api import BotApi, BotApiError, BotApiUnreachable
 from wakeful.channels.telegram.updates import ButtonPress
-from wakeful.daemon.store.base import Cursor
-from wakeful.safety.approvals import DecideOutcome
+from wakeful.core.approvals import DecideOutcome
+from wakeful.store.base import Cursor
 
 log = structlog.get_logger(__name__)
 

@@ -17,7 +17,7 @@ import structlog
 from wakeful.channels.telegram.bot_api import BotApi, BotApiError, BotApiUnreachable
 from wakeful.channels.telegram.markdown import to_telegram_html
 from wakeful.channels.telegram.updates import approval_keyboard
-from wakeful.daemon.outbox.channels import NeverDeliverable, TryLater
+from wakeful.core.outbox.channels import NeverDeliverable, TryLater
 
 log = structlog.get_logger(__name__)
 

@@ -29,10 +29,10 @@ from wakeful.channels.telegram.health import BotHealth
 from wakeful.channels.telegram.polling import UpdatePoller
 from wakeful.channels.telegram.updates import ALLOWED_UPDATES, button_press, platform_message
 from wakeful.channels.telegram.webhook import WebhookReceiver
-from wakeful.daemon.components.context import ComponentHealth, ComponentSetup
-from wakeful.daemon.config_base import ConfigError, read_secret_file
-from wakeful.daemon.logging import add_secrets
-from wakeful.daemon.store.base import Cursor
+from wakeful.core.components.context import ComponentHealth, ComponentSetup
+from wakeful.kernel.config_base import ConfigError, read_secret_file
+from wakeful.kernel.logging import add_secrets
+from wakeful.store.base import Cursor
 
 log = structlog.get_logger(__name__)
 

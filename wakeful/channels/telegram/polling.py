@@ -18,7 +18,7 @@ import structlog
 from wakeful.channels.telegram.bot_api import BotApi, BotApiError, BotApiUnreachable
 from wakeful.channels.telegram.health import BotHealth
 from wakeful.channels.telegram.updates import ALLOWED_UPDATES, update_id
-from wakeful.daemon.store.base import ChannelState, Cursor
+from wakeful.store.base import ChannelState, Cursor
 
 log = structlog.get_logger(__name__)
 

@@ -19,7 +19,7 @@ from starlette.responses import JSONResponse, Response
 
 from wakeful.channels.telegram.polling import HandleUpdate
 from wakeful.channels.telegram.updates import update_id
-from wakeful.daemon.front_door import DaemonUnavailable
+from wakeful.core.front_door import DaemonUnavailable
 
 log = structlog.get_logger(__name__)
 

@@ -1,0 +1,215 @@
+"""Start-up and footprint on the embedded defaults: what a person waits for and pays.
+
+Rows, each the median (and best) of ``--runs`` runs:
+
+- start → READY: ``wakeful -c EMPTY run`` with ``NOTIFY_SOCKET`` pointing at a
+  datagram socket this script binds (it plays systemd); READY=1 is sent once
+  the store is open and the listener bound.
+- idle RSS: the daemon's resident memory (its process tree) two seconds after
+  READY, nothing configured, nothing happening.
+- ``wakeful status``: the client command end to end against that daemon.
+- modules: how many modules ``import wakeful.cli.main`` and the daemon load.
+- SIGTERM → exit 0.
+
+Baselines in the same run: the bare interpreter (``python -c pass``) and the
+interpreter importing pydantic (what any config-validating client pays).
+
+Only the standard library is used, so the same file measures another tree:
+``python -m bench.startup --tree /path/to/other/checkout`` (its modules are
+put first on ``PYTHONPATH``; entry modules are looked up under both layouts), and
+``--python /path/to/venv/bin/python`` runs it with another install's packages.
+A row fails the bench when what it times did not happen: READY not sent,
+status not answering, exit not 0.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+# The interpreter that runs the measured commands (--python): by default this one. A
+# venv with only `pip install .` measures what a user's install loads; the dev venv also
+# holds test-only packages that some libraries import when present (rich, trio).
+PYTHON = [sys.executable]
+# Entry modules in today's layout, then in the layout before issue 23.
+CLI_MODULES = ("wakeful.cli.main", "wakeful.daemon.cli")
+DAEMON_MODULES = ("wakeful.app.lifespan", "wakeful.daemon.lifespan")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+class Systemd:
+    """The NOTIFY_SOCKET end: waits for one KEY=value datagram."""
+
+    def __init__(self) -> None:
+        self.address = f"@wakeful-bench-{uuid.uuid4().hex}"
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        self.sock.bind("\0" + self.address[1:])
+
+    def wait_for(self, key: str, timeout_s: float = 60.0) -> float:
+        self.sock.settimeout(timeout_s)
+        while True:
+            data = self.sock.recv(4096).decode()
+            if any(line.startswith(f"{key}=") for line in data.splitlines()):
+                return time.monotonic()
+
+
+def tree_rss_mib(pid: int) -> float:
+    """Resident memory of a process and its descendants (what systemd's unit holds)."""
+    total_kib = 0
+    pending = [pid]
+    while pending:
+        current = pending.pop()
+        try:
+            status = Path(f"/proc/{current}/status").read_text()
+            children = Path(f"/proc/{current}/task/{current}/children").read_text().split()
+        except OSError:
+            continue
+        for line in status.splitlines():
+            if line.startswith("VmRSS:"):
+                total_kib += int(line.split()[1])
+        pending += [int(child) for child in children]
+    return total_kib / 1024
+
+
+class Tree:
+    """One checkout to measure: its interpreter environment and entry modules."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.env = {**os.environ, "PYTHONPATH": str(root)}
+        self.cli = self._first(CLI_MODULES)
+        self.daemon = self._first(DAEMON_MODULES)
+
+    def _first(self, names: tuple[str, ...]) -> str:
+        for name in names:
+            if (self.root / (name.replace(".", "/") + ".py")).exists():
+                return name
+        raise SystemExit(f"--tree {self.root}: none of {', '.join(names)} exists there")
+
+    def run(self, *args: str, env: dict[str, str] | None = None) -> float:
+        started = time.monotonic()
+        subprocess.run(
+            [PYTHON[0], *args],
+            check=True,
+            cwd=tempfile.gettempdir(),  # never the repo: "" on sys.path would shadow --tree
+            env=env or self.env,
+            stdout=subprocess.DEVNULL,
+        )
+        return time.monotonic() - started
+
+    def module_count(self, module: str) -> int:
+        out = subprocess.run(
+            [PYTHON[0], "-c", f"import sys, {module}; print(len(sys.modules))"],
+            check=True,
+            capture_output=True,
+            text=True,
+            cwd=tempfile.gettempdir(),
+            env=self.env,
+        ).stdout
+        return int(out)
+
+
+def one_daemon(tree: Tree, work: Path) -> dict[str, float]:
+    """Start on the embedded defaults, measure, ask status, stop; one run's figures."""
+    config = work / "wakeful.toml"
+    config.write_text("")  # the embedded defaults: nothing configured
+    port = free_port()
+    notify = Systemd()
+    env = {
+        **tree.env,
+        "NOTIFY_SOCKET": notify.address,
+        "WAKEFUL_DAEMON__DATA_DIR": str(work / "data"),
+        "WAKEFUL_SERVER__BIND": f"127.0.0.1:{port}",
+    }
+    started = time.monotonic()
+    proc = subprocess.Popen(
+        [PYTHON[0], "-m", "wakeful", "-c", str(config), "run"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env=env,
+        cwd=tempfile.gettempdir(),
+    )
+    try:
+        try:
+            ready = notify.wait_for("READY") - started
+        except TimeoutError:
+            raise SystemExit("start → READY: no READY=1 within 60 s") from None
+        finally:
+            notify.sock.close()
+        time.sleep(2.0)  # idle: what the daemon holds once start-up work has settled
+        rss = tree_rss_mib(proc.pid)
+        client_env = {k: v for k, v in env.items() if k != "NOTIFY_SOCKET"}
+        try:
+            status = tree.run("-m", "wakeful", "-c", str(config), "status", env=client_env)
+        except subprocess.CalledProcessError as exc:
+            raise SystemExit(f"wakeful status exited {exc.returncode}") from None
+        stopping = time.monotonic()
+        proc.send_signal(signal.SIGTERM)
+        code = proc.wait(timeout=60)
+        if code != 0:
+            raise SystemExit(f"SIGTERM → exit: wakeful exited {code}")
+        return {
+            "ready": ready,
+            "rss": rss,
+            "status": status,
+            "exit": time.monotonic() - stopping,
+        }
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=5, help="runs per row (default 5)")
+    parser.add_argument("--tree", type=Path, default=REPO_ROOT, help="checkout to measure")
+    parser.add_argument(
+        "--python", default=sys.executable, help="interpreter to run it with (default: this one)"
+    )
+    args = parser.parse_args()
+    PYTHON[0] = args.python
+    tree = Tree(args.tree.resolve())
+    bare = [tree.run("-c", "pass") for _ in range(args.runs)]
+    pydantic = [tree.run("-c", "import pydantic_settings") for _ in range(args.runs)]
+    runs = []
+    for _ in range(args.runs):
+        with tempfile.TemporaryDirectory(prefix="wakeful-startup-") as work:
+            runs.append(one_daemon(tree, Path(work)))
+
+    def row(name: str, values: list[float], unit: str, scale: float = 1000.0) -> None:
+        median = statistics.median(values) * scale
+        best = min(values) * scale
+        print(f"{name:<34} {median:>9.1f} {best:>9.1f}  {unit}")
+
+    print(f"tree: {tree.root}  python: {args.python}")
+    print(f"runs: {args.runs}; load average at the end: {os.getloadavg()[0]:.2f}")
+    print(f"{'':<34} {'median':>9} {'best':>9}")
+    row("baseline: python -c pass", bare, "ms")
+    row("baseline: import pydantic_settings", pydantic, "ms")
+    row("start → READY (defaults)", [r["ready"] for r in runs], "ms")
+    row("wakeful status (end to end)", [r["status"] for r in runs], "ms")
+    row("SIGTERM → exit 0 (idle)", [r["exit"] for r in runs], "ms")
+    row("idle RSS (process tree)", [r["rss"] for r in runs], "MiB", scale=1.0)
+    print(f"{'modules: import ' + tree.cli:<34} {tree.module_count(tree.cli):>9}")
+    print(f"{'modules: import ' + tree.daemon:<34} {tree.module_count(tree.daemon):>9}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,48 @@
+"""Shared helpers for the core tier (tests/core): the core built directly, a
+scripted model, tiny tools, and awaiting conditions instead of sleeping."""
+
+from tests.support.changes import Changes
+from tests.support.channel import RecordingChannel
+from tests.support.core import (
+    FAST_LIMITS,
+    Core,
+    build_core,
+    crash_snapshot,
+    loop_deps,
+    open_test_store,
+    opened_store,
+)
+from tests.support.provider import (
+    ScriptedProvider,
+    Step,
+    calls,
+    fails,
+    main_session,
+    reply,
+    side_reply,
+    side_session,
+    tool_call,
+)
+from tests.support.tools import TestTools
+
+__all__ = [
+    "FAST_LIMITS",
+    "Changes",
+    "Core",
+    "RecordingChannel",
+    "ScriptedProvider",
+    "Step",
+    "TestTools",
+    "build_core",
+    "calls",
+    "crash_snapshot",
+    "fails",
+    "loop_deps",
+    "main_session",
+    "open_test_store",
+    "opened_store",
+    "reply",
+    "side_reply",
+    "side_session",
+    "tool_call",
+]

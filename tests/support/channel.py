@@ -1,0 +1,26 @@
+"""The channel the core's replies go to: records each message it is handed."""
+
+from __future__ import annotations
+
+from tests.support.changes import Changes
+from wakeful.core.outbox.channels import Receipt
+from wakeful.core.outbox.record import OutgoingMessage
+from wakeful.core.outbox.targets import LOCAL_CHAT
+
+
+class RecordingChannel:
+    """Stands in for the local chat (every reply of a test event goes there)."""
+
+    name = LOCAL_CHAT
+
+    def __init__(self, changes: Changes) -> None:
+        self._changes = changes
+        self.delivered: list[OutgoingMessage] = []
+
+    async def deliver(self, message: OutgoingMessage) -> Receipt:
+        self.delivered.append(message)
+        self._changes.ping()
+        return Receipt(self.name, f"delivered to {self.name} (the test's channel)")
+
+    def texts(self, session: str | None = None) -> list[str]:
+        return [m.text for m in self.delivered if session is None or m.session == session]

@@ -1,0 +1,1 @@
+"""The `wakeful` command: a client of the running daemon, plus `run`."""

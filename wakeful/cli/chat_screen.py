@@ -1,0 +1,120 @@
+"""What `wakeful chat` (and `send --wait`) shows of a session's feed.
+
+Each outbox message is printed (and acknowledged) once, told apart by its id.
+A reply's text is shown as it streams: whole lines are printed as they end,
+the unfinished line is kept in ``tail`` for the prompt to draw above the line
+being typed. When the reply record arrives its text is already on screen, so
+it is only acknowledged; when the daemon drops a partial stream, one dim line
+says so.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from wakeful.cli.client import DaemonClient
+
+DIM, RESET = "\x1b[2m", "\x1b[0m"
+
+
+def message_line(message: dict[str, Any]) -> str:
+    text = str(message.get("text", ""))
+    if message.get("state") == "unknown":
+        return f"{text}  [delivery unknown: the daemon stopped while sending it]"
+    return text
+
+
+class ChatScreen:
+    """What has been shown, so each message is printed (and acknowledged) once."""
+
+    def __init__(self, client: DaemonClient, session: str, *, terminal: bool = False) -> None:
+        self._client = client
+        self._session = session
+        self._terminal = terminal  # a tty: deltas are shown, notes are dim
+        self._shown: set[int] = set()
+        self._lock = threading.RLock()
+        self._streamed = ""  # this model call's text so far
+        self.tail = ""  # its unfinished last line, drawn by the prompt
+        self.on_change: Callable[[], None] = lambda: None
+
+    def show(self, messages: list[dict[str, Any]], *, acknowledge: bool = True) -> None:
+        with self._lock:
+            # An item without an outbox id (an older daemon) cannot be told apart: shown.
+            fresh = [m for m in messages if m.get("id") not in self._shown]
+            for message in fresh:
+                self._remember(message)
+                if not self._was_streamed(message):
+                    self._print(message_line(message))
+        ids = tuple(m["id"] for m in fresh if isinstance(m.get("id"), int))
+        if ids and acknowledge:
+            self._client.acknowledge(self._session, ids=ids)
+
+    def show_unread(self) -> None:
+        self.show(self._client.outbox(self._session, unread=True))
+
+    def note(self, text: str) -> None:
+        """One line about what happens (tool activity, alerts): dim on a terminal."""
+        with self._lock:
+            self._print(f"{DIM}{text}{RESET}" if self._terminal else text, stream=sys.stderr)
+
+    def stream(self, delta: str) -> None:
+        if not self._terminal:
+            return  # a pipe gets the whole reply when it is complete
+        with self._lock:
+            self._streamed += delta
+            self.tail += delta
+            if "\n" in self.tail:
+                done, self.tail = self.tail.rsplit("\n", 1)
+                self._print(done)
+        self.on_change()
+
+    def drop_stream(self, cause: str) -> None:
+        with self._lock:
+            if not self._streamed:
+                return
+            self._end_stream()
+            self.note(f"[partial answer dropped: {cause}]")
+        self.on_change()
+
+    def end_stream(self) -> None:
+        """At the end of a run: text streamed but never sent as a reply stays on screen."""
+        with self._lock:
+            self._end_stream()
+        self.on_change()
+
+    def _was_streamed(self, message: dict[str, Any]) -> bool:
+        """Whether this message's text is the one just streamed (so it is on screen)."""
+        streamed = self._streamed.strip()
+        if not streamed or str(message.get("text", "")).strip() != streamed:
+            return False
+        self._end_stream()
+        self.on_change()
+        return True
+
+    def _end_stream(self) -> None:
+        if self.tail:
+            self._print(self.tail)
+        self._streamed = self.tail = ""
+
+    def _remember(self, message: dict[str, Any]) -> None:
+        if isinstance(message.get("id"), int):
+            self._shown.add(message["id"])
+
+    def _print(self, text: str, stream: Any = None) -> None:
+        print(text, file=stream or sys.stdout, flush=True)
+
+
+def tool_line(item: dict[str, Any]) -> str | None:
+    """One line for a tool call's start and end; progress reports are not shown."""
+    name = item.get("name", "?")
+    if item.get("state") == "started":
+        return f"· {name} started"
+    if item.get("state") != "finished":
+        return None
+    elapsed = float(item.get("elapsed_s") or 0.0)
+    failed = item.get("is_error") or item.get("outcome") not in (None, "done")
+    how = " (failed)" if item.get("is_error") else (" (cancelled)" if failed else "")
+    return f"· {name} finished in {elapsed:.1f} s{how}"

@@ -1,0 +1,55 @@
+"""`wakeful open`: the web page's log-in link, opened in a browser on a desktop.
+
+The link carries the admin token (the page trades it for a session cookie at
+once), so it is printed only to the owner's own terminal. A browser is started
+only where one can be seen: a graphical session, not over SSH, never in CI.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import webbrowser
+from collections.abc import Mapping
+from urllib.parse import quote
+
+import httpx
+
+from wakeful.app.config import Settings
+from wakeful.cli.client import CliError, base_url
+
+
+def login_url(settings: Settings) -> str:
+    server = settings.server
+    data_dir = settings.daemon.data_dir_path()
+    token = server.client_admin_token(data_dir)
+    if token is None:
+        raise CliError(
+            f"no admin token at {data_dir / 'admin-token'} yet: is `wakeful run` running? "
+            "It writes the token at its first start; give `wakeful open` its config (-c)",
+            exit_code=1,
+        )
+    return f"{base_url(server.host_port())}/login?token={quote(token, safe='')}"
+
+
+def has_display(env: Mapping[str, str], platform: str = sys.platform) -> bool:
+    """Is there a screen a browser would show up on?"""
+    if env.get("CI") or env.get("WAKEFUL_NO_BROWSER"):
+        return False
+    if platform == "darwin":
+        return not env.get("SSH_CONNECTION")
+    return bool(env.get("DISPLAY") or env.get("WAYLAND_DISPLAY"))
+
+
+def open_page(settings: Settings, *, browser: bool) -> int:
+    url = login_url(settings)
+    print(url)
+    base = url.split("/login?", 1)[0]
+    try:
+        httpx.get(f"{base}/healthz", timeout=2)
+    except httpx.HTTPError:
+        note = f"wakeful: nothing answers at {base} yet; start it with `wakeful run`"
+        print(note, file=sys.stderr)
+    if browser and has_display(os.environ):
+        webbrowser.open(url)
+    return 0

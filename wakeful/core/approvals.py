@@ -1,0 +1,635 @@
+"""Approvals: a call that needs the owner's yes waits as a durable record, not a blocked loop.
+
+The chain files a :class:`Approval` and the call's tool message becomes an
+honest placeholder; the loop goes on. The owner decides (web page, chat,
+CLI, HTTP) or the approval times out into the conservative choice, deny.
+Either way the outcome re-enters the session as events through the
+machinery rule 3 already has: an ``approval.decided`` event and a
+``tool.result`` event that pays the placeholder (same id as a late result,
+so the store's dedup keeps exactly one).
+
+An approved call runs exactly once, even across a restart: its record moves
+pending → approved → running → done in the store, and a start-up finds an
+``approved`` record and runs it, a ``running`` one (killed mid-call) and
+reports it lost rather than running it twice.
+
+In a fleet (several daemons on one Redis) every daemon files, lists and decides
+any approval, so none is the records' only writer: each reads them from the store,
+and only the daemon that owns a session announces, times out and carries out its
+approvals (see :meth:`Approvals.share`). Every change of a record is a
+compare-and-set on the text read (:meth:`ChannelState.put_state_if`), re-read and
+re-judged when another writer came in between: two decisions at the same instant
+on two daemons leave exactly one standing, and the owner's "announced" mark never
+overwrites a decision made elsewhere.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import asdict, dataclass, replace
+from datetime import UTC, datetime, timedelta
+from enum import StrEnum
+from typing import Any
+
+import anyio
+import structlog
+from anyio.abc import TaskStatus
+
+from wakeful.kernel.events import Event
+from wakeful.store.base import ChannelState
+
+log = structlog.get_logger(__name__)
+
+KEY_PREFIX = "approval:"
+# Decided records are kept this long for ?all=1 and the audit, then dropped.
+KEEP_DECIDED_S = 7 * 24 * 3600
+# In a fleet, how soon the owner notices a decision another daemon wrote to the store.
+SHARED_POLL_S = 1.0
+
+
+class ApprovalState(StrEnum):
+    PENDING = "pending"
+    APPROVED = "approved"  # decided yes; not started yet
+    RUNNING = "running"  # the approved call is executing
+    DONE = "done"  # the approved call finished and its result was reported
+    DENIED = "denied"
+    TIMED_OUT = "timeout"
+
+
+DECIDED = frozenset({ApprovalState.DONE, ApprovalState.DENIED, ApprovalState.TIMED_OUT})
+
+
+@dataclass(frozen=True)
+class Approval:
+    id: str  # short, typeable in chat: "approve k3fwz2qp"
+    session: str
+    call_id: str
+    tool: str
+    arguments: str  # as the model sent them (JSON text); shown, never re-interpreted
+    reason: str
+    tainted_by: str | None
+    requested_at: str
+    expires_at: str
+    state: ApprovalState = ApprovalState.PENDING
+    decision: str | None = None  # approve | deny | timeout
+    decided_by: str | None = None
+    decided_reason: str | None = None
+    decided_at: str | None = None
+    outcome: str | None = None  # the text the tool.result carried
+    reported: bool = False  # the decision's events are in the store
+    # "call": a tool call held by the policy; "question": request_human_approval;
+    # "input": request_human_input, answered with text (``default`` if nobody does).
+    kind: str = "call"
+    default: str | None = None
+    timeout_s: float = 0.0  # how long it waits before the conservative default
+    announced: bool = False  # the owner was told it waits (chat, web page)
+    # What the call would do, in full, as its tool resolved it (call_effect.py); ""
+    # for questions and for approvals filed before effects were kept.
+    effect: str = ""
+
+    def public(self) -> dict[str, Any]:
+        """The shape of ``GET /api/approvals`` and the CLI."""
+        try:
+            arguments: Any = json.loads(self.arguments) if self.arguments.strip() else {}
+        except ValueError:
+            arguments = self.arguments
+        data: dict[str, Any] = {
+            "id": self.id,
+            "session": self.session,
+            "tool": self.tool,
+            "call_id": self.call_id,
+            "arguments": arguments,
+            "reason": self.reason,
+            "tainted_by": self.tainted_by,
+            "requested_at": self.requested_at,
+            "expires_at": self.expires_at,
+            "state": "pending" if self.state is ApprovalState.PENDING else "decided",
+            "kind": self.kind,
+            "effect": self.effect,
+        }
+        if self.default is not None:
+            data["default"] = self.default
+        if self.decision is not None:
+            data.update(
+                decision=self.decision,
+                decided_by=self.decided_by,
+                decided_reason=self.decided_reason,
+                decided_at=self.decided_at,
+            )
+        return data
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self))
+
+    @classmethod
+    def from_json(cls, raw: str) -> Approval:
+        data = json.loads(raw)
+        data["state"] = ApprovalState(data["state"])
+        return cls(**data)
+
+
+NOTICE_KEY_PREFIX = "approval:"
+
+
+def notice_key(identifier: str) -> str:
+    """The outbox key of the owner's notice about an approval (one per approval)."""
+    return f"{NOTICE_KEY_PREFIX}{identifier}"
+
+
+def approval_of_notice(key: str) -> str | None:
+    """The approval a message is the notice of, from its outbox key (the daemon's own
+    key, never the model's text): chat platforms add Approve/Deny buttons to it.
+    Notices to several channels carry ":<channel>" after the id."""
+    if not key.startswith(NOTICE_KEY_PREFIX):
+        return None
+    identifier = key[len(NOTICE_KEY_PREFIX) :].split(":", 1)[0]
+    return identifier or None
+
+
+def approval_id(session: str, call_id: str) -> str:
+    """Stable per call: filing the same call twice (a retried step) is one approval."""
+    digest = hashlib.sha256(f"{session}\0{call_id}".encode()).digest()
+    return base64.b32encode(digest)[:8].decode().lower()
+
+
+def already_decided(approval: Approval) -> str:
+    """What a second decision is told, on every channel alike."""
+    past = {"approve": "approved", "deny": "denied", "timeout": "timed out", "answer": "answered"}
+    decision = approval.decision or ""
+    return (
+        f"approval {approval.id} was already decided ({past.get(decision, decision or 'decided')}"
+        f" by {approval.decided_by}); the first decision stands"
+    )
+
+
+class DecideOutcome(StrEnum):
+    DECIDED = "decided"
+    UNKNOWN = "unknown"  # no such approval
+    ALREADY = "already"  # decided before; the first decision stands
+    WRONG_KIND = "wrong_kind"  # "answer" for a call, or approve for a request for input
+
+
+# Runs an approved call (the registry, without the chain) and returns its result text.
+RunApproved = Callable[[Approval], Awaitable[str]]
+Submit = Callable[[Event], Awaitable[object]]
+# Tells the owner an approval waits (chat notification, web feed).
+Announce = Callable[[Approval], Awaitable[None]]
+# Counts an owner's denial towards the session's breaker.
+CountDenial = Callable[[str], Awaitable[object]]
+# One change of a record, given its current text: the record to write instead, or None
+# to leave it (it is no longer in the state the change is for).
+Step = Callable[[Approval], Approval | None]
+
+
+@dataclass(frozen=True)
+class _Stored:
+    """A record as read, with its exact text: what a compare-and-set expects."""
+
+    approval: Approval
+    raw: str
+
+
+def _iso(moment: datetime) -> str:
+    return moment.astimezone(UTC).isoformat(timespec="seconds")
+
+
+class Approvals:
+    """Files, lists, decides and times out approvals; runs approved calls once."""
+
+    def __init__(self, state: ChannelState, *, timeout_s: float) -> None:
+        self._state = state
+        self.timeout_s = timeout_s
+        self._cache: dict[str, _Stored] | None = None
+        self._submit: Submit | None = None
+        self._run_approved: RunApproved | None = None
+        self._announce: Announce | None = None
+        self._count_denial: CountDenial | None = None
+        self._changed = anyio.Event()
+        self._group: anyio.abc.TaskGroup | None = None
+        self._owns: Callable[[str], bool] | None = None  # set in a fleet
+        self._running_here: set[str] = set()  # approved calls this process runs now
+
+    def share(self, owns: Callable[[str], bool]) -> None:
+        """A fleet: other daemons write these records too, so they are read from the
+        store each time (no cache), and this daemon acts only on the approvals of the
+        sessions ``owns`` says it drives — the owner runs an approved call in its
+        session's context, once."""
+        self._owns = owns
+        self._cache = None
+
+    def _mine(self, approval: Approval) -> bool:
+        return self._owns is None or self._owns(approval.session)
+
+    def connect(
+        self,
+        *,
+        submit: Submit,
+        run_approved: RunApproved,
+        announce: Announce | None = None,
+        count_denial: CountDenial | None = None,
+    ) -> None:
+        """The daemon's parts it needs, known only once the dispatcher exists."""
+        self._submit = submit
+        self._run_approved = run_approved
+        self._announce = announce
+        self._count_denial = count_denial
+
+    # -- filing ----------------------------------------------------------------
+
+    async def request(
+        self,
+        *,
+        session: str,
+        call_id: str,
+        tool: str,
+        arguments: str,
+        reason: str,
+        tainted_by: str | None,
+        kind: str = "call",
+        default: str | None = None,
+        timeout_s: float | None = None,
+        effect: str = "",
+    ) -> Approval:
+        """File one (idempotent per call). ``kind``: "call", "question" or "input";
+        ``timeout_s``: sooner than the configured timeout, for a question that cannot
+        wait (never later)."""
+        identifier = approval_id(session, call_id)
+        existing = await self.get(identifier)
+        if existing is not None:
+            return existing
+        now = datetime.now(UTC)
+        wait_s = min(timeout_s or self.timeout_s, self.timeout_s)
+        approval = Approval(
+            id=identifier,
+            session=session,
+            call_id=call_id,
+            tool=tool,
+            arguments=arguments,
+            reason=reason,
+            tainted_by=tainted_by,
+            requested_at=_iso(now),
+            expires_at=_iso(now + timedelta(seconds=wait_s)),
+            kind=kind,
+            default=default,
+            timeout_s=wait_s,
+            effect=effect,
+        )
+        if not await self._put_if(approval.id, None, approval):
+            filed = await self.get(identifier)  # filed at the same instant elsewhere
+            if filed is not None:
+                return filed
+            raise RuntimeError(f"approval {identifier} vanished while it was filed")
+        log.warning(
+            "approval needed", approval_id=identifier, tool=tool, session=session, reason=reason
+        )
+        self._changed.set()  # the supervised task tells the owner, not the tool call
+        return approval
+
+    # -- reading ---------------------------------------------------------------
+
+    async def _records(self) -> dict[str, _Stored]:
+        """Every record, read from the store once: this object is their only writer, and
+        the status bar asks for the pending ones on every model request. In a fleet it
+        is not: read each time."""
+        if self._cache is not None:
+            return self._cache
+        raw = await self._state.states_under(KEY_PREFIX)
+        records = {
+            key.removeprefix(KEY_PREFIX): _Stored(Approval.from_json(value), value)
+            for key, value in raw.items()
+        }
+        if self._owns is None:
+            self._cache = records
+        return records
+
+    async def _read(self, identifier: str) -> _Stored | None:
+        if self._cache is not None or self._owns is None:
+            return (await self._records()).get(identifier)
+        raw = await self._state.get_state(KEY_PREFIX + identifier)
+        return None if raw is None else _Stored(Approval.from_json(raw), raw)
+
+    async def get(self, identifier: str) -> Approval | None:
+        found = await self._read(identifier.strip().lower())
+        return None if found is None else found.approval
+
+    async def all(self) -> list[Approval]:
+        found = [stored.approval for stored in (await self._records()).values()]
+        return sorted(found, key=lambda a: (a.requested_at, a.id))
+
+    async def pending(self, session: str | None = None) -> list[Approval]:
+        return [
+            a
+            for a in await self.all()
+            if a.state is ApprovalState.PENDING and (session is None or a.session == session)
+        ]
+
+    # -- deciding --------------------------------------------------------------
+
+    async def decide(
+        self, identifier: str, decision: str, *, reason: str = "", by: str = "owner"
+    ) -> tuple[DecideOutcome, Approval | None]:
+        """``decision`` is "approve" or "deny" ("answer", with the text as ``reason``, for
+        a request for input); the first decision stands."""
+        if decision not in ("approve", "deny", "answer"):
+            raise ValueError(f'decision must be "approve", "deny" or "answer", got {decision!r}')
+        while True:  # again when another writer changed the record since it was read
+            found = await self._read(identifier.strip().lower())
+            if found is None:
+                return DecideOutcome.UNKNOWN, None
+            approval = found.approval
+            if approval.state is not ApprovalState.PENDING:
+                return DecideOutcome.ALREADY, approval
+            if (decision == "answer") != (approval.kind == "input"):
+                return DecideOutcome.WRONG_KIND, approval
+            decided = replace(
+                approval,
+                state=ApprovalState.DENIED if decision == "deny" else ApprovalState.APPROVED,
+                decision=decision,
+                decided_by=by,
+                decided_reason=reason.strip() or None,
+                decided_at=_iso(datetime.now(UTC)),
+            )
+            if await self._put_if(approval.id, found.raw, decided):
+                break
+        log.info("approval decided", approval_id=decided.id, decision=decision, by=by)
+        # A refused tool call counts towards the breaker; saying no to a question does not.
+        if decision == "deny" and decided.kind == "call" and self._count_denial is not None:
+            await self._count_denial(decided.session)
+        self._changed.set()
+        return DecideOutcome.DECIDED, decided
+
+    # -- the supervised task ---------------------------------------------------
+
+    async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        """Times out pending approvals and carries out decisions, also those a
+        restart interrupted; owned by the daemon's task group."""
+        async with anyio.create_task_group() as group:
+            self._group = group
+            await self._settle_after_restart()
+            task_status.started()
+            while True:
+                self._changed = anyio.Event()
+                await self._carry_out_decisions(group)
+                await self.forget_old()
+                wait_s = await self._time_out_expired()
+                if self._owns is not None:  # a decision may come through another daemon
+                    wait_s = min(wait_s, SHARED_POLL_S)
+                with anyio.move_on_after(wait_s):
+                    await self._changed.wait()
+
+    async def _settle_after_restart(self) -> None:
+        for approval in await self.all():
+            if approval.state is ApprovalState.RUNNING and self._mine(approval):
+                await self._report_lost(approval)
+
+    async def _report_lost(self, approval: Approval) -> None:
+        text = (
+            f"lost: the daemon stopped while the approved {approval.tool} call ran, so "
+            "its outcome is unknown. It may have partially executed — verify its "
+            "effects before retrying. It was not run a second time."
+        )
+        await self._finish(approval, ApprovalState.RUNNING, ApprovalState.DONE, text)
+
+    async def _carry_out_decisions(self, group: anyio.abc.TaskGroup) -> None:
+        for approval in await self.all():
+            if not self._mine(approval):
+                continue  # the session's owner carries it out
+            if approval.state is ApprovalState.PENDING and not approval.announced:
+                await self._tell_owner(approval)
+            elif approval.state is ApprovalState.APPROVED and approval.kind != "call":
+                text = _answered_text(approval)
+                await self._finish(approval, ApprovalState.APPROVED, ApprovalState.DONE, text)
+            elif approval.state is ApprovalState.APPROVED:
+                # Marked running before it starts (a restart never runs it twice), and only
+                # if it is still approved: one daemon starts it, whoever else read it.
+                step = _when(ApprovalState.APPROVED, state=ApprovalState.RUNNING)
+                running = await self._change(approval.id, step)
+                if running is None:
+                    continue
+                self._running_here.add(approval.id)
+                group.start_soon(self._execute, running, name=f"approved {approval.id}")
+            elif approval.state is ApprovalState.RUNNING and self._owns is not None:
+                if approval.id not in self._running_here:  # its earlier owner stopped
+                    await self._report_lost(approval)
+            elif approval.state is ApprovalState.DENIED and not approval.reported:
+                text = _denied_text(approval)
+                await self._finish(approval, ApprovalState.DENIED, ApprovalState.DENIED, text)
+            elif approval.state in DECIDED and not approval.reported:
+                await self._report(approval)
+
+    async def _tell_owner(self, approval: Approval) -> None:
+        if self._announce is not None:
+            try:
+                await self._announce(approval)
+            except Exception:  # best effort: the web page, CLI and API still show it
+                log.exception("could not announce an approval", approval_id=approval.id)
+        # A decision may have come meanwhile, here or elsewhere: it is kept.
+        await self._change(approval.id, _when(ApprovalState.PENDING, announced=True))
+
+    async def _execute(self, approval: Approval) -> None:
+        assert self._run_approved is not None, "Approvals.connect() was not called"
+        started = time.monotonic()
+        try:
+            result = await self._run_approved(approval)
+        except Exception as exc:  # the registry turns tool faults into results; this is ours
+            log.exception("approved call failed to run", approval_id=approval.id)
+            result = f"the approved call could not be run: {type(exc).__name__}: {exc}"
+        took = time.monotonic() - started
+        text = f"approved by the owner and run once ({took:.1f} s). Its result:\n{result}"
+        with anyio.CancelScope(shield=True):
+            try:
+                await self._finish(approval, ApprovalState.RUNNING, ApprovalState.DONE, text)
+            finally:
+                self._running_here.discard(approval.id)
+
+    async def _time_out_expired(self) -> float:
+        """Deny what expired; seconds until the next expiry (or a long wait)."""
+        now = datetime.now(UTC)
+        next_s = 3600.0
+        for approval in await self.pending():
+            if not self._mine(approval):
+                continue  # its owner times it out
+            expires = datetime.fromisoformat(approval.expires_at)
+            if expires <= now:
+                step = _when(
+                    ApprovalState.PENDING,
+                    state=ApprovalState.TIMED_OUT,
+                    decision="timeout",
+                    decided_by="timeout",
+                    decided_at=_iso(now),
+                )
+                timed_out = await self._change(approval.id, step)
+                if timed_out is None:
+                    continue  # decided meanwhile: that decision stands
+                text = _timed_out_text(approval)
+                log.info("approval timed out", approval_id=approval.id)
+                state = ApprovalState.TIMED_OUT
+                await self._finish(timed_out, state, state, text)
+            else:
+                next_s = min(next_s, (expires - now).total_seconds())
+        return max(0.05, next_s)
+
+    async def _finish(
+        self, approval: Approval, before: ApprovalState, state: ApprovalState, text: str
+    ) -> None:
+        """Moves the record from ``before`` to ``state`` with the outcome and reports it;
+        nothing if it left ``before`` meanwhile (another daemon finished it)."""
+        finished = await self._change(approval.id, _when(before, state=state, outcome=text))
+        if finished is not None:
+            await self._report(finished)
+
+    async def _report(self, approval: Approval) -> None:
+        """The decision and the call's outcome, as events (deduplicated by id)."""
+        assert self._submit is not None, "Approvals.connect() was not called"
+        try:
+            await self._submit(decided_event(approval))
+            await self._submit(outcome_event(approval))
+        except Exception:
+            log.exception("could not report an approval's outcome; retrying", id=approval.id)
+            return  # stays unreported: the next pass retries
+        await self._change(approval.id, _when(approval.state, reported=True))
+
+    async def _change(self, identifier: str, step: Step) -> Approval | None:
+        """``step`` applied to the current record, atomically: re-read and re-applied
+        when another writer came in between. The record written, or None if ``step``
+        left it (or there is none)."""
+        while True:
+            found = await self._read(identifier)
+            if found is None:
+                return None
+            changed = step(found.approval)
+            if changed is None:
+                return None
+            if await self._put_if(identifier, found.raw, changed):
+                return changed
+
+    async def _put_if(
+        self, identifier: str, expected: str | None, approval: Approval | None
+    ) -> bool:
+        """Compare-and-set of one record (``None`` deletes it); the cache follows."""
+        text = None if approval is None else approval.to_json()
+        if not await self._state.put_state_if(KEY_PREFIX + identifier, expected, text):
+            if self._owns is None:
+                self._cache = None  # someone else wrote after all: read the store again
+            return False
+        if self._cache is not None:
+            if approval is None or text is None:
+                self._cache.pop(identifier, None)
+            else:
+                self._cache[identifier] = _Stored(approval, text)
+        return True
+
+    async def forget_old(self) -> int:
+        """Drop decided records older than KEEP_DECIDED_S; returns how many."""
+        cutoff = datetime.now(UTC) - timedelta(seconds=KEEP_DECIDED_S)
+        dropped = 0
+        for stored in list((await self._records()).values()):
+            approval = stored.approval
+            old = approval.decided_at and datetime.fromisoformat(approval.decided_at) < cutoff
+            if approval.state in DECIDED and approval.reported and old:
+                # Another daemon may drop it at the same pass: one of them counts it.
+                dropped += await self._put_if(approval.id, stored.raw, None)
+        return dropped
+
+
+def _when(only_in: ApprovalState, **changes: Any) -> Step:
+    """A step that makes ``changes`` to a record still in ``only_in``, and leaves any other."""
+
+    def step(current: Approval) -> Approval | None:
+        return replace(current, **changes) if current.state is only_in else None
+
+    return step
+
+
+def _why(approval: Approval) -> str:
+    return f": {approval.decided_reason}" if approval.decided_reason else ""
+
+
+def _answered_text(approval: Approval) -> str:
+    if approval.kind == "input":
+        return f"the owner answered: {approval.decided_reason or '(an empty answer)'}"
+    return f"the owner approved{_why(approval)}. Go ahead."
+
+
+def _denied_text(approval: Approval) -> str:
+    if approval.kind == "input":
+        default = f" The default applies: {approval.default}" if approval.default else ""
+        return f"the owner declined to answer{_why(approval)}.{default}"
+    if approval.kind == "question":
+        return f"the owner said no{_why(approval)}. Do not do it."
+    return (
+        f"denied by the owner{_why(approval)}. {approval.tool} was not run. Do not retry it; "
+        "ask the user if something else should be done."
+    )
+
+
+def _timed_out_text(approval: Approval) -> str:
+    after = f"after {approval.timeout_s:g} s"
+    if approval.kind == "input":
+        default = approval.default or "(none: do not assume an answer)"
+        return f"no answer {after}. The default applies: {default}"
+    if approval.kind == "question":
+        return f"no answer {after}: treat it as no. Do not do it; ask again later if needed."
+    return (
+        f"approval timed out {after}: denied. {approval.tool} was not run. Ask the user "
+        "again if it is still needed."
+    )
+
+
+def decided_event(approval: Approval) -> Event:
+    by = approval.decided_by or "owner"
+    verb = {"approve": "approved", "deny": "denied", "timeout": "let time out"}.get(
+        approval.decision or "", "decided"
+    )
+    who = (
+        "Nobody decided in time: it was denied"
+        if approval.decision == "timeout"
+        else (f"The owner {verb} it")
+    )
+    why = f" ({approval.decided_reason})" if approval.decided_reason else ""
+    return Event.parse(
+        {
+            "id": f"approval:{approval.id}",
+            "kind": "approval.decided",
+            "source": {
+                "type": "user" if by != "timeout" else "system",
+                "principal": by,
+                "trusted": True,
+            },
+            "channel": "approvals",
+            "content": {
+                "text": f"Approval {approval.id} for {approval.tool} (call {approval.call_id}): "
+                f"{who}{why}.",
+                "data": {
+                    "approval_id": approval.id,
+                    "decision": approval.decision,
+                    "tool": approval.tool,
+                    "call_id": approval.call_id,
+                },
+            },
+            "context": {"related_call_id": approval.call_id, "tool_name": approval.tool},
+            "session": approval.session,
+        }
+    )
+
+
+def outcome_event(approval: Approval) -> Event:
+    """The ``tool.result`` that pays the call's placeholder (the late-result id)."""
+    return Event.parse(
+        {
+            "id": f"tool:{approval.session}:{approval.call_id}",
+            "kind": "tool.result",
+            "source": {"type": "system", "principal": "wakeful", "trusted": True},
+            "channel": f"tool:{approval.tool}",
+            "content": {
+                "text": approval.outcome or "",
+                "data": {"approval_id": approval.id, "decision": approval.decision},
+            },
+            "context": {"related_call_id": approval.call_id, "tool_name": approval.tool},
+            "session": approval.session,
+        }
+    )

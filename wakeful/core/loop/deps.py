@@ -1,0 +1,89 @@
+"""What a session loop is built from: its dependencies and the ports it calls.
+
+Kept apart from the loop so the daemon's wiring (lifespan, dispatcher, sessions)
+depends on these names, not on the loop's code.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from wakeful.core.approvals import Approvals
+from wakeful.core.context.config import DEFAULT_WINDOW, ContextSection
+from wakeful.core.feed import Feed
+from wakeful.core.loop.limits import LoopLimits
+from wakeful.core.loop.model_health import ModelHealth
+from wakeful.core.loop.session_scope import SessionScopes
+from wakeful.core.loop.task_views import SessionTaskViews
+from wakeful.core.loop.tool_tasks import ToolExecutor
+from wakeful.core.outbox.service import Outbox
+from wakeful.core.provider import ModelProvider
+from wakeful.core.session_taint import SessionTaints
+from wakeful.core.system_prompt import SystemPrompts
+from wakeful.kernel.events import Event
+from wakeful.store.base import Store, StoredEvent
+
+
+class BatchGate(Protocol):
+    """The supervisor's view of a run: what it takes, consumes and gets answered."""
+
+    held_back: list[StoredEvent]  # the part of the last admitted batch left in the queue
+
+    async def admit(self, batch: list[StoredEvent]) -> list[StoredEvent]:
+        """What of the batch runs now; the rest of what it does not hold back is quarantined."""
+        ...
+
+    def consumed(self) -> None: ...
+
+    def answered(self) -> None: ...
+
+
+class ToolCatalog(ToolExecutor, Protocol):
+    def definitions(self, read_only: bool = False) -> list[dict[str, Any]]: ...
+
+
+class SessionTools(Protocol):
+    """The tools array a session's request carries (wakeful/tools/tool_surface.py)."""
+
+    async def tools_for(self, session: str) -> list[dict[str, Any]]: ...
+
+    async def load(self, session: str, names: Sequence[str]) -> list[str]: ...
+
+
+@dataclass(frozen=True)
+class LoopDeps:
+    store: Store
+    provider: ModelProvider
+    tools: ToolCatalog
+    feed: Feed
+    limits: LoopLimits
+    prompts: SystemPrompts  # each session's system prompt
+    workspace: Path
+    output_dir: Path
+    outbox: Outbox  # everything the agent says leaves through here
+    # Components' task views (background shell tasks, …), added at start-up.
+    task_views: list[SessionTaskViews] = field(default_factory=list)
+    model_health: ModelHealth = field(default_factory=ModelHealth)  # read by the status
+    # Where the session's taint is kept (None in tests that build a bare loop).
+    taints: SessionTaints | None = None
+    approvals: Approvals | None = None  # the pending ones are shown in the status bar
+    # The context budget: [context] and the model's window in tokens.
+    context: ContextSection = field(default_factory=ContextSection)
+    context_window: int = DEFAULT_WINDOW
+    # Resident schemas plus what the session loaded; None: every tool's definition.
+    surface: SessionTools | None = None
+    # What components narrow per session (a subagent's tools and budget).
+    scopes: SessionScopes = field(default_factory=SessionScopes)
+
+
+@dataclass
+class Interrupt:
+    cause: str
+    stop_tools: bool
+    shutdown: bool = False  # the daemon is stopping: no late result will follow
+
+
+Submit = Callable[[Event], Awaitable[object]]

@@ -1,0 +1,50 @@
+"""What a channel is to the outbox: a name and one ``deliver`` call."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+from wakeful.core.outbox.record import OutgoingMessage
+
+
+@dataclass(frozen=True)
+class Receipt:
+    """The channel's word that it took the message, in a sentence the agent can read."""
+
+    channel: str
+    detail: str  # e.g. "delivered to chat:web (1 client connected)"
+
+
+class DeliveryError(Exception):
+    """A channel could not take a message; the subclass says whether to retry."""
+
+
+class TryLater(DeliveryError):
+    """Not delivered, nothing left: the deliverer retries with backoff, and not
+    before ``retry_after_s`` when the platform said how long to wait (a 429)."""
+
+    def __init__(self, reason: str, *, retry_after_s: float | None = None) -> None:
+        super().__init__(reason)
+        self.retry_after_s = retry_after_s
+
+
+class NeverDeliverable(DeliveryError):
+    """Not delivered and it never will be (bad address, refused): the message fails."""
+
+
+class Channel(Protocol):
+    """A destination. One that sets ``resend_safe = True`` promises that handing it the
+    same message again posts nothing twice (the platform deduplicates, e.g. Matrix's
+    txnId): a send cut off by a crash or a stop is then retried, not left ``unknown``."""
+
+    name: str
+
+    async def deliver(self, message: OutgoingMessage) -> Receipt:
+        """Hand ``message`` over; raise TryLater or NeverDeliverable when it was not.
+        Any other exception means the outcome is unknown."""
+        ...
+
+
+def resend_safe(channel: Channel) -> bool:
+    return getattr(channel, "resend_safe", False) is True

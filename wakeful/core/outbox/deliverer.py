@@ -1,0 +1,186 @@
+"""The one place a message is sent: claim (``sending``, committed), deliver, settle.
+
+Exactly once: a message is handed to its channel only by the task that won
+the ``pending → sending`` compare-and-set, and a message found ``sending``
+at start is marked ``unknown`` — visible, never resent — because the
+process may have died after the channel took it. A channel that drops repeats
+itself (``resend_safe``, Matrix's txnId) gets such a message again instead.
+Where daemons share the outbox (Redis), a claim names its daemon, and only a
+daemon that is gone has its ``sending`` messages settled so (``watch_claims``).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Iterable
+
+import anyio
+import structlog
+from anyio.abc import TaskStatus
+
+from wakeful.core.outbox.channels import (
+    Channel,
+    NeverDeliverable,
+    Receipt,
+    TryLater,
+    resend_safe,
+)
+from wakeful.core.outbox.port import OutgoingMessages
+from wakeful.core.outbox.record import NewMessage, OutgoingMessage
+from wakeful.core.outbox.states import RESENT_AFTER_STOP, STOPPED_MID_SEND, DeliveryState
+from wakeful.store.base import StoreUnavailable
+
+log = structlog.get_logger(__name__)
+
+SENDING, PENDING = DeliveryState.SENDING, DeliveryState.PENDING
+MAX_BACKOFF_S = 300.0
+
+
+class Deliverer:
+    def __init__(
+        self, outbox: OutgoingMessages, channels: Iterable[Channel], retry_s: float = 2.0
+    ) -> None:
+        self.outbox = outbox
+        self.channels = {channel.name: channel for channel in channels}
+        self._retry_s = retry_s
+        self._wakeup = anyio.Event()
+        self._not_before: dict[int, float] = {}  # "try later" answers, by message id
+        self._settled: dict[int, anyio.Event] = {}
+        self.receipts: dict[int, Receipt] = {}  # the last few, for whoever awaits a send
+
+    def notify(self) -> None:
+        """Pending messages or a new retry time: look again now."""
+        self._wakeup.set()
+
+    async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        safe = [name for name, channel in self.channels.items() if resend_safe(channel)]
+        self._left_mid_send(await self.outbox.mark_interrupted(resend=safe))
+        task_status.started()
+        async with anyio.create_task_group() as group:
+            # Daemons sharing the outbox: sends of one that died are settled while we run.
+            group.start_soon(self.outbox.watch_claims, safe, self._left_mid_send)
+            await self._deliver_forever()
+
+    def _left_mid_send(self, messages: list[OutgoingMessage]) -> None:
+        for message in messages:
+            if message.state is PENDING:
+                log.info("outgoing message left mid-send; sent again", message_id=message.id)
+                self.notify()
+            else:
+                log.warning("outgoing message left mid-send; not resent", message_id=message.id)
+            self._settle(message.id)
+
+    async def _deliver_forever(self) -> None:
+        while True:
+            self._wakeup = anyio.Event()
+            try:
+                wait_s = await self.deliver_due()
+            except StoreUnavailable as exc:
+                # The messages stay where they are; the store recovering is waited out.
+                log.warning("outbox unavailable; delivery retried later", error=str(exc))
+                wait_s = self._retry_s
+            with anyio.move_on_after(wait_s):
+                await self._wakeup.wait()
+
+    async def deliver_due(self) -> float:
+        """Deliver every pending message that is due; seconds until the next retry."""
+        now, next_due = time.monotonic(), math.inf
+        for message in await self.outbox.pending():
+            due = self._not_before.get(message.id, 0.0)
+            if due > now:
+                next_due = min(next_due, due - now)
+                continue
+            await self.deliver(message)
+        return next_due
+
+    async def settled(self, message_id: int, timeout_s: float) -> OutgoingMessage | None:
+        """The message once a delivery attempt has settled (or as it is after timeout)."""
+        event = self._settled.setdefault(message_id, anyio.Event())
+        message = await self.outbox.get(message_id)
+        if _has_settled(message):
+            return message
+        with anyio.move_on_after(timeout_s):
+            await event.wait()
+        return await self.outbox.get(message_id)
+
+    async def enqueue(self, message: NewMessage) -> OutgoingMessage:
+        """Store ``message`` (once per key) for the delivery task to send: for callers
+        that must not wait on a platform (an HTTP handler with a deadline, a poll loop)."""
+        record = await self.outbox.add(message)
+        self.notify()
+        return record
+
+    async def deliver_new(self, message: NewMessage) -> OutgoingMessage:
+        """Store ``message`` claimed and deliver it now; a known key is not sent again
+        (it is delivered only if it is still pending)."""
+        channel = self.channels.get(message.channel)
+        if channel is None:
+            record = await self.outbox.add(message)
+            await self.deliver(record)
+            return record
+        record, claimed = await self.outbox.add_claimed(message)
+        if claimed:
+            await self._attempt(channel, record)
+            self._settle(record.id)
+        elif record.state is PENDING:
+            await self.deliver(record)
+        return record
+
+    async def deliver(self, message: OutgoingMessage) -> None:
+        channel = self.channels.get(message.channel)
+        if channel is None:
+            error = f"no channel named {message.channel!r} is configured"
+            await self._record(message.id, PENDING, DeliveryState.FAILED, error)
+        elif (claimed := await self.outbox.move(message.id, PENDING, SENDING)) is not None:
+            await self._attempt(channel, claimed)
+        self._settle(message.id)
+
+    async def _attempt(self, channel: Channel, message: OutgoingMessage) -> None:
+        try:
+            receipt = await channel.deliver(message)
+        except anyio.get_cancelled_exc_class():
+            if resend_safe(channel):  # sent again at the next start; the channel drops repeats
+                await self._record(message.id, SENDING, PENDING, RESENT_AFTER_STOP)
+            else:
+                await self._record(message.id, SENDING, DeliveryState.UNKNOWN, STOPPED_MID_SEND)
+            raise
+        except TryLater as exc:
+            backoff = min(MAX_BACKOFF_S, self._retry_s * 2 ** (message.attempts - 1))
+            backoff = max(backoff, exc.retry_after_s or 0.0)  # the platform's word wins
+            self._not_before[message.id] = time.monotonic() + backoff
+            await self._record(message.id, SENDING, PENDING, f"try later: {exc}")
+            self.notify()  # the delivery task schedules the retry
+            return
+        except NeverDeliverable as exc:
+            await self._record(message.id, SENDING, DeliveryState.FAILED, str(exc))
+            return
+        except Exception as exc:
+            log.exception("channel failed mid-send", message_id=message.id, channel=channel.name)
+            error = f"{type(exc).__name__}: {exc}"
+            await self._record(message.id, SENDING, DeliveryState.UNKNOWN, error)
+            return
+        self._not_before.pop(message.id, None)
+        self.receipts[message.id] = receipt
+        await self._record(message.id, SENDING, DeliveryState.SENT, "")
+
+    async def _record(
+        self, message_id: int, old: DeliveryState, new: DeliveryState, error: str
+    ) -> None:
+        # Shielded: once a message was handed over, its outcome is always written.
+        with anyio.CancelScope(shield=True):
+            await self.outbox.move(message_id, old, new, error=error)
+
+    def _settle(self, message_id: int) -> None:
+        event = self._settled.pop(message_id, None)
+        if event is not None:
+            event.set()
+        while len(self.receipts) > 1000:
+            self.receipts.pop(next(iter(self.receipts)))
+
+
+def _has_settled(message: OutgoingMessage | None) -> bool:
+    """Past an attempt: not in flight, and not pending unless a "try later" put it back."""
+    if message is None or message.state is SENDING:
+        return message is None
+    return message.state is not PENDING or message.attempts > 0

@@ -1,6 +1,0 @@
-"""The router: which of the three strategies (SPEC §5) each event gets."""
-
-from wakeful.daemon.router.decision import Decision, Strategy
-from wakeful.daemon.router.router import Router, stopped_tools
-
-__all__ = ["Decision", "Router", "Strategy", "stopped_tools"]

@@ -1,0 +1,1 @@
+"""HTTP helpers every layer above may use: errors, capped bodies, bearer auth, rate limits."""

@@ -1,0 +1,1 @@
+"""The built-in tools (files, shell, fetch, grep, human, user) and their registry."""
