@@ -116,9 +116,25 @@ async def safe_point_iteration(
         done = await feed.wait_for(lambda it: it["type"] == "task" and it["state"] == "done")
         await server.await_requests(start + 1)
     request = (await server.requests(start, bodies=True))[0]
-    assert note in str(request.body["messages"]) and "finished" in str(request.body["messages"])
+    check_ran(request.body["messages"], note)
     from_done = request.received_at - wall_to_monotonic(done["at"])
     return from_done, request.received_at - TOOL_WRITTEN[session]
+
+
+class DidNotHappen(AssertionError):
+    """What a row times did not happen: its figure would time something else."""
+
+
+def check_ran(messages: list[dict[str, Any]], note: str) -> None:
+    """The request must carry the command's own output (not a refusal) and the note.
+
+    The command's text is in the assistant's call, so only the tool message counts.
+    """
+    results = [str(m.get("content")) for m in messages if m.get("role") == "tool"]
+    if not any("gate-opened" in r for r in results):
+        raise DidNotHappen(f"shell_exec did not run to its end; its result: {results[-1:]}")
+    if note not in str(messages):
+        raise DidNotHappen("the queued note did not reach the next request")
 
 
 async def main(n: int, in_process: bool) -> None:
@@ -129,13 +145,17 @@ async def main(n: int, in_process: bool) -> None:
         async with (
             model_server("bench.responders:overhead", in_process=in_process) as server,
             openai.AsyncOpenAI(base_url=server.base_url, api_key="unused", max_retries=0) as client,
-            harness(daemon_settings(Path(tmp), server.base_url)) as h,
+            # The gates live outside the daemon's data directory: the reviewer refuses
+            # commands that touch that directory, and a refusal is not what we time.
+            harness(daemon_settings(Path(tmp) / "data", server.base_url)) as h,
         ):
             for i in range(-1, n):  # -1: warm-up
                 sample = {"idle": await idle_iteration(h, server, i)}
                 await server.await_quiet(quiet_s=0.05)
                 sample["sdk"] = await sdk_iteration(client, server, i)
-                done, written = await safe_point_iteration(h, server, Path(tmp), i)
+                gates = Path(tmp) / "gates"
+                gates.mkdir(exist_ok=True)
+                done, written = await safe_point_iteration(h, server, gates, i)
                 sample.update(done=done, written=written)
                 await server.await_quiet(quiet_s=0.05)
                 sample["same"] = await same_payload_iteration(client, server)

@@ -38,7 +38,7 @@ def overhead(body: dict[str, Any]) -> Reply:
     """`run job <gate>` starts a command that waits for the gate file; anything else: text."""
     text = last_user_text(body)
     if "run job" in text and not any(m["role"] == "tool" for m in body["messages"]):
-        command = f"while [ ! -e {text.split()[-1]} ]; do sleep 0.01; done; echo finished"
+        command = f"while [ ! -e {text.split()[-1]} ]; do sleep 0.01; done; echo gate-opened"
         return Reply(tool_calls=[ToolCallSpec("shell_exec", {"command": command})])
     return Reply(text="ok")
 
