@@ -23,6 +23,7 @@ from wakeful.store.base import ChannelState
 @dataclass
 class RecordingClient:
     max_chars: int = 4096
+    resend_safe: bool = False
     sent: list[tuple[str, str, str]] = field(default_factory=list)  # (address, text, ref)
     typing: list[str] = field(default_factory=list)
     fail_next: int = 0  # the next n sends raise TryLater

@@ -24,6 +24,7 @@ from wakeful.store.sqlite import SqliteStore
 
 class BlockingChannel:
     name = "chat:web"
+    resend_safe = False
 
     def __init__(self) -> None:
         self.release = anyio.Event()  # never set: the parent kills us first

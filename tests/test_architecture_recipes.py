@@ -208,6 +208,7 @@ class PostcardChannel:
     """Where the outbox hands messages for "postcard"; records what it took."""
 
     name = "postcard"
+    resend_safe = False
 
     def __init__(self) -> None:
         self.delivered: list[OutgoingMessage] = []

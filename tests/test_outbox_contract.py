@@ -126,6 +126,7 @@ class Recording:
     """A channel that records what it was given and answers as told."""
 
     name = "chat:web"
+    resend_safe = False
 
     def __init__(self, error: Exception | None = None) -> None:
         self.delivered: list[OutgoingMessage] = []

@@ -27,6 +27,7 @@ class Recording:
     """One platform both daemons deliver to: it records every message it is handed."""
 
     name = CHANNEL
+    resend_safe = False
 
     def __init__(self, delivered: list[tuple[str, int]], who: str) -> None:
         self.delivered = delivered

@@ -12,6 +12,7 @@ class RecordingChannel:
     """Stands in for the local chat (every reply of a test event goes there)."""
 
     name = LOCAL_CHAT
+    resend_safe = False
 
     def __init__(self, changes: Changes) -> None:
         self._changes = changes

@@ -25,6 +25,8 @@ class PlatformClient(Protocol):
     """A platform's sending side, as the chat channel needs it."""
 
     max_chars: int  # the platform's length limit for one message (of the Markdown given)
+    # The platform drops a repeated piece (same ``ref``): the outbox may resend after a crash.
+    resend_safe: bool
 
     async def send_text(self, address: str, text: str, *, ref: str) -> None:
         """Send ``text`` (Markdown, at most ``max_chars``), converted to what the
@@ -58,7 +60,7 @@ class ChatChannel:
         self._client = client
         # A platform that drops a repeated piece (Matrix's txnId from ``ref``) may be
         # handed a message again after a crash mid-send: the outbox then resends it.
-        self.resend_safe = getattr(client, "resend_safe", False) is True
+        self.resend_safe = client.resend_safe
         self._state = state
 
     async def deliver(self, message: OutgoingMessage) -> Receipt:

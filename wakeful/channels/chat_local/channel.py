@@ -15,6 +15,7 @@ from wakeful.core.outbox.targets import LOCAL_CHAT
 
 class LocalChat:
     name = LOCAL_CHAT
+    resend_safe = False  # a repeat would show twice on a connected client
 
     def __init__(self, feed: Feed) -> None:
         self._feed = feed

@@ -80,6 +80,7 @@ class SlackClient:
     """A :class:`PlatformClient` for one Slack app (one bot token)."""
 
     max_chars = MAX_CHARS
+    resend_safe = False  # chat.postMessage has no idempotency key: a repeat would post twice
 
     def __init__(self, api_base: str, token: str, http: httpx.AsyncClient) -> None:
         self._base = api_base.rstrip("/")

@@ -32,6 +32,7 @@ class TelegramClient:
     """``send_text`` / ``send_typing`` for one bot."""
 
     max_chars = MAX_MESSAGE_CHARS
+    resend_safe = False  # the Bot API has no idempotency key: a repeat would post twice
 
     def __init__(self, api: BotApi) -> None:
         self._api = api

@@ -34,17 +34,15 @@ class NeverDeliverable(DeliveryError):
 
 
 class Channel(Protocol):
-    """A destination. One that sets ``resend_safe = True`` promises that handing it the
-    same message again posts nothing twice (the platform deduplicates, e.g. Matrix's
-    txnId): a send cut off by a crash or a stop is then retried, not left ``unknown``."""
+    """A destination, and what it promises about a repeated hand-over."""
 
     name: str
+    # True promises that handing it the same message again posts nothing twice (the
+    # platform deduplicates, e.g. Matrix's txnId): a send cut off by a crash or a stop
+    # is then retried, not left ``unknown``. Every channel says which it is.
+    resend_safe: bool
 
     async def deliver(self, message: OutgoingMessage) -> Receipt:
         """Hand ``message`` over; raise TryLater or NeverDeliverable when it was not.
         Any other exception means the outcome is unknown."""
         ...
-
-
-def resend_safe(channel: Channel) -> bool:
-    return getattr(channel, "resend_safe", False) is True

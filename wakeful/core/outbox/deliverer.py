@@ -24,7 +24,6 @@ from wakeful.core.outbox.channels import (
     NeverDeliverable,
     Receipt,
     TryLater,
-    resend_safe,
 )
 from wakeful.core.outbox.port import OutgoingMessages
 from wakeful.core.outbox.record import NewMessage, OutgoingMessage
@@ -54,7 +53,7 @@ class Deliverer:
         self._wakeup.set()
 
     async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
-        safe = [name for name, channel in self.channels.items() if resend_safe(channel)]
+        safe = [name for name, channel in self.channels.items() if channel.resend_safe]
         self._left_mid_send(await self.outbox.mark_interrupted(resend=safe))
         task_status.started()
         async with anyio.create_task_group() as group:
@@ -140,7 +139,7 @@ class Deliverer:
         try:
             receipt = await channel.deliver(message)
         except anyio.get_cancelled_exc_class():
-            if resend_safe(channel):  # sent again at the next start; the channel drops repeats
+            if channel.resend_safe:  # sent again at the next start; the channel drops repeats
                 await self._record(message.id, SENDING, PENDING, RESENT_AFTER_STOP)
             else:
                 await self._record(message.id, SENDING, DeliveryState.UNKNOWN, STOPPED_MID_SEND)
