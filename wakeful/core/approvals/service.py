@@ -1,4 +1,4 @@
-"""Approvals: a call that needs the owner's yes waits as a durable record, not a blocked loop.
+"""Approvals, the service: a call needing the owner's yes waits as a durable record.
 
 The chain files a :class:`Approval` and the call's tool message becomes an
 honest placeholder; the loop goes on. The owner decides (web page, chat,
@@ -25,152 +25,37 @@ overwrites a decision made elsewhere.
 
 from __future__ import annotations
 
-import base64
-import hashlib
-import json
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
-from enum import StrEnum
 from typing import Any
 
 import anyio
 import structlog
 from anyio.abc import TaskStatus
 
+from wakeful.core.approvals.outcome_events import (
+    answered_text,
+    decided_event,
+    denied_text,
+    outcome_event,
+    timed_out_text,
+)
+from wakeful.core.approvals.record import (
+    DECIDED,
+    KEEP_DECIDED_S,
+    KEY_PREFIX,
+    SHARED_POLL_S,
+    Approval,
+    ApprovalState,
+    DecideOutcome,
+    approval_id,
+)
 from wakeful.kernel.events import Event
 from wakeful.store.base import ChannelState
 
 log = structlog.get_logger(__name__)
-
-KEY_PREFIX = "approval:"
-# Decided records are kept this long for ?all=1 and the audit, then dropped.
-KEEP_DECIDED_S = 7 * 24 * 3600
-# In a fleet, how soon the owner notices a decision another daemon wrote to the store.
-SHARED_POLL_S = 1.0
-
-
-class ApprovalState(StrEnum):
-    PENDING = "pending"
-    APPROVED = "approved"  # decided yes; not started yet
-    RUNNING = "running"  # the approved call is executing
-    DONE = "done"  # the approved call finished and its result was reported
-    DENIED = "denied"
-    TIMED_OUT = "timeout"
-
-
-DECIDED = frozenset({ApprovalState.DONE, ApprovalState.DENIED, ApprovalState.TIMED_OUT})
-
-
-@dataclass(frozen=True)
-class Approval:
-    id: str  # short, typeable in chat: "approve k3fwz2qp"
-    session: str
-    call_id: str
-    tool: str
-    arguments: str  # as the model sent them (JSON text); shown, never re-interpreted
-    reason: str
-    tainted_by: str | None
-    requested_at: str
-    expires_at: str
-    state: ApprovalState = ApprovalState.PENDING
-    decision: str | None = None  # approve | deny | timeout
-    decided_by: str | None = None
-    decided_reason: str | None = None
-    decided_at: str | None = None
-    outcome: str | None = None  # the text the tool.result carried
-    reported: bool = False  # the decision's events are in the store
-    # "call": a tool call held by the policy; "question": request_human_approval;
-    # "input": request_human_input, answered with text (``default`` if nobody does).
-    kind: str = "call"
-    default: str | None = None
-    timeout_s: float = 0.0  # how long it waits before the conservative default
-    announced: bool = False  # the owner was told it waits (chat, web page)
-    # What the call would do, in full, as its tool resolved it (call_effect.py); ""
-    # for questions and for approvals filed before effects were kept.
-    effect: str = ""
-
-    def public(self) -> dict[str, Any]:
-        """The shape of ``GET /api/approvals`` and the CLI."""
-        try:
-            arguments: Any = json.loads(self.arguments) if self.arguments.strip() else {}
-        except ValueError:
-            arguments = self.arguments
-        data: dict[str, Any] = {
-            "id": self.id,
-            "session": self.session,
-            "tool": self.tool,
-            "call_id": self.call_id,
-            "arguments": arguments,
-            "reason": self.reason,
-            "tainted_by": self.tainted_by,
-            "requested_at": self.requested_at,
-            "expires_at": self.expires_at,
-            "state": "pending" if self.state is ApprovalState.PENDING else "decided",
-            "kind": self.kind,
-            "effect": self.effect,
-        }
-        if self.default is not None:
-            data["default"] = self.default
-        if self.decision is not None:
-            data.update(
-                decision=self.decision,
-                decided_by=self.decided_by,
-                decided_reason=self.decided_reason,
-                decided_at=self.decided_at,
-            )
-        return data
-
-    def to_json(self) -> str:
-        return json.dumps(asdict(self))
-
-    @classmethod
-    def from_json(cls, raw: str) -> Approval:
-        data = json.loads(raw)
-        data["state"] = ApprovalState(data["state"])
-        return cls(**data)
-
-
-NOTICE_KEY_PREFIX = "approval:"
-
-
-def notice_key(identifier: str) -> str:
-    """The outbox key of the owner's notice about an approval (one per approval)."""
-    return f"{NOTICE_KEY_PREFIX}{identifier}"
-
-
-def approval_of_notice(key: str) -> str | None:
-    """The approval a message is the notice of, from its outbox key (the daemon's own
-    key, never the model's text): chat platforms add Approve/Deny buttons to it.
-    Notices to several channels carry ":<channel>" after the id."""
-    if not key.startswith(NOTICE_KEY_PREFIX):
-        return None
-    identifier = key[len(NOTICE_KEY_PREFIX) :].split(":", 1)[0]
-    return identifier or None
-
-
-def approval_id(session: str, call_id: str) -> str:
-    """Stable per call: filing the same call twice (a retried step) is one approval."""
-    digest = hashlib.sha256(f"{session}\0{call_id}".encode()).digest()
-    return base64.b32encode(digest)[:8].decode().lower()
-
-
-def already_decided(approval: Approval) -> str:
-    """What a second decision is told, on every channel alike."""
-    past = {"approve": "approved", "deny": "denied", "timeout": "timed out", "answer": "answered"}
-    decision = approval.decision or ""
-    return (
-        f"approval {approval.id} was already decided ({past.get(decision, decision or 'decided')}"
-        f" by {approval.decided_by}); the first decision stands"
-    )
-
-
-class DecideOutcome(StrEnum):
-    DECIDED = "decided"
-    UNKNOWN = "unknown"  # no such approval
-    ALREADY = "already"  # decided before; the first decision stands
-    WRONG_KIND = "wrong_kind"  # "answer" for a call, or approve for a request for input
 
 
 # Runs an approved call (the registry, without the chain) and returns its result text.
@@ -401,7 +286,7 @@ class Approvals:
             if approval.state is ApprovalState.PENDING and not approval.announced:
                 await self._tell_owner(approval)
             elif approval.state is ApprovalState.APPROVED and approval.kind != "call":
-                text = _answered_text(approval)
+                text = answered_text(approval)
                 await self._finish(approval, ApprovalState.APPROVED, ApprovalState.DONE, text)
             elif approval.state is ApprovalState.APPROVED:
                 # Marked running before it starts (a restart never runs it twice), and only
@@ -416,7 +301,7 @@ class Approvals:
                 if approval.id not in self._running_here:  # its earlier owner stopped
                     await self._report_lost(approval)
             elif approval.state is ApprovalState.DENIED and not approval.reported:
-                text = _denied_text(approval)
+                text = denied_text(approval)
                 await self._finish(approval, ApprovalState.DENIED, ApprovalState.DENIED, text)
             elif approval.state in DECIDED and not approval.reported:
                 await self._report(approval)
@@ -465,7 +350,7 @@ class Approvals:
                 timed_out = await self._change(approval.id, step)
                 if timed_out is None:
                     continue  # decided meanwhile: that decision stands
-                text = _timed_out_text(approval)
+                text = timed_out_text(approval)
                 log.info("approval timed out", approval_id=approval.id)
                 state = ApprovalState.TIMED_OUT
                 await self._finish(timed_out, state, state, text)
@@ -543,93 +428,3 @@ def _when(only_in: ApprovalState, **changes: Any) -> Step:
         return replace(current, **changes) if current.state is only_in else None
 
     return step
-
-
-def _why(approval: Approval) -> str:
-    return f": {approval.decided_reason}" if approval.decided_reason else ""
-
-
-def _answered_text(approval: Approval) -> str:
-    if approval.kind == "input":
-        return f"the owner answered: {approval.decided_reason or '(an empty answer)'}"
-    return f"the owner approved{_why(approval)}. Go ahead."
-
-
-def _denied_text(approval: Approval) -> str:
-    if approval.kind == "input":
-        default = f" The default applies: {approval.default}" if approval.default else ""
-        return f"the owner declined to answer{_why(approval)}.{default}"
-    if approval.kind == "question":
-        return f"the owner said no{_why(approval)}. Do not do it."
-    return (
-        f"denied by the owner{_why(approval)}. {approval.tool} was not run. Do not retry it; "
-        "ask the user if something else should be done."
-    )
-
-
-def _timed_out_text(approval: Approval) -> str:
-    after = f"after {approval.timeout_s:g} s"
-    if approval.kind == "input":
-        default = approval.default or "(none: do not assume an answer)"
-        return f"no answer {after}. The default applies: {default}"
-    if approval.kind == "question":
-        return f"no answer {after}: treat it as no. Do not do it; ask again later if needed."
-    return (
-        f"approval timed out {after}: denied. {approval.tool} was not run. Ask the user "
-        "again if it is still needed."
-    )
-
-
-def decided_event(approval: Approval) -> Event:
-    by = approval.decided_by or "owner"
-    verb = {"approve": "approved", "deny": "denied", "timeout": "let time out"}.get(
-        approval.decision or "", "decided"
-    )
-    who = (
-        "Nobody decided in time: it was denied"
-        if approval.decision == "timeout"
-        else (f"The owner {verb} it")
-    )
-    why = f" ({approval.decided_reason})" if approval.decided_reason else ""
-    return Event.parse(
-        {
-            "id": f"approval:{approval.id}",
-            "kind": "approval.decided",
-            "source": {
-                "type": "user" if by != "timeout" else "system",
-                "principal": by,
-                "trusted": True,
-            },
-            "channel": "approvals",
-            "content": {
-                "text": f"Approval {approval.id} for {approval.tool} (call {approval.call_id}): "
-                f"{who}{why}.",
-                "data": {
-                    "approval_id": approval.id,
-                    "decision": approval.decision,
-                    "tool": approval.tool,
-                    "call_id": approval.call_id,
-                },
-            },
-            "context": {"related_call_id": approval.call_id, "tool_name": approval.tool},
-            "session": approval.session,
-        }
-    )
-
-
-def outcome_event(approval: Approval) -> Event:
-    """The ``tool.result`` that pays the call's placeholder (the late-result id)."""
-    return Event.parse(
-        {
-            "id": f"tool:{approval.session}:{approval.call_id}",
-            "kind": "tool.result",
-            "source": {"type": "system", "principal": "wakeful", "trusted": True},
-            "channel": f"tool:{approval.tool}",
-            "content": {
-                "text": approval.outcome or "",
-                "data": {"approval_id": approval.id, "decision": approval.decision},
-            },
-            "context": {"related_call_id": approval.call_id, "tool_name": approval.tool},
-            "session": approval.session,
-        }
-    )
