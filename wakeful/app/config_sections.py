@@ -7,7 +7,7 @@ this list and the component list in ``wakeful/app/components.py`` - no core modu
 
 from __future__ import annotations
 
-from wakeful.channels.chat.sections import ChatSettings
+from wakeful.app.chat_section import ChatSettings
 from wakeful.channels.email.config import EmailSettings
 from wakeful.mcp.config import McpSettings
 from wakeful.sources.shell.config import ShellSettings
