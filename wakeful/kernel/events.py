@@ -15,6 +15,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from wakeful.kernel.event_kinds import EventKind
 from wakeful.kernel.trust import event_kind_trustable
 
 KIND_PATTERN = re.compile(r"^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)+$")
@@ -156,7 +157,7 @@ def user_message(
     channel: str = "chat:api",
     principal: str = "owner",
     event_id: str | None = None,
-    kind: str = "user.input",
+    kind: str = EventKind.USER_INPUT,
 ) -> Event:
     """The event for a message typed by the authenticated owner."""
     return Event.parse(

@@ -28,6 +28,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from wakeful.kernel.event_kinds import EventKind
+
 # Tools whose every result (errors included) is written by the daemon: a
 # confirmation, an id, the daemon's own state. The value says why.
 OWN_RESULTS: Mapping[str, str] = {
@@ -64,20 +66,20 @@ VOUCHING_RESULTS: Mapping[str, str] = {
 
 # Event kinds whose producer may claim the owner's or the daemon's authorship.
 TRUSTABLE_EVENT_KINDS: Mapping[str, str] = {
-    "user.input": "the owner, authenticated by the channel (token, cookie, pairing)",
-    "user.interrupt": "the owner, authenticated by the channel",
-    "email.received": "the owner's own address, authenticated by the receiving server",
-    "approval.decided": "the owner's answer to an approval or a question",
-    "tool.result": "a call's late result; the call's own output taints when it runs",
-    "timer.trigger": "a timer the agent set (one set while tainted carries the taint)",
-    "agent.input": "a message between agents (it carries the sender's taint)",
-    "agent.interrupt": "an urgent message between agents (it carries the sender's taint)",
-    "subagent.task": "the task a parent gave its child (it carries the parent's taint)",
-    "subagent.message": "a parent's message to its child (its taint as it was sent)",
-    "subagent.result": "a child's report (it carries the child's taint)",
-    "system.alert": "the daemon's own report of a fault",
-    "user.inactive": "the daemon noticing the owner has been away",
-    "process.timeout": "the daemon's notice that a task is past its limit",
+    EventKind.USER_INPUT: "the owner, authenticated by the channel (token, cookie, pairing)",
+    EventKind.USER_INTERRUPT: "the owner, authenticated by the channel",
+    EventKind.EMAIL_RECEIVED: "the owner's own address, authenticated by the receiving server",
+    EventKind.APPROVAL_DECIDED: "the owner's answer to an approval or a question",
+    EventKind.TOOL_RESULT: "a call's late result; the call's own output taints when it runs",
+    EventKind.TIMER_TRIGGER: "a timer the agent set (one set while tainted carries the taint)",
+    EventKind.AGENT_INPUT: "a message between agents (it carries the sender's taint)",
+    EventKind.AGENT_INTERRUPT: "an urgent message between agents (it carries the sender's taint)",
+    EventKind.SUBAGENT_TASK: "the task a parent gave its child (it carries the parent's taint)",
+    EventKind.SUBAGENT_MESSAGE: "a parent's message to its child (its taint as it was sent)",
+    EventKind.SUBAGENT_RESULT: "a child's report (it carries the child's taint)",
+    EventKind.SYSTEM_ALERT: "the daemon's own report of a fault",
+    EventKind.USER_INACTIVE: "the daemon noticing the owner has been away",
+    EventKind.PROCESS_TIMEOUT: "the daemon's notice that a task is past its limit",
 }
 
 

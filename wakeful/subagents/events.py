@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from wakeful.kernel.event_kinds import EventKind
 from wakeful.kernel.events import Event
 from wakeful.subagents.records import SubagentRecord
 
@@ -33,7 +34,7 @@ def task_event(record: SubagentRecord) -> Event:
     return _to_child(
         record,
         f"subagent:{record.subagent_id}:task",
-        "subagent.task",
+        EventKind.SUBAGENT_TASK,
         f"{note}\n\nTask: {record.task}",
         tainted_by=record.tainted_by,  # the parent's taint at spawn: the child starts there
     )
@@ -47,7 +48,7 @@ def message_event(
     return _to_child(
         record,
         f"subagent:{record.subagent_id}:message:{parent_call_id}",
-        "subagent.message",
+        EventKind.SUBAGENT_MESSAGE,
         f"Your parent ({record.parent}) adds: {text}",
         tainted_by=tainted_by,
     )
@@ -93,7 +94,7 @@ def result_event(
     return Event.parse(
         {
             "id": f"subagent:{record.subagent_id}:result:{key}",
-            "kind": "subagent.result",
+            "kind": EventKind.SUBAGENT_RESULT,
             "source": {
                 "type": "agent",
                 "principal": f"subagent {record.subagent_id}",

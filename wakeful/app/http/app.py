@@ -15,12 +15,13 @@ from wakeful.core.feed_sse import EventStreamResponse, StreamRegistry
 from wakeful.core.front_door import DaemonUnavailable, FrontDoor
 from wakeful.core.outbox.port import OutgoingMessages
 from wakeful.core.outbox.service import Outbox
+from wakeful.kernel.event_kinds import EventKind
 from wakeful.kernel.events import EventError, user_message
 from wakeful.kernel.http.auth import TokenCheck
 from wakeful.kernel.http.body import read_json_object
 from wakeful.kernel.http.errors import ApiError, http_error, server_error
 
-MESSAGE_KINDS = ("user.input", "user.interrupt")
+MESSAGE_KINDS = (EventKind.USER_INPUT, EventKind.USER_INTERRUPT)
 MAX_LOG_LIMIT = 1000
 
 
@@ -246,7 +247,7 @@ def _text(data: dict[str, Any]) -> str:
 
 
 def _kind(data: dict[str, Any]) -> str:
-    kind = _string(data, "kind", "user.input")
+    kind = _string(data, "kind", EventKind.USER_INPUT)
     if kind not in MESSAGE_KINDS:
         raise ApiError(400, f"field 'kind' must be one of {', '.join(MESSAGE_KINDS)}")
     return kind

@@ -26,6 +26,7 @@ from wakeful.channels.chat.decisions import DecisionRequest, DecisionResult, dec
 from wakeful.channels.chat.pairing import Pairing, PairingRequest, display_code
 from wakeful.core.components.context import ComponentSetup
 from wakeful.core.outbox.record import NewMessage
+from wakeful.kernel.event_kinds import EventKind
 from wakeful.kernel.events import SESSION_PATTERN, Event, EventError
 from wakeful.store.base import Cursor
 
@@ -182,7 +183,7 @@ class ChatInbound:
     def _event(self, message: PlatformMessage) -> Event:
         data: dict[str, object] = {
             "id": self.event_id(message.message_id),
-            "kind": "user.input",
+            "kind": EventKind.USER_INPUT,
             "source": {
                 "type": self.platform,
                 "principal": message.user_id,

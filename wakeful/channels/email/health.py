@@ -7,6 +7,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from wakeful.kernel.event_kinds import EventKind
 from wakeful.kernel.events import Event
 
 
@@ -77,7 +78,7 @@ class MailboxHealth:
         return Event.parse(
             {
                 "id": f"alert:imap:{self.account}:{self.mailbox}:{int(self.failing_since or 0)}",
-                "kind": "system.alert",
+                "kind": EventKind.SYSTEM_ALERT,
                 "source": {"type": "system", "principal": "email", "trusted": True},
                 "channel": "system",
                 "content": {

@@ -10,6 +10,7 @@ from typing import Any
 from wakeful.channels.email.authentication import Verdict, verdict
 from wakeful.channels.email.config import EmailAccountConfig
 from wakeful.channels.email.message import ParsedEmail, cap_text
+from wakeful.kernel.event_kinds import EventKind
 from wakeful.kernel.events import Event, utcnow
 
 
@@ -117,7 +118,7 @@ def build_event(
     return Event.parse(
         {
             "id": event_id,
-            "kind": "email.received",
+            "kind": EventKind.EMAIL_RECEIVED,
             "source": {
                 "type": "email",
                 "principal": mail.sender or None,

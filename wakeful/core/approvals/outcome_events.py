@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from wakeful.core.approvals.record import Approval
+from wakeful.kernel.event_kinds import EventKind
 from wakeful.kernel.events import Event
 
 
@@ -56,7 +57,7 @@ def decided_event(approval: Approval) -> Event:
     return Event.parse(
         {
             "id": f"approval:{approval.id}",
-            "kind": "approval.decided",
+            "kind": EventKind.APPROVAL_DECIDED,
             "source": {
                 "type": "user" if by != "timeout" else "system",
                 "principal": by,
@@ -84,7 +85,7 @@ def outcome_event(approval: Approval) -> Event:
     return Event.parse(
         {
             "id": f"tool:{approval.session}:{approval.call_id}",
-            "kind": "tool.result",
+            "kind": EventKind.TOOL_RESULT,
             "source": {"type": "system", "principal": "wakeful", "trusted": True},
             "channel": f"tool:{approval.tool}",
             "content": {

@@ -13,6 +13,7 @@ from typing import Any
 
 from wakeful.core.trajectory.normalizer import open_calls
 from wakeful.core.trajectory.placeholders import promises_late_result, task_id_for_call
+from wakeful.kernel.event_kinds import EventKind
 from wakeful.kernel.events import Event
 
 Message = dict[str, Any]
@@ -22,7 +23,7 @@ def late_result_event(session: str, call_id: str, tool: str, text: str) -> Event
     return Event.parse(
         {
             "id": f"tool:{session}:{call_id}",
-            "kind": "tool.result",
+            "kind": EventKind.TOOL_RESULT,
             "source": {"type": "system", "principal": "wakeful", "trusted": True},
             "channel": f"tool:{tool}",
             "content": {"text": text},

@@ -41,6 +41,7 @@ import structlog
 
 from wakeful.core.loop.session_loop import SessionLoop
 from wakeful.kernel import metrics
+from wakeful.kernel.event_kinds import EventKind
 from wakeful.kernel.events import Event
 from wakeful.kernel.exception_groups import describe_failure, leaves
 from wakeful.store.base import (
@@ -61,7 +62,7 @@ def quarantine_alert(session: str, stored: StoredEvent, failure: str) -> Event:
     return Event.parse(
         {
             "id": f"alert:quarantine:{event.id}",
-            "kind": "system.alert",
+            "kind": EventKind.SYSTEM_ALERT,
             "source": {"type": "system", "principal": "supervisor", "trusted": True},
             "channel": "system",
             "session": session,
@@ -153,7 +154,7 @@ class PoisonGate:
                 continue
             metrics.EVENTS_QUARANTINED.inc(kind=stored.event.kind)
             log.error("event quarantined", event_id=stored.event.id, failure=failure)
-            if stored.event.kind != "system.alert":  # an alert about an alert could loop
+            if stored.event.kind != EventKind.SYSTEM_ALERT:  # an alert about an alert could loop
                 await self._alert(quarantine_alert(self.session, stored, failure))
 
     async def _alert(self, event: Event) -> None:

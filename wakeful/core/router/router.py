@@ -16,9 +16,12 @@ from __future__ import annotations
 from wakeful.core.router.classifier import Classifier
 from wakeful.core.router.decision import Decision, Strategy
 from wakeful.core.router.phrases import is_hold_request, is_quick_question, is_stop_request
+from wakeful.kernel.event_kinds import EventKind
 from wakeful.kernel.events import Event
 
-URGENT_KINDS = frozenset({"user.interrupt", "supervisor.instruction", "agent.interrupt"})
+URGENT_KINDS = frozenset(
+    {EventKind.USER_INTERRUPT, EventKind.SUPERVISOR_INSTRUCTION, EventKind.AGENT_INTERRUPT}
+)
 
 
 class Router:
@@ -29,11 +32,13 @@ class Router:
         """A decision from rules alone, or None when only the classifier can tell.
         ``busy=None``: the session's loop runs on another daemon of the fleet."""
         if event.kind in URGENT_KINDS:
-            stop = event.kind == "user.interrupt" and not is_hold_request(event.content.text)
+            stop = event.kind == EventKind.USER_INTERRUPT and not is_hold_request(
+                event.content.text
+            )
             return Decision.cancel(f"{event.kind} is urgent by kind", stop_tools=stop)
         if event.context.priority == "urgent":
             return Decision.cancel("marked urgent by its source", stop_tools=False)
-        if event.kind != "user.input":
+        if event.kind != EventKind.USER_INPUT:
             return Decision.queue(f"{event.kind} is routine: handled at the next safe point")
         if busy is None:
             return self._by_stop_phrase(event.content.text) or Decision.queue(

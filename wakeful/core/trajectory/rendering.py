@@ -15,6 +15,7 @@ from collections import Counter
 from datetime import datetime
 from typing import Any
 
+from wakeful.kernel.event_kinds import OWNER_KINDS, EventKind
 from wakeful.kernel.events import Event
 from wakeful.store.base import StoredEvent
 
@@ -33,10 +34,10 @@ _CATEGORIES: dict[str, tuple[str, str]] = {
     "approval": ("approval decision", "approval decisions"),
 }
 _SYSTEM = ("system reminder", "system reminders")
-# Kinds whose prefix would name the wrong category ("user.inactive" is no message).
+# Kinds whose prefix would name the wrong category (EventKind.USER_INACTIVE is no message).
 _KIND_CATEGORIES: dict[str, tuple[str, str]] = {
-    "user.inactive": _SYSTEM,
-    "process.timeout": _CATEGORIES["shell"],
+    EventKind.USER_INACTIVE: _SYSTEM,
+    EventKind.PROCESS_TIMEOUT: _CATEGORIES["shell"],
 }
 
 
@@ -99,17 +100,19 @@ def describe(stored: StoredEvent) -> str:
             f"{stored.parallel_answer}"
         )
     kind = event.kind
-    if kind in ("user.input", "user.interrupt"):
-        verb = "says" if kind == "user.input" else "interrupts"
+    if kind in OWNER_KINDS:
+        verb = "says" if kind == EventKind.USER_INPUT else "interrupts"
         if not event.trusted:  # an unauthenticated sender never reads like the owner
             return f"A sender who is not the owner {verb}: {wrap_untrusted(event, text)}"
         return f"The user {verb}: {text}"
-    if kind == "tool.result":
+    if kind == EventKind.TOOL_RESULT:
         return _late_tool_result(event)
     body = _with_subject(event)
     if not event.trusted:
         body = wrap_untrusted(event, body)
-        if kind == "email.received":  # a From naming the owner is a claim until authenticated
+        if (
+            kind == EventKind.EMAIL_RECEIVED
+        ):  # a From naming the owner is a claim until authenticated
             return f"A sender who is not the owner sent an email: {body}"
     tainted_by = event.content.data.get("tainted_by")
     if tainted_by:  # a timer or task a tainted run created: whose words these really are
@@ -163,7 +166,11 @@ def render_batch(
         return [_parallel_notes(events, last_agent_at)]
     if len(events) == 1 and total == 1:
         only = events[0]
-        if only.event.kind == "user.input" and only.event.trusted and only.parallel_answer is None:
+        if (
+            only.event.kind == EventKind.USER_INPUT
+            and only.event.trusted
+            and only.parallel_answer is None
+        ):
             # A lone user message reads as itself; labels only help inside a batch.
             text = f"{time_note(only.event, last_agent_at)} {only.event.content.text}"
             return [{"role": "user", "content": text}]
@@ -219,18 +226,18 @@ def _with_subject(event: Event) -> str:
 
 
 def _label(event: Event) -> str:
-    labels = {
-        "timer.trigger": "Timer fired",
-        "webhook.received": f"Webhook received via {event.channel}",
-        "email.received": "Email received",
-        "shell.output": f"Output matched on {event.channel}",
-        "shell.exited": f"Background command on {event.channel} exited",
-        "process.timeout": f"Background command on {event.channel} is past its limit",
-        "system.alert": "System alert",
-        "user.inactive": "The user has been silent",
-        "supervisor.instruction": "Supervisor instruction",
-        "agent.input": "Message from another agent",
-        "agent.interrupt": "Urgent message from another agent",
-        "approval.decided": "Approval decided",
+    labels: dict[str, str] = {
+        EventKind.TIMER_TRIGGER: "Timer fired",
+        EventKind.WEBHOOK_RECEIVED: f"Webhook received via {event.channel}",
+        EventKind.EMAIL_RECEIVED: "Email received",
+        EventKind.SHELL_OUTPUT: f"Output matched on {event.channel}",
+        EventKind.SHELL_EXITED: f"Background command on {event.channel} exited",
+        EventKind.PROCESS_TIMEOUT: f"Background command on {event.channel} is past its limit",
+        EventKind.SYSTEM_ALERT: "System alert",
+        EventKind.USER_INACTIVE: "The user has been silent",
+        EventKind.SUPERVISOR_INSTRUCTION: "Supervisor instruction",
+        EventKind.AGENT_INPUT: "Message from another agent",
+        EventKind.AGENT_INTERRUPT: "Urgent message from another agent",
+        EventKind.APPROVAL_DECIDED: "Approval decided",
     }
     return labels.get(event.kind, f"System notice ({event.kind})")

@@ -13,6 +13,7 @@ import signal
 from datetime import UTC, datetime
 from typing import Any
 
+from wakeful.kernel.event_kinds import EventKind
 from wakeful.kernel.events import Event
 from wakeful.sources.shell.records import TaskRecord
 from wakeful.tools.effect_text import short_command
@@ -75,7 +76,9 @@ def exited_event(record: TaskRecord, output: str, suppressed: int) -> Event:
             f"\n{suppressed} lines matching its monitored patterns were not sent as "
             "events (rate limit); they are in the output file."
         )
-    return _event(record, f"shell:{record.task_id}:exit", "shell.exited", text, _end_data(record))
+    return _event(
+        record, f"shell:{record.task_id}:exit", EventKind.SHELL_EXITED, text, _end_data(record)
+    )
 
 
 def stopped_at_shutdown_event(record: TaskRecord) -> Event:
@@ -87,7 +90,9 @@ def stopped_at_shutdown_event(record: TaskRecord) -> Event:
         f"Its last output lines (full output in {record.output_file}):\n"
         + _lines(record.last_lines)
     )
-    return _event(record, f"shell:{record.task_id}:exit", "shell.exited", text, _end_data(record))
+    return _event(
+        record, f"shell:{record.task_id}:exit", EventKind.SHELL_EXITED, text, _end_data(record)
+    )
 
 
 def lost_event(record: TaskRecord) -> Event:
@@ -99,7 +104,9 @@ def lost_event(record: TaskRecord) -> Event:
         f"executed - check its effects before running it again. Its last output lines "
         f"(full output in {record.output_file}):\n" + _lines(record.last_lines)
     )
-    return _event(record, f"shell:{record.task_id}:exit", "shell.exited", text, _end_data(record))
+    return _event(
+        record, f"shell:{record.task_id}:exit", EventKind.SHELL_EXITED, text, _end_data(record)
+    )
 
 
 def timeout_event(record: TaskRecord, runtime_s: float, grace_s: float) -> Event:
@@ -124,7 +131,7 @@ def timeout_event(record: TaskRecord, runtime_s: float, grace_s: float) -> Event
         "runtime_s": round(runtime_s, 1),
         "kill_on_timeout": record.kill_on_timeout,
     }
-    return _event(record, f"shell:{record.task_id}:timeout", "process.timeout", text, data)
+    return _event(record, f"shell:{record.task_id}:timeout", EventKind.PROCESS_TIMEOUT, text, data)
 
 
 def owner_gone_event(record: TaskRecord) -> Event:
@@ -136,7 +143,9 @@ def owner_gone_event(record: TaskRecord) -> Event:
         f"executed - check its effects before running it again. Its output file: "
         f"{record.output_file}"
     )
-    return _event(record, f"shell:{record.task_id}:exit", "shell.exited", text, _end_data(record))
+    return _event(
+        record, f"shell:{record.task_id}:exit", EventKind.SHELL_EXITED, text, _end_data(record)
+    )
 
 
 def output_event(
@@ -162,7 +171,7 @@ def output_event(
     if subscription is not None:  # set by connect_channel(kind="shell_output")
         data["subscription"] = subscription
     event_id = f"shell:{record.task_id}:out:{line_no}"
-    return _event(record, event_id, "shell.output", text, data)
+    return _event(record, event_id, EventKind.SHELL_OUTPUT, text, data)
 
 
 def suppressed_event(record: TaskRecord, held: int, last_no: int, last_line: str) -> Event:
@@ -173,8 +182,15 @@ def suppressed_event(record: TaskRecord, held: int, last_no: int, last_line: str
     )
     data = {"suppressed": held, "last_line_no": last_no, "line": last_line}
     event_id = f"shell:{record.task_id}:suppressed:{last_no}"
-    return _event(record, event_id, "shell.output", text, data)
+    return _event(record, event_id, EventKind.SHELL_OUTPUT, text, data)
 
 
 def _lines(lines: list[str]) -> str:
     return "\n".join(lines) if lines else "(no output)"
+
+
+def _exit_event(record: TaskRecord, text: str) -> Event:
+    """The one event a task's end makes, whichever way it ended."""
+    return _event(
+        record, f"shell:{record.task_id}:exit", EventKind.SHELL_EXITED, text, _end_data(record)
+    )

@@ -24,6 +24,7 @@ from typing import Any, Literal
 
 import structlog
 
+from wakeful.kernel.event_kinds import EventKind
 from wakeful.kernel.events import Event, Priority
 from wakeful.store.base import ChannelState
 
@@ -152,7 +153,7 @@ class AlertBook:
         event = Event.parse(
             {
                 "id": episode.alert_id + suffix,
-                "kind": "system.alert",
+                "kind": EventKind.SYSTEM_ALERT,
                 "source": {"type": "system", "principal": "wakeful", "trusted": True},
                 "channel": "system",
                 "content": {

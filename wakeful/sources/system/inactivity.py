@@ -18,6 +18,7 @@ import anyio
 import structlog
 
 from wakeful.core.feed import FeedItem
+from wakeful.kernel.event_kinds import OWNER_KINDS, EventKind
 from wakeful.kernel.events import Event
 from wakeful.sources.system.alerts import Submit
 from wakeful.sources.system.waiting import until_change_or
@@ -26,7 +27,6 @@ from wakeful.store.base import ChannelState
 log = structlog.get_logger(__name__)
 
 STATE_PREFIX = "system:user_seen:"
-USER_KINDS = frozenset({"user.input", "user.interrupt"})
 
 
 class InactivityWatch:
@@ -41,7 +41,7 @@ class InactivityWatch:
         self.fired = 0
 
     def on_feed(self, item: FeedItem) -> None:
-        if item.get("type") == "event" and item.get("kind") in USER_KINDS:
+        if item.get("type") == "event" and item.get("kind") in OWNER_KINDS:
             self._seen.append((str(item["session"]), float(item.get("at") or time.time())))
             self._changed.set()
 
@@ -76,7 +76,7 @@ class InactivityWatch:
         return Event.parse(
             {
                 "id": f"inactive:{session}:{int(at * 1000)}",
-                "kind": "user.inactive",
+                "kind": EventKind.USER_INACTIVE,
                 "source": {"type": "system", "principal": "wakeful", "trusted": True},
                 "channel": "system",
                 "content": {

@@ -26,6 +26,7 @@ from apscheduler.executors.base import BaseExecutor
 from apscheduler.job import Job
 
 from wakeful.core.front_door import DaemonUnavailable, SubmitResult
+from wakeful.kernel.event_kinds import EventKind
 from wakeful.kernel.events import Event
 from wakeful.sources.timers.jobstore import PendingFire
 from wakeful.sources.timers.store_port import TimerJobStore
@@ -95,9 +96,9 @@ def build_event(fire: PendingFire, now: datetime, grace_s: float) -> tuple[Event
         data["tainted_by"] = body["tainted_by"]
         source = {**TIMER_SOURCE, "trusted": False}
     if missed:
-        kind, event_id, text = "system.alert", f"timer-missed:{fire.job_id}:", _missed_text
+        kind, event_id, text = EventKind.SYSTEM_ALERT, f"timer-missed:{fire.job_id}:", _missed_text
     else:
-        kind, event_id, text = "timer.trigger", "timer:" + fire.job_id + ":", _fired_text
+        kind, event_id, text = EventKind.TIMER_TRIGGER, "timer:" + fire.job_id + ":", _fired_text
     event = Event.parse(
         {
             "id": event_id + iso_utc(fire.run_time),

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qs
 
+from wakeful.kernel.event_kinds import EventKind
 from wakeful.kernel.events import Event
 from wakeful.kernel.http.json_limits import JsonRefused, loads_limited
 from wakeful.sources.webhook import github
@@ -154,7 +155,7 @@ def to_event(
     return Event.parse(
         {
             "id": f"wh:{config.name}:{delivery}",
-            "kind": "webhook.received",
+            "kind": EventKind.WEBHOOK_RECEIVED,
             "source": {"type": "webhook", "principal": config.name, "trusted": False},
             "channel": f"webhook:{config.name}",
             "content": {"text": text, "data": data},

@@ -28,6 +28,7 @@ from typing import Any
 import anyio
 
 from wakeful.core.effects import Effect, Reach
+from wakeful.kernel.event_kinds import EventKind
 from wakeful.safety.confinement import Outside, resolve_inside
 from wakeful.sources.subscriptions.events import subscription_event
 from wakeful.sources.subscriptions.kinds.base import Asking, Fire, Planned, Refusal, Report
@@ -124,7 +125,7 @@ def _event(sub: Subscription, changes: list[tuple[str, str]]) -> Any:
     return subscription_event(
         sub,
         event_id=f"sub:{sub.id}:file:{uuid.uuid4().hex}",
-        kind="file.changed",
+        kind=EventKind.FILE_CHANGED,
         text=f"{count} under {sub.spec['path']}: {listed}{more}",
         data={
             "path": sub.spec["path"],

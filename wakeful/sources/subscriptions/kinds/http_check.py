@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from wakeful.core.effects import Effect, Reach
+from wakeful.kernel.event_kinds import EventKind
 from wakeful.safety.outbound import Refused, check_destination
 from wakeful.sources.subscriptions.events import subscription_event
 from wakeful.sources.subscriptions.kinds.base import Asking, Fire, Planned, Refusal, Report
@@ -150,7 +151,7 @@ def _event(sub: Subscription, change: str, status: str, digest: str | None, exce
     return subscription_event(
         sub,
         event_id=f"sub:{sub.id}:http:{uuid.uuid4().hex}",
-        kind="http.changed",
+        kind=EventKind.HTTP_CHANGED,
         text=f"GET {sub.spec['url']}: {change} (status {status}). It begins:\n{excerpt}",
         data={"url": sub.spec["url"], "status": status, "content_hash": digest, "change": change},
         source_type="http",

@@ -24,6 +24,7 @@ from starlette.responses import JSONResponse, Response
 
 from wakeful.core.effects import Effect, Reach
 from wakeful.core.front_door import DaemonUnavailable
+from wakeful.kernel.event_kinds import EventKind
 from wakeful.kernel.http.body import read_capped
 from wakeful.kernel.http.errors import ApiError
 from wakeful.sources.subscriptions.events import subscription_event
@@ -134,7 +135,7 @@ def _event(sub: Subscription, payload: Any, delivery: str) -> Any:
     return subscription_event(
         sub,
         event_id=f"sub:{sub.id}:hook:{delivery}",
-        kind="webhook.received",
+        kind=EventKind.WEBHOOK_RECEIVED,
         text=f"a delivery to {sub.spec['route']}:\n{raw_text(payload)}",
         data={"payload": payload if isinstance(payload, dict | list) else {"text": payload}},
         source_type="webhook",
