@@ -9,15 +9,17 @@ from __future__ import annotations
 import io
 import os
 import sys
+import weakref
 from pathlib import Path
 
 import pexpect
 import pyte
 
 ROWS, COLUMNS = 200, 120  # tall enough that nothing a test prints scrolls away
+SIZES: weakref.WeakKeyDictionary[pexpect.spawn, tuple[int, int]] = weakref.WeakKeyDictionary()
 
 
-def spawn_chat(config: Path, state_home: Path, *args: str) -> pexpect.spawn:
+def spawn_chat(config: Path, state_home: Path, *args: str, columns: int = COLUMNS) -> pexpect.spawn:
     env = {
         **os.environ,
         "TERM": "xterm",
@@ -31,9 +33,10 @@ def spawn_chat(config: Path, state_home: Path, *args: str) -> pexpect.spawn:
         env=env,
         encoding="utf-8",
         timeout=15,
-        dimensions=(ROWS, COLUMNS),
+        dimensions=(ROWS, columns),
     )
     child.logfile_read = io.StringIO()
+    SIZES[child] = (ROWS, columns)  # still known once the child has exited
     child.expect("chatting in session 'main'")
     return child
 
@@ -46,7 +49,8 @@ def transcript(child: pexpect.spawn) -> str:
 
 def screen_lines(child: pexpect.spawn) -> list[str]:
     """The terminal's lines after everything the chat wrote so far."""
-    screen = pyte.Screen(COLUMNS, ROWS)
+    rows, columns = SIZES.get(child, (ROWS, COLUMNS))
+    screen = pyte.Screen(columns, rows)
     pyte.Stream(screen).feed(transcript(child))
     return [line.rstrip() for line in screen.display]
 

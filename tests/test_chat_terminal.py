@@ -16,7 +16,7 @@ from pathlib import Path
 import pexpect
 import pytest
 
-from tests.chat_terminal import on_screen, spawn_chat, transcript
+from tests.chat_terminal import COLUMNS, on_screen, screen_lines, spawn_chat, transcript
 from tests.daemon_process import DaemonProcess, free_port, write_config
 from tests.fakes.model_replies import Reply, ToolCallSpec
 from tests.fakes.model_server import FakeModelServer
@@ -32,8 +32,8 @@ def daemon(tmp_path: Path, model_server: FakeModelServer) -> Iterator[DaemonProc
         yield d
 
 
-def chat(daemon: DaemonProcess, state_home: Path) -> pexpect.spawn:
-    child = spawn_chat(daemon.config, state_home)
+def chat(daemon: DaemonProcess, state_home: Path, columns: int = COLUMNS) -> pexpect.spawn:
+    child = spawn_chat(daemon.config, state_home, columns=columns)
     child.expect("you>")
     return child
 
@@ -66,6 +66,47 @@ def test_the_reply_streams_and_is_printed_once(
     assert unread["messages"] == []  # the reply record was acknowledged
     quit_with_ctrl_d(child)
     assert on_screen(child).count(WORDS) == 1, on_screen(child)  # not printed twice
+
+
+# 150 words of 5 cells: nine rows or more at the widths people's terminals have.
+LONG = " ".join(f"x{i:03d}" for i in range(150))
+
+
+@pytest.mark.parametrize("columns", [80, 100])
+def test_a_long_reply_streams_row_by_row_and_wraps_at_words(
+    columns: int, daemon: DaemonProcess, model_server: FakeModelServer, tmp_path: Path
+) -> None:
+    model_server.push(Reply(text=LONG, token_delay_s=0.04))  # one paragraph, 6 s in all
+    child = chat(daemon, tmp_path, columns)
+    child.sendline("tell me at length")
+    child.expect("x060")  # past the first rows: the reply did not stop at one row
+    assert not model_server.requests[0].completed, "shown only once the paragraph ended"
+    model_server.wait_for_completion(0, timeout_s=15)
+    child.expect("x149")
+    child.expect("you>")
+    rows = [row for row in screen_lines(child) if row.startswith("x")]
+    assert all(len(row) < columns for row in rows), rows
+    shown = " ".join(rows).split(" ")
+    assert shown == LONG.split(" "), rows  # every word once, none cut across rows
+    quit_with_ctrl_d(child)
+
+
+def test_ctrl_c_interrupts_the_run_that_answers_an_interrupt(
+    daemon: DaemonProcess, model_server: FakeModelServer, tmp_path: Path
+) -> None:
+    # The interrupt is itself answered: the run goes on with a second model call.
+    model_server.push(Reply(text=WORDS, token_delay_s=0.2), Reply(text=WORDS, token_delay_s=0.2))
+    child = chat(daemon, tmp_path)
+    child.sendline("tell me a long one")
+    child.expect("w01")
+    child.sendintr()
+    model_server.wait_for_abort(0, timeout_s=10)
+    model_server.wait_for_requests(2, timeout_s=10)
+    child.sendintr()  # during the second call: it must stop too, not arm "quit"
+    model_server.wait_for_abort(1, timeout_s=10)
+    assert "Ctrl-C again to quit" not in on_screen(child)
+    assert child.isalive()
+    quit_with_ctrl_d(child)
 
 
 @pytest.mark.parametrize("how", ["!stop", "ctrl-c"])

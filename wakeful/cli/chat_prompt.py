@@ -125,5 +125,6 @@ class TerminalChat:
             self._screen.note(f"wakeful: {exc}")
             return
         if kind == "user.interrupt":
-            self._follower.running.clear()  # the next Ctrl-C, if idle, is one to quit
+            # ``running`` stays set: the run goes on to answer the interrupt, and Ctrl-C
+            # must interrupt that too. Only the run's own end (the idle item) clears it.
             self._screen.note("[interrupt sent]")

@@ -2,20 +2,24 @@
 
 Each outbox message is printed (and acknowledged) once, told apart by its id.
 A reply's text is shown as it streams: whole lines are printed as they end,
-the unfinished line is kept in ``tail`` for the prompt to draw above the line
-being typed. When the reply record arrives its text is already on screen, so
+and so is each row that fills the terminal's width (broken at a space,
+wakeful/cli/wrap.py); the unfinished row is kept in ``tail`` for the prompt to
+draw above the line being typed. When the reply record arrives its text is already on screen, so
 it is only acknowledged; when the daemon drops a partial stream, one dim line
 says so.
 """
 
 from __future__ import annotations
 
+import os
+import shutil
 import sys
 import threading
 from collections.abc import Callable
 from typing import Any
 
 from wakeful.cli.client import DaemonClient
+from wakeful.cli.wrap import fit, wrap
 
 DIM, RESET = "\x1b[2m", "\x1b[0m"
 
@@ -58,7 +62,7 @@ class ChatScreen:
     def note(self, text: str) -> None:
         """One line about what happens (tool activity, alerts): dim on a terminal."""
         with self._lock:
-            self._print(f"{DIM}{text}{RESET}" if self._terminal else text, stream=sys.stderr)
+            self._print(text, stream=sys.stderr, dim=self._terminal)
 
     def stream(self, delta: str) -> None:
         if not self._terminal:
@@ -69,6 +73,9 @@ class ChatScreen:
             if "\n" in self.tail:
                 done, self.tail = self.tail.rsplit("\n", 1)
                 self._print(done)
+            rows, self.tail = fit(self.tail, self._columns())
+            if rows:
+                self._print("\n".join(rows))
         self.on_change()
 
     def drop_stream(self, cause: str) -> None:
@@ -103,7 +110,22 @@ class ChatScreen:
         if isinstance(message.get("id"), int):
             self._shown.add(message["id"])
 
-    def _print(self, text: str, stream: Any = None) -> None:
+    def _columns(self) -> int:
+        # Asked of the terminal itself, each time: it may have been resized since, and
+        # an exported $COLUMNS (what shutil reads first) is often stale.
+        stdout = sys.__stdout__
+        try:
+            if stdout is not None:
+                return os.get_terminal_size(stdout.fileno()).columns
+        except (OSError, ValueError):
+            pass
+        return shutil.get_terminal_size().columns
+
+    def _print(self, text: str, stream: Any = None, *, dim: bool = False) -> None:
+        if self._terminal:
+            text = "\n".join(wrap(text, self._columns()))
+        if dim:  # around the wrapped rows: an escape code is no cell of a row
+            text = f"{DIM}{text}{RESET}"
         print(text, file=stream or sys.stdout, flush=True)
 
 
