@@ -181,6 +181,27 @@ def test_an_unprompted_reply_leaves_the_half_typed_line_intact(
     quit_with_ctrl_d(child)
 
 
+def test_ctrl_d_quits_at_once_after_showing_a_reply_that_waited_unread(
+    daemon: DaemonProcess, model_server: FakeModelServer, tmp_path: Path
+) -> None:
+    model_server.push(Reply(text="WAITED-FOR-YOU"))
+    daemon.send("said while no chat was open")
+
+    def unread() -> list[object]:
+        with daemon.client() as client:
+            answer = client.get("/api/sessions/main/outbox", params={"unread": 1}).json()
+        return list(answer["messages"])
+
+    while not unread():  # the daemon is another process: its outbox is polled
+        time.sleep(0.05)
+    child = chat(daemon, tmp_path)
+    assert "WAITED-FOR-YOU" in on_screen(child)  # shown before the first prompt
+    child.sendcontrol("d")
+    child.expect(pexpect.EOF, timeout=3)  # not after a 5 s join of the follower
+    child.close()
+    assert child.exitstatus == 0, transcript(child)
+
+
 def test_arrow_keys_edit_and_up_recalls(
     daemon: DaemonProcess, model_server: FakeModelServer, tmp_path: Path
 ) -> None:
