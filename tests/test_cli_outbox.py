@@ -1,5 +1,6 @@
 """`wakeful send --wait` against a real in-process daemon: it first shows what is unread
-(said while no client was there), then the run's replies, and acknowledges them all."""
+(said while no client was there) labelled on stderr, then the run's replies to its own
+message on stdout, and acknowledges them all."""
 
 from __future__ import annotations
 
@@ -36,11 +37,13 @@ async def test_send_wait_shows_unread_first_and_acknowledges(
             await feed.wait_for(lambda i: i["type"] == "run" and i["state"] == "idle")
         with anyio.fail_after(20):
             assert await run_cli(h.running.url, "send", "--wait", "a question") == 0
-            first = printed(capsys)
+            captured = capsys.readouterr()
             unread = (await h.client.get("/api/sessions/main/outbox?unread=1")).json()
             assert await run_cli(h.running.url, "send", "--wait", "another") == 0
             second = printed(capsys)
-    assert first == ["said while away", "an answer"]
+    first = [line for line in captured.out.splitlines() if not LOG_LINE.match(line)]
+    assert first == ["an answer"]  # stdout: only the answer to this message
+    assert "[unread, from before this message] said while away" in captured.err
     assert unread["messages"] == []
     assert second == ["more"]
 

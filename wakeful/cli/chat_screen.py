@@ -59,6 +59,19 @@ class ChatScreen:
     def show_unread(self) -> None:
         self.show(self._client.outbox(self._session, unread=True))
 
+    def show_earlier(self) -> None:
+        """What was said before, unread, as labelled notes (``send --wait``): its standard
+        output is the answer to its own message, and only that."""
+        with self._lock:
+            earlier = self._client.outbox(self._session, unread=True)
+            fresh = [m for m in earlier if m.get("id") not in self._shown]
+            for message in fresh:
+                self._remember(message)
+                self.note(f"[unread, from before this message] {message_line(message)}")
+        ids = tuple(m["id"] for m in fresh if isinstance(m.get("id"), int))
+        if ids:
+            self._client.acknowledge(self._session, ids=ids)
+
     def note(self, text: str) -> None:
         """One line about what happens (tool activity, alerts): dim on a terminal."""
         with self._lock:

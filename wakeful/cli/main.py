@@ -130,9 +130,10 @@ def _send_and_wait(client: DaemonClient, session: str, text: str, kind: str, tim
     deadline = time.monotonic() + timeout
     screen = ChatScreen(client, session)
     # Subscribe first so no reply can slip out between the post and the subscription;
-    # then what was said while nobody listened (#6), then only the replies to this message.
+    # then what was said while nobody listened (#6), labelled on stderr, then on stdout
+    # only the replies to this message.
     with client.stream(session, deadline) as items:
-        screen.show_unread()
+        screen.show_earlier()
         watch = AnswerWatch(client.send(session, text, kind)["event_id"])
         for item in items:
             reply = watch.take(item)
