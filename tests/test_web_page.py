@@ -7,6 +7,7 @@ one fake model server and one browser (each costs seconds to start).
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -15,11 +16,13 @@ import pytest
 from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.remote.webdriver import WebDriver
 
-from tests.browser import CuttableProxy, chromium, find, texts, wait_for
+import wakeful
+from tests.browser import CuttableProxy, as_phone, chromium, find, texts, wait_for
 from tests.daemon_harness import ADMIN_TOKEN
 from tests.daemon_process import DaemonProcess, free_port, write_config
 from tests.fakes.model_replies import Reply, ToolCallSpec
 from tests.fakes.model_server import FakeModelServer
+from wakeful.kernel.session_names import SESSION_PATTERN
 
 SHOTS = Path(__file__).parents[1] / ".pt-web"
 
@@ -341,3 +344,53 @@ def test_after_a_daemon_restart_the_page_reconnects_and_resyncs_from_the_records
             keys = [e["key"] for e in entries]
             assert len(keys) == len(set(keys))
             assert sum(e["text"].startswith("user.input") for e in entries) == 2
+
+
+def test_a_name_the_daemon_would_refuse_is_refused_when_the_session_is_opened(
+    daemon: DaemonProcess, browser: WebDriver
+) -> None:
+    open_page(browser, daemon.url, "web-names")
+    field = find(browser, "#new-session-name")
+    field.send_keys("a b/c?", Keys.ENTER)
+    wait_for(
+        lambda: any("is not a session name" in e["text"] for e in timeline(browser)),
+        what="the refusal on the timeline",
+    )
+    assert find(browser, "#session").get_attribute("value") == "web-names"  # not opened
+    assert field.get_attribute("value") == "a b/c?"  # what was typed is kept, to mend
+    field.clear()
+    field.send_keys("user:alice", Keys.ENTER)  # the rule's own example opens
+    wait_for(lambda: find(browser, "#session").get_attribute("value") == "user:alice", what="it")
+
+
+def test_the_page_applies_the_daemons_session_name_rule() -> None:
+    page = (Path(wakeful.__file__).parent / "channels/chat_web/static/index.html").read_text()
+    found = re.search(r'id="new-session-name"[^>]*pattern="([^"]+)"', page, re.S)
+    assert found is not None
+    # The page's pattern is a JS regex in the 'v' mode, where '-' in a class is escaped.
+    assert f"^{found.group(1).replace(chr(92) + '-', '-')}$" == SESSION_PATTERN.pattern
+
+
+def test_on_a_phone_the_header_is_one_row_and_send_and_stop_are_on_the_first_screen(
+    daemon: DaemonProcess, browser: WebDriver
+) -> None:
+    as_phone(browser)
+    try:
+        open_page(browser, daemon.url, "web-phone")
+        # Stop shows while a run is busy; laid out here as it would be then.
+        layout = browser.execute_script(
+            "document.getElementById('stop').hidden = false;"
+            "const box = (id) => document.getElementById(id).getBoundingClientRect();"
+            "const header = document.querySelector('header').getBoundingClientRect();"
+            "return {header: header.height, send: box('send').bottom, stop: box('stop').bottom,"
+            " right: box('stop').right, field: box('new-session-name').width,"
+            " height: window.innerHeight, width: window.innerWidth}"
+        )
+        browser.save_screenshot(str(SHOTS / "phone-header.png"))
+        assert layout["header"] <= 56, layout  # one row (three before)
+        assert layout["send"] <= layout["height"] and layout["stop"] <= layout["height"], layout
+        assert layout["right"] <= layout["width"], layout
+        assert layout["field"] >= 80, layout  # a new session's name can still be typed
+    finally:
+        browser.execute_script("document.getElementById('stop').hidden = true")
+        browser.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})  # type: ignore[attr-defined]

@@ -23,6 +23,7 @@ from wakeful.cli.events import require_session, show_events
 from wakeful.cli.status import compact_status
 from wakeful.cli.wait import AnswerWatch, answered, finish
 from wakeful.kernel.config_files import ConfigError, find_config_file
+from wakeful.kernel.session_names import SESSION_RULE, is_session_name
 
 # Client commands import only the client (the standard library, mostly): the daemon's
 # config, its HTTP app and the terminal UI are imported by the commands that use them.
@@ -74,6 +75,13 @@ def _settings(args: argparse.Namespace) -> Settings:
     from wakeful.app.config import load_settings
 
     return load_settings(_config_path(args.config))
+
+
+def _session_name(name: str) -> str:
+    """A session name the daemon takes, or argparse's one-line error naming the rule."""
+    if not is_session_name(name):
+        raise argparse.ArgumentTypeError(f"{name!r} is not a session name: use {SESSION_RULE}")
+    return name
 
 
 def _client(args: argparse.Namespace) -> DaemonClient:
@@ -390,7 +398,9 @@ def _config_arg(parser: argparse.ArgumentParser, default: str | None) -> None:
 
 
 def _session_arg(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--session", "-s", default="main", help="session (default: main)")
+    parser.add_argument(
+        "--session", "-s", default="main", type=_session_name, help="session (default: main)"
+    )
 
 
 def _timeout_arg(parser: argparse.ArgumentParser) -> None:

@@ -16,10 +16,10 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from wakeful.kernel.event_kinds import EventKind
+from wakeful.kernel.session_names import SESSION_PATTERN, SESSION_RULE
 from wakeful.kernel.trust import event_kind_trustable
 
 KIND_PATTERN = re.compile(r"^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)+$")
-SESSION_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:@-]{0,127}$")
 MAX_ID_LENGTH = 512
 MAX_TEXT_LENGTH = 1_000_000
 
@@ -92,10 +92,7 @@ class Event(BaseModel):
     @classmethod
     def _session_is_a_name(cls, value: str) -> str:
         if not SESSION_PATTERN.match(value):
-            raise ValueError(
-                "must be 1-128 characters of letters, digits and _.:@- "
-                "starting with a letter or digit (e.g. 'main', 'user:alice')"
-            )
+            raise ValueError(f"must be {SESSION_RULE}")
         return value
 
     @field_validator("id")

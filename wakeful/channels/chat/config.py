@@ -5,7 +5,7 @@ from __future__ import annotations
 from pydantic import Field, field_validator
 
 from wakeful.kernel.config_base import Section
-from wakeful.kernel.events import SESSION_PATTERN
+from wakeful.kernel.session_names import SESSION_PATTERN
 
 PER_USER = "per-user"
 NAME_PATTERN = r"^[a-z0-9][a-z0-9_-]{0,31}$"

@@ -27,7 +27,8 @@ from wakeful.channels.chat.pairing import Pairing, PairingRequest, display_code
 from wakeful.core.components.context import ComponentSetup
 from wakeful.core.outbox.record import NewMessage
 from wakeful.kernel.event_kinds import EventKind
-from wakeful.kernel.events import SESSION_PATTERN, Event, EventError
+from wakeful.kernel.events import Event, EventError
+from wakeful.kernel.session_names import SESSION_PATTERN
 from wakeful.store.base import Cursor
 
 log = structlog.get_logger(__name__)

@@ -9,7 +9,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
 
 from wakeful.kernel.config_base import ConfigError, Section, read_secret_file
-from wakeful.kernel.events import SESSION_PATTERN
+from wakeful.kernel.session_names import SESSION_PATTERN
 
 Security = Literal["tls", "starttls", "none"]
 

@@ -6,7 +6,7 @@ from pydantic import BaseModel, Field, field_validator
 
 from wakeful.kernel import schedules
 from wakeful.kernel.config_base import Section
-from wakeful.kernel.events import SESSION_PATTERN
+from wakeful.kernel.session_names import SESSION_PATTERN
 
 
 class SystemSection(Section):

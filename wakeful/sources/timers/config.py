@@ -6,7 +6,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from wakeful.kernel import schedules
 from wakeful.kernel.config_base import Section, reject_repeated_names
-from wakeful.kernel.events import SESSION_PATTERN
+from wakeful.kernel.session_names import SESSION_PATTERN
 
 
 class SchedulerSection(Section):

@@ -9,7 +9,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
 
 from wakeful.kernel.config_base import reject_repeated_names
-from wakeful.kernel.events import SESSION_PATTERN
+from wakeful.kernel.session_names import SESSION_PATTERN
 
 HOOK_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 # A hook template's placeholders: {dotted.path} into the JSON; {{ and }} are literal braces.

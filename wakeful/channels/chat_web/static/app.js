@@ -297,6 +297,12 @@ async function refreshModelCalls() {
   }
 }
 
+// The daemon's rule for session names (wakeful/kernel/session_names.py), kept once in
+// the page: the new-session field's pattern.
+function isSessionName(name) {
+  return new RegExp(`^(?:${$("new-session-name").pattern})$`, "v").test(name);
+}
+
 function note(text, kind = "alert") {
   addEntry(`n:${Date.now()}:${Math.random()}`, kind, [el("span", { class: "kind", text }), el("span", { class: "time", text: clock() })]);
 }
@@ -787,6 +793,12 @@ async function start() {
     e.preventDefault();
     const name = $("new-session-name").value.trim();
     if (!name) return;
+    if (!isSessionName(name)) {
+      // The daemon would refuse every message to it: say so now, and keep what was typed.
+      note(`“${name}” is not a session name: ${$("new-session-name").title}`);
+      $("new-session-name").reportValidity(); // and at the field, where a phone's eyes are
+      return;
+    }
     $("new-session-name").value = "";
     openSession(name);
     message.focus();
@@ -816,6 +828,7 @@ async function start() {
   // Focus first, not after the session has loaded: whoever started typing meanwhile
   // (the new-session field, a search) keeps their field.
   message.focus();
+  if (!isSessionName(state.session)) state.session = "main"; // stored by an older page
   await openSession(state.session);
 }
 
