@@ -193,6 +193,7 @@ RESIDENT = [
     "reply_to_user",
     "send_user_notification",
     "search_tools",
+    "update_plan",  # the status bar shows the plan and points at it
 ]
 FIXED_PART_MAX_TOKENS = 2_500  # the target for the default tools (issue 21, finding 4)
 

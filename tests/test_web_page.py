@@ -394,3 +394,20 @@ def test_on_a_phone_the_header_is_one_row_and_send_and_stop_are_on_the_first_scr
     finally:
         browser.execute_script("document.getElementById('stop').hidden = true")
         browser.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})  # type: ignore[attr-defined]
+
+
+def test_the_plan_the_model_keeps_is_shown_beside_the_chat(
+    daemon: DaemonProcess, model: FakeModelServer, browser: WebDriver
+) -> None:
+    items = [{"step": "read the report", "status": "done"}, {"step": "draft the answer"}]
+    model.push(
+        Reply(tool_calls=[ToolCallSpec("update_plan", {"items": items})]), Reply(text="On it.")
+    )
+    open_page(browser, daemon.url, "web-plan")
+    assert texts(browser, "#plan .card") == []  # no plan yet: the empty note
+    find(browser, "textarea[aria-label='Message']").send_keys("answer the report", Keys.ENTER)
+    wait_for(
+        lambda: texts(browser, "#plan .card") == ["✓ read the report", "○ draft the answer"],
+        what="the plan",
+    )
+    browser.save_screenshot(str(SHOTS / "plan.png"))

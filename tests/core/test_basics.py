@@ -29,7 +29,8 @@ async def test_a_message_reaches_the_model_and_its_reply_is_recorded(tmp_path: P
     assert request.messages[0]["role"] == "system"
     assert request.messages[1:-1] == messages[:1]
     assert request.messages[-1]["content"].startswith("[Agent status")
-    assert {t["function"]["name"] for t in request.tools} == {"echo", "block", "explode"}
+    tools = {t["function"]["name"] for t in request.tools}
+    assert tools == {"echo", "block", "explode", "update_plan"}
     validate_openai(messages)
 
 

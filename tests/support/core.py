@@ -33,6 +33,7 @@ from wakeful.core.loop.session_loop import SessionLoop
 from wakeful.core.outbox.deliverer import Deliverer
 from wakeful.core.outbox.factory import open_outbox
 from wakeful.core.outbox.service import Outbox
+from wakeful.core.plan import SessionPlans
 from wakeful.core.router import Router
 from wakeful.core.system_prompt import SystemPrompts
 from wakeful.kernel.events import Event, user_message
@@ -91,6 +92,7 @@ def loop_deps(
     outbox: Outbox,
     data_dir: Path,
     limits: LoopLimits = FAST_LIMITS,
+    plans: SessionPlans | None = None,
 ) -> LoopDeps:
     """What every session loop shares, with nothing a test does not need: no taint,
     no approvals, no tool surface (the registry's definitions are the tools array)."""
@@ -107,6 +109,7 @@ def loop_deps(
         workspace=workspace,
         output_dir=output_dir,
         outbox=outbox,
+        plans=plans,
     )
 
 
@@ -194,10 +197,11 @@ async def build_core(
     try:
         feed = Feed()
         provider = ScriptedProvider(changes, default=default_reply)
-        tools = TestTools(changes)
+        plans = SessionPlans(store)
+        tools = TestTools(changes, plans)
         channel = RecordingChannel(changes)
         outbox = await make_outbox(store, channel)
-        deps = loop_deps(store, provider, tools, feed, outbox, data_dir, limits)
+        deps = loop_deps(store, provider, tools, feed, outbox, data_dir, limits, plans)
         items: list[FeedItem] = []
 
         def observe(item: FeedItem) -> None:

@@ -8,8 +8,11 @@ import anyio
 
 from tests.support.changes import Changes
 from wakeful.core.effects import Effect
+from wakeful.core.plan import SessionPlans
 from wakeful.core.tool import ToolArgs, ToolContext, ToolOutput
 from wakeful.core.tool_registry import ToolRegistry
+from wakeful.store.memory_state import MemoryState
+from wakeful.tools.plan import UpdatePlan
 
 
 class EchoArgs(ToolArgs):
@@ -81,11 +84,13 @@ class TestTools:
 
     __test__ = False  # not a pytest test class
 
-    def __init__(self, changes: Changes) -> None:
+    def __init__(self, changes: Changes, plans: SessionPlans | None = None) -> None:
         self.echo = Echo()
         self.block = Block(changes)
         self.explode = Explode()
         self.registry = ToolRegistry(default_timeout_s=30)
-        for tool in (self.echo, self.block, self.explode):
+        # The built-in update_plan, on the core's store: the status bar shows its plan.
+        self.update_plan = UpdatePlan(plans or SessionPlans(MemoryState()))
+        for tool in (self.echo, self.block, self.explode, self.update_plan):
             self.registry.register(tool)
         self.registry.freeze()

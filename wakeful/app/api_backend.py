@@ -12,6 +12,7 @@ from wakeful.core.context.view import ContextView
 from wakeful.core.dispatcher import Dispatcher
 from wakeful.core.feed import Feed, FeedItem
 from wakeful.core.front_door import DaemonUnavailable, SubmitResult
+from wakeful.core.plan import SessionPlans
 from wakeful.core.provider import HOW_TO_CONFIGURE, ModelProvider, WireBody
 from wakeful.core.sessions import Sessions
 from wakeful.kernel.events import Event
@@ -96,6 +97,7 @@ class ApiBackend:
             depths = {d.session: d for d in await self.store.queue_depths()}
             quarantined = [event_log_entry(s) for s in await self.store.quarantined()]
         sessions = {}
+        plans = SessionPlans(self.store)
         for loop in self.sessions.all():
             depth = depths.get(loop.session)
             sessions[loop.session] = {
@@ -104,6 +106,7 @@ class ApiBackend:
                 "oldest_pending_at": depth.oldest_accepted_at if depth else None,
                 "tasks": loop.all_tasks.list_tasks(),
                 "context": loop.context.status(),
+                "plan": (await plans.get(loop.session)).public(),
             }
         model: dict[str, Any] = {
             "configured": self.provider.configured,

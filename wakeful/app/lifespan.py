@@ -45,6 +45,7 @@ from wakeful.core.outbox.deliverer import Deliverer
 from wakeful.core.outbox.factory import open_outbox
 from wakeful.core.outbox.service import Outbox
 from wakeful.core.outbox.targets import parse_target
+from wakeful.core.plan import SessionPlans
 from wakeful.core.provider import HOW_TO_CONFIGURE, ModelProvider
 from wakeful.core.router import Router
 from wakeful.core.router.classifier import ModelClassifier
@@ -245,6 +246,7 @@ async def _start(
         context_window=window,
         surface=surface,
         scopes=scopes,
+        plans=SessionPlans(store),
     )
     router = Router(_classifier(settings, provider))
     fleet = settings.store.fleet

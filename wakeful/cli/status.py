@@ -99,10 +99,27 @@ def _compact_session(info: dict[str, Any]) -> dict[str, Any]:
     if older > 0:
         lines.append(f"(+{older} older finished task{'s' if older != 1 else ''})")
     compact: dict[str, Any] = {**info, "tasks": lines}
+    plan = info.get("plan")
+    if isinstance(plan, dict):
+        compact["plan"] = plan_lines(plan)
     context = info.get("context")
     if isinstance(context, dict):
         compact["context"] = context_line(context)
     return compact
+
+
+def plan_lines(plan: dict[str, Any]) -> list[str] | str:
+    """``[2] draft the answer (in_progress, due …)`` per step; "none" without a plan."""
+    items = [i for i in plan.get("items") or [] if isinstance(i, dict)]
+    if not items:
+        return "none"
+    lines = []
+    for number, item in enumerate(items, 1):
+        due = f", due {item['due']}" if item.get("due") else ""
+        lines.append(f"[{number}] {item.get('title')} ({item.get('status')}{due})")
+    if plan.get("tainted"):
+        lines.append("(written while the session was tainted)")
+    return lines
 
 
 def context_line(context: dict[str, Any]) -> str:

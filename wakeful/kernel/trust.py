@@ -44,6 +44,7 @@ OWN_RESULTS: Mapping[str, str] = {
     "start_shell": "the new task's id (its output arrives as untrusted events)",
     "monitor_shell": "the pattern now watched",
     "cancel_task": "the task's state after the cancel",
+    "update_plan": "how many steps the plan has (the steps are the agent's own words)",
     "spawn_subagent": "the child's id (what it says arrives as events carrying its taint)",
     "send_message_to_subagent": "whether the message was queued",
     "cancel_subagent": "whether the child was stopped",

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from wakeful.core.plan import SessionPlans
 from wakeful.core.tool import Tool
 from wakeful.core.tool_output import DEFAULT_OUTPUTS_MAX_BYTES
 from wakeful.core.tool_registry import DEFAULT_TIMEOUT_S, ToolRegistry
 from wakeful.safety.sandbox import NO_SANDBOX, Sandbox, off_result_text
 from wakeful.store.base import ChannelState
+from wakeful.store.memory_state import MemoryState
 from wakeful.tools.clock import GetTime
 from wakeful.tools.edit_file import EditFile
 from wakeful.tools.fetch import FetchUrl
@@ -16,6 +18,7 @@ from wakeful.tools.files import ReadFile
 from wakeful.tools.find_file import FindFile
 from wakeful.tools.grep import Grep
 from wakeful.tools.human import OwnerRequests, RequestHumanApproval, RequestHumanInput
+from wakeful.tools.plan import UpdatePlan
 from wakeful.tools.process import DEFAULT_GRACE_S
 from wakeful.tools.shell import ShellExec
 from wakeful.tools.tasks import CancelTask, TaskStatus
@@ -69,7 +72,7 @@ def default_registry(
                 sandbox=sandbox,
             )
         )
-    tools += [TaskStatus(), CancelTask()]
+    tools += [TaskStatus(), CancelTask(), UpdatePlan(SessionPlans(state or MemoryState()))]
     if owner_requests is not None:
         tools += [RequestHumanApproval(owner_requests), RequestHumanInput(owner_requests)]
     for tool in tools:

@@ -20,6 +20,7 @@ from wakeful.core.loop.session_scope import SessionScopes
 from wakeful.core.loop.task_views import SessionTaskViews
 from wakeful.core.loop.tool_tasks import ToolExecutor
 from wakeful.core.outbox.service import Outbox
+from wakeful.core.plan import SessionPlans
 from wakeful.core.provider import ModelProvider
 from wakeful.core.session_taint import SessionTaints
 from wakeful.core.system_prompt import SystemPrompts
@@ -77,6 +78,8 @@ class LoopDeps:
     surface: SessionTools | None = None
     # What components narrow per session (a subagent's tools and budget).
     scopes: SessionScopes = field(default_factory=SessionScopes)
+    # Each session's plan, shown in its status bar (None in tests that build a bare loop).
+    plans: SessionPlans | None = None
 
 
 @dataclass

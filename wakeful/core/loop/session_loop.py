@@ -388,6 +388,7 @@ class SessionLoop:
             approvals=[a.public() for a in await self.deps.approvals.pending(self.session)]
             if self.deps.approvals
             else (),
+            plan=await self.deps.plans.get(self.session) if self.deps.plans else None,
         )
         system = {"role": "system", "content": await self.deps.prompts.for_session(self.session)}
         surface = self.deps.surface

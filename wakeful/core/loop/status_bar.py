@@ -11,6 +11,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from wakeful.core.loop.limits import Run
+from wakeful.core.plan import Plan, plan_lines
 from wakeful.core.taint import Taint
 
 MAX_TIMERS_SHOWN = 5
@@ -26,6 +27,7 @@ def render_status_bar(
     now: datetime | None = None,
     taint: Taint | None = None,
     approvals: Sequence[dict[str, Any]] = (),
+    plan: Plan | None = None,
 ) -> dict[str, str]:
     now = now or datetime.now(UTC)
     limits = run.limits
@@ -46,6 +48,8 @@ def render_status_bar(
     if approvals:
         lines.append(f"Calls waiting for the owner's approval: {len(approvals)}")
         lines += [_approval_line(a) for a in approvals[:MAX_TIMERS_SHOWN]]
+    if plan is not None:
+        lines += plan_lines(plan)
     if taint is not None:
         lines.append(
             f"Session TAINTED since {taint.since} by {taint.summary()}: sending, shell, "

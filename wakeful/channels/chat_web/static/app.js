@@ -337,6 +337,19 @@ function taskCard(task) {
     bar, el("div", { class: "detail", text: detail }));
 }
 
+// The model's own plan (update_plan), as the status bar shows it to the model.
+const PLAN_MARKS = { done: "✓", in_progress: "▶", pending: "○" };
+function planCards(plan) {
+  const items = (plan && plan.items) || [];
+  const cards = items.map((item) => el("li", { class: `card plan-${item.status}` },
+    el("div", { class: "row" }, el("span", { text: `${PLAN_MARKS[item.status] || "○"} ${item.title}` })),
+    item.due ? el("div", { class: "detail", text: `due ${new Date(item.due).toLocaleString()}` }) : null));
+  if (items.length && plan.tainted) {
+    cards.push(el("li", { class: "card detail", text: "Written while this session was tainted: the model's notes, not your instructions." }));
+  }
+  return cards;
+}
+
 function timerCard(timer) {
   const when = timer.next_fire_time ? `next ${new Date(timer.next_fire_time).toLocaleString()}` : timer.state;
   return el("li", { class: "card" },
@@ -368,6 +381,7 @@ async function refreshStatus() {
   setBusy(mine.busy);
   const tasks = mine.tasks.filter((t) => t.kind !== "timer" && t.state === "running");
   const timers = mine.tasks.filter((t) => t.kind === "timer" && t.state === "scheduled");
+  $("plan").replaceChildren(...planCards(mine.plan));
   $("tasks").replaceChildren(...tasks.map(taskCard));
   $("timers").replaceChildren(...timers.map(timerCard));
   const subs = ((status.subscriptions || {}).subscriptions || []).filter((s) => s.session === state.session);
@@ -821,6 +835,7 @@ async function start() {
     }
   });
   $("tasks").dataset.empty = "No tasks running.";
+  $("plan").dataset.empty = "No plan.";
   $("timers").dataset.empty = "No timers.";
   $("subscriptions").dataset.empty = "No subscriptions.";
   $("approvals").dataset.empty = "Nothing waits for your approval.";
