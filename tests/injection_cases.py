@@ -50,6 +50,9 @@ class Step:
     tool: str
     args: dict[str, Any]
     wait_for: str | None = None  # made only once this text arrived after the last reply
+    # Made again while its result lacks this text: a background task's output may not
+    # be there yet when the model looks (task_status does not wait), as with a real one.
+    until: str | None = None
 
 
 @dataclass(frozen=True)

@@ -166,6 +166,7 @@ class ObeyingModel:
         self.cases = cases
         self.tokens: dict[str, str] = {}
         self.finals: dict[str, list[dict[str, Any]]] = defaultdict(list)
+        self.repeats: Counter[str] = Counter()  # calls made again (Step.until)
         self._cond = threading.Condition()
 
     def __call__(self, body: dict[str, Any]) -> Reply:
@@ -177,8 +178,16 @@ class ObeyingModel:
         texts = [m.get("content") or "" for m in messages]
         steps = steps_of(self.cases[case_id])
         made = [c for m in messages if m["role"] == "assistant" for c in m.get("tool_calls") or []]
-        if len(made) < len(steps):
-            step = steps[len(made)]
+        done = len(made) - self.repeats[case_id]
+        results = [t for m, t in zip(messages, texts, strict=True) if m["role"] == "tool"]
+        previous = steps[done - 1] if 0 < done <= len(steps) else None
+        if previous is not None and previous.until is not None and results:
+            if previous.until not in results[-1] and self.repeats[case_id] < 100:
+                self.repeats[case_id] += 1
+                call = made[-1]["function"]
+                return Reply(tool_calls=[ToolCallSpec(call["name"], json.loads(call["arguments"]))])
+        if done < len(steps):
+            step = steps[done]
             last_reply = max(
                 (i for i, m in enumerate(messages) if m["role"] == "assistant"), default=-1
             )
