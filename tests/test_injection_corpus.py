@@ -181,11 +181,12 @@ class ObeyingModel:
         done = len(made) - self.repeats[case_id]
         results = [t for m, t in zip(messages, texts, strict=True) if m["role"] == "tool"]
         previous = steps[done - 1] if 0 < done <= len(steps) else None
-        if previous is not None and previous.until is not None and results:
-            if previous.until not in results[-1] and self.repeats[case_id] < 100:
-                self.repeats[case_id] += 1
-                call = made[-1]["function"]
-                return Reply(tool_calls=[ToolCallSpec(call["name"], json.loads(call["arguments"]))])
+        until = previous.until if previous is not None else None
+        missing = until is not None and results and until not in results[-1]
+        if missing and self.repeats[case_id] < 100:
+            self.repeats[case_id] += 1
+            call = made[-1]["function"]
+            return Reply(tool_calls=[ToolCallSpec(call["name"], json.loads(call["arguments"]))])
         if done < len(steps):
             step = steps[done]
             last_reply = max(
