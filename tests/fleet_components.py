@@ -72,6 +72,10 @@ async def _no_messages(message: NewMessage) -> OutgoingMessage:
     raise AssertionError(f"unexpected outgoing message {message}")
 
 
+async def _no_notices(session: str, text: str, key: str) -> str:
+    raise AssertionError(f"unexpected notice to the owner: {text}")
+
+
 @asynccontextmanager
 async def run_member(
     name: str, component: Component, settings: Settings
@@ -94,6 +98,7 @@ async def run_member(
                 send_message=_no_messages,
                 approvals=Approvals(store, timeout_s=60),
                 sessions=_NoSessions(),
+                notify_owner=_no_notices,
             )
             await component.configure(setup)
 
@@ -115,6 +120,9 @@ class _NoSessions:
 
     async def close(self, session: str, cause: str) -> None:
         raise AssertionError(f"a fleet stand-in was asked to close session {session!r}")
+
+    def wake_all(self) -> None:
+        raise AssertionError("a fleet stand-in was asked to wake its sessions")
 
     def is_busy(self, session: str) -> bool:
         return False

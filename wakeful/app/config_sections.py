@@ -8,6 +8,7 @@ this list and the component list in ``wakeful/app/components.py`` - no core modu
 from __future__ import annotations
 
 from wakeful.app.chat_section import ChatSettings
+from wakeful.budget.config import BudgetSettings
 from wakeful.channels.email.config import EmailSettings
 from wakeful.mcp.config import McpSettings
 from wakeful.sources.shell.config import ShellSettings
@@ -28,5 +29,6 @@ class ChannelSettings(
     SubagentSettings,
     McpSettings,
     SystemSettings,
+    BudgetSettings,
 ):
     """Every channel's sections, as fields of one model."""

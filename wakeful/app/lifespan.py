@@ -247,11 +247,16 @@ async def _start(
         surface=surface,
         scopes=scopes,
         plans=SessionPlans(store),
+        spend=registrations.spend_guard,
     )
     router = Router(_classifier(settings, provider))
     fleet = settings.store.fleet
     dispatcher = Dispatcher(store, router, feed, group, deps, owned_only=fleet)
-    gate.open(dispatcher.submit, outbox.deliverer.enqueue, dispatcher.sessions)
+
+    async def notify_owner(session: str, text: str, key: str) -> str:
+        return await outbox.notify_and_report(session, text, urgency="high", key=key)
+
+    gate.open(dispatcher.submit, outbox.deliverer.enqueue, dispatcher.sessions, notify_owner)
     _connect_approvals(safety, dispatcher, tools, outbox, feed)
     await group.start(safety.approvals.run)
     daemon = ApiBackend(

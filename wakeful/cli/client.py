@@ -95,6 +95,17 @@ class DaemonClient:
             raise CliError(f"unexpected answer from the daemon: {data!r}")
         return data
 
+    def get_json_if_served(self, path: str) -> dict[str, Any] | None:
+        """Like get_json; None when the daemon serves no such path (a part not configured)."""
+        response = self._send_request("GET", path)
+        if response.status_code == 404:
+            return None
+        self._check(response)
+        data = self._json(response)
+        if not isinstance(data, dict):
+            raise CliError(f"unexpected answer from the daemon: {data!r}")
+        return data
+
     def post_json(self, path: str, body: dict[str, Any] | None = None) -> dict[str, Any]:
         return self._json(self._request("POST", path, json=body or {}))
 

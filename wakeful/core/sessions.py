@@ -156,6 +156,11 @@ class Sessions:
             except Exception:  # one task that cannot be stopped must not keep the others
                 log.exception("could not cancel a closed session's task", task_id=task_id)
 
+    def wake_all(self) -> None:
+        """Every loop looks at its queue again; one with nothing waiting rests at once."""
+        for loop in self.all():
+            loop.notify()
+
     def is_busy(self, session: str) -> bool:
         loop = self._loops.get(session)
         return loop is not None and loop.busy

@@ -34,6 +34,7 @@ from wakeful.core.loop.session_scope import SessionScope
 from wakeful.core.loop.task_views import SessionTaskViews
 from wakeful.core.outbox.channels import Channel
 from wakeful.core.outbox.record import NewMessage, OutgoingMessage
+from wakeful.core.spend import SpendGuard
 from wakeful.core.tool import Tool
 from wakeful.core.tool_registry import ToolRegistry
 from wakeful.kernel.events import Event
@@ -53,6 +54,9 @@ class Submit(Protocol):
 
 
 SendMessage = Callable[[NewMessage], Awaitable[OutgoingMessage]]
+# (session, text, key): a notification to the owner where they are (the outbox's
+# notification targets, once per key); returns what happened, in a sentence.
+NotifyOwner = Callable[[str, str, str], Awaitable[str]]
 
 
 class SessionControl(Protocol):
@@ -64,6 +68,10 @@ class SessionControl(Protocol):
         ...
 
     def is_busy(self, session: str) -> bool: ...
+
+    def wake_all(self) -> None:
+        """Every session looks at its queue again (a spending cap reopened)."""
+        ...
 
 
 class LateRegistration(RuntimeError):
@@ -101,6 +109,8 @@ class Registrations:
     # Told (component name, what failed) each time a component's run fails; the
     # supervisor calls them in the event loop, so they must not block.
     failure_listeners: list[Callable[[str, str], None]] = field(default_factory=list)
+    # Guards every model call a session loop makes (the budget); at most one.
+    spend_guard: SpendGuard | None = None
     frozen: bool = False
 
 
@@ -111,9 +121,24 @@ class EventGate:
         self._submit: Submit | None = None
         self._send: SendMessage | None = None
         self._sessions: SessionControl | None = None
+        self._notify: NotifyOwner | None = None
 
-    def open(self, submit: Submit, send: SendMessage, sessions: SessionControl) -> None:
+    def open(
+        self, submit: Submit, send: SendMessage, sessions: SessionControl, notify: NotifyOwner
+    ) -> None:
         self._submit, self._send, self._sessions = submit, send, sessions
+        self._notify = notify
+
+    def notifier_for(self, name: str) -> NotifyOwner:
+        async def notify(session: str, text: str, key: str) -> str:
+            if self._notify is None:
+                raise LateRegistration(
+                    f"component {name!r} notified the owner before the outbox was open; "
+                    "do it from run(), not configure()"
+                )
+            return await self._notify(session, text, key)
+
+        return notify
 
     def sessions_for(self, name: str) -> SessionControl:
         return _GatedSessions(self, name)
@@ -162,6 +187,9 @@ class _GatedSessions:
     def is_busy(self, session: str) -> bool:
         return self._gate.opened_sessions(self._name).is_busy(session)
 
+    def wake_all(self) -> None:
+        self._gate.opened_sessions(self._name).wake_all()
+
 
 @dataclass
 class ComponentSetup:
@@ -184,11 +212,20 @@ class ComponentSetup:
     approvals: Approvals
     # Ending a session for good; refused until the run phase, like submit.
     sessions: SessionControl
+    # Tells the owner something without the model (a spending cap reached: no model
+    # call may be spent on saying so); refused until the run phase, like submit.
+    notify_owner: NotifyOwner
 
     @property
     def state(self) -> ChannelState:
         """Cursors, pairing records, presence: small values kept across restarts."""
         return self.store
+
+    def set_spend_guard(self, guard: SpendGuard) -> None:
+        self._check("the spend guard")
+        if self.registrations.spend_guard is not None:
+            raise LateRegistration(f"component {self.name!r}: a spend guard is already set")
+        self.registrations.spend_guard = guard
 
     def add_tool(self, tool: Tool) -> None:
         self._check(f"tool {tool.name!r}")

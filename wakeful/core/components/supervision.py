@@ -66,6 +66,7 @@ async def configure_all(
             send_message=gate.sender_for(component.name),
             approvals=approvals,
             sessions=gate.sessions_for(component.name),
+            notify_owner=gate.notifier_for(component.name),
         )
         await component.configure(setup)
     registrations.frozen = True

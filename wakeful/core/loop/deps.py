@@ -23,6 +23,7 @@ from wakeful.core.outbox.service import Outbox
 from wakeful.core.plan import SessionPlans
 from wakeful.core.provider import ModelProvider
 from wakeful.core.session_taint import SessionTaints
+from wakeful.core.spend import SpendGuard
 from wakeful.core.system_prompt import SystemPrompts
 from wakeful.kernel.events import Event
 from wakeful.store.base import Store, StoredEvent
@@ -80,6 +81,8 @@ class LoopDeps:
     scopes: SessionScopes = field(default_factory=SessionScopes)
     # Each session's plan, shown in its status bar (None in tests that build a bare loop).
     plans: SessionPlans | None = None
+    # Guards every model call the loop makes (a budget component's); None: unguarded.
+    spend: SpendGuard | None = None
 
 
 @dataclass

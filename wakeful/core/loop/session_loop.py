@@ -11,6 +11,7 @@ scope that :meth:`SessionLoop.interrupt` cancels to force a safe point early
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from typing import Any
 
@@ -35,12 +36,15 @@ from wakeful.core.loop.tool_tasks import ToolTask, ToolTaskManager
 from wakeful.core.provider import (
     HOW_TO_CONFIGURE,
     ContextTooLong,
+    DeltaCallback,
     ModelKeyRefused,
     ModelRequest,
     ModelResponse,
     ProviderError,
     ToolCall,
+    Usage,
 )
+from wakeful.core.spend import SpendRefused, SpendRequest
 from wakeful.core.tool import ToolContext, UserOutbox
 from wakeful.core.trajectory.rendering import render_event
 from wakeful.core.trajectory.rules import (
@@ -208,7 +212,8 @@ class SessionLoop:
         if self.draining:
             return False  # a safe point: what is recorded is whole; the rest waits
         self._interrupt = None  # anything asked before this point is in the batch below
-        waiting = await self._read_queue()
+        # Events whose spending cap is reached stay queued until it reopens (SpendGuard).
+        waiting = self._spendable(await self._read_queue())
         offered = batch = await self._oldest_that_fit(run, waiting)  # the rest waits
         dropped = 0
         if batch and self.gate is not None:
@@ -243,6 +248,8 @@ class SessionLoop:
                 self.answering = batch[-1].event
         elif not needs_model_response(await self.writer.messages()):
             return False
+        elif not self._spendable_now():
+            return False  # owed an answer, but its cap is reached: at the reopening
         reason = run.exceeded() or await self.deps.scopes.stop_reason(self.session)
         if reason is not None:
             self._stop_run(reason)
@@ -290,7 +297,11 @@ class SessionLoop:
         started = time.monotonic()
         try:
             with self._interruptible() as scope:
-                response = await self.deps.provider.complete(request, on_delta)
+                response = await self._complete(request, on_delta, self.context.last_estimate)
+        except SpendRefused as exc:
+            run.refused = str(exc)  # the run stops at its safe point; the events are kept
+            await self._record_call(run, None, time.monotonic() - started, f"refused: {exc}")
+            return None
         except ContextTooLong as exc:
             self._retract_deltas(streamed, "the request was too long")
             self.writer.discard_partial_output(streamed, "the request was too long")
@@ -316,6 +327,51 @@ class SessionLoop:
         await self._record_call(run, response, response.latency_s, "ok")
         return response
 
+    def _origin(self) -> str:
+        """The source of what the run answers: per-source spending caps count by it."""
+        return self.answering.source.type if self.answering is not None else "user"
+
+    def _spendable(self, batch: list[StoredEvent]) -> list[StoredEvent]:
+        """The events whose spending caps are open (SpendGuard); the others stay queued."""
+        guard = self.deps.spend
+        if guard is None:
+            return batch
+        kept = [s for s in batch if guard.closed(self.session, s.event.source.type) is None]
+        if len(kept) < len(batch):
+            log.info("events wait for a spending cap", waiting=len(batch) - len(kept))
+        return kept
+
+    def _spendable_now(self) -> bool:
+        guard = self.deps.spend
+        return guard is None or guard.closed(self.session, self._origin()) is None
+
+    async def _complete(
+        self, request: ModelRequest, on_delta: DeltaCallback | None, estimate: int
+    ) -> ModelResponse:
+        """The provider's call, with its worst case held against the spending caps first
+        (a call that would cross one is refused, not made) and what it used settled after."""
+        guard = self.deps.spend
+        if guard is None:
+            return await self.deps.provider.complete(request, on_delta)
+        if request.max_tokens is None:  # the worst case needs a reply limit
+            request = dataclasses.replace(request, max_tokens=guard.reply_limit)
+        spend = SpendRequest(
+            session=self.session,  # a summary counts for its session too
+            origin=self._origin(),
+            model=request.model or "",  # "": the configured model
+            input_tokens=estimate,
+            max_output_tokens=request.max_tokens or guard.reply_limit,
+        )
+        ticket = await guard.reserve(spend)
+        usage: Usage | None = None
+        try:
+            response = await self.deps.provider.complete(request, on_delta)
+            usage = response.usage if response.usage.prompt_tokens else None
+            return response
+        finally:
+            with anyio.CancelScope(shield=True):
+                await guard.settle(ticket, usage)
+
     async def _too_long(self, run: Run, request: ModelRequest, exc: ContextTooLong) -> None:
         """The provider's "too long" is never retried as it was: shrink at once and retry
         once; if that cannot fit either, the run stops naming the session."""
@@ -336,15 +392,14 @@ class SessionLoop:
 
     async def _summarize(self, transcript: str) -> str:
         """The compaction's summary, written by the session's model."""
-        response = await self.deps.provider.complete(
-            ModelRequest(
-                messages=[
-                    {"role": "system", "content": COMPACTION_PROMPT},
-                    {"role": "user", "content": transcript},
-                ],
-                max_tokens=4000,
-            )
-        )
+        messages: list[Any] = [
+            {"role": "system", "content": COMPACTION_PROMPT},
+            {"role": "user", "content": transcript},
+        ]
+        request = ModelRequest(messages=messages, max_tokens=4000)
+        # Counted against the caps like any call: a summary is not free.
+        estimate = self.context.tokens.count_all(messages)
+        response = await self._complete(request, None, estimate)
         return response.content
 
     async def next_request(self) -> ModelRequest:
