@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import anyio.lowlevel
 import anyio.to_thread
 import pytest
 from hypothesis import given, settings
@@ -136,3 +137,122 @@ async def test_held_and_used_never_pass_the_cap_and_settling_loses_nothing(
     balance = await ledger.balance(key)
     assert balance.used == settled
     assert balance.used + balance.held <= cap or (not granted and balance.used <= settled)
+
+
+def _budget_lines() -> list[str]:
+    from tests.test_documented_commands import ROOT, shell_lines
+
+    return shell_lines(ROOT / "docs" / "budgets.md")
+
+
+def _toml_block() -> str:
+    from tests.test_documented_commands import ROOT
+
+    text = (ROOT / "docs" / "budgets.md").read_text()
+    return text.split("```toml\n", 1)[1].split("```", 1)[0]
+
+
+def test_the_guides_example_config_loads_as_written(tmp_path: Path) -> None:
+    from wakeful.app.config import load_settings
+
+    path = tmp_path / "wakeful.toml"
+    path.write_text(_toml_block())
+    budget = load_settings(path).budget
+    assert budget.configured and budget.source_daily_tokens == {"webhook": 200000, "email": 300000}
+    assert budget.timezone == "Europe/Berlin"
+
+
+def _run_lines(config: Path, lines: list[str]) -> list[tuple[int, str, str]]:
+    import os
+    import subprocess
+    import sys
+
+    env = {
+        **os.environ,
+        "WAKEFUL_CONFIG": str(config),
+        "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}",
+    }
+    done = [
+        subprocess.run(line, shell=True, env=env, capture_output=True, text=True) for line in lines
+    ]
+    return [(d.returncode, d.stdout, d.stderr) for d in done]
+
+
+async def test_the_budget_guides_commands_run_as_written(
+    tmp_path: Path, model_server: FakeModelServer
+) -> None:
+    """docs/budgets.md's ```sh lines, exactly as written, against a daemon with a cap."""
+    from tests.test_chat_foundation import write_cli_config
+
+    lines = _budget_lines()
+    assert lines == ["wakeful budget", "wakeful budget set source_daily_tokens.webhook 100000"]
+    settings = daemon_settings(
+        tmp_path, model_server.base_url, budget={"source_daily_tokens": {"webhook": CAP}}
+    )
+    async with harness(settings) as h:
+        config = write_cli_config(tmp_path, h.running.url)
+        (shown, changed) = await anyio.to_thread.run_sync(_run_lines, config, lines)
+        report = (await h.client.get("/api/budget")).json()["caps"]
+    assert shown[0] == 0 and changed[0] == 0, (shown, changed)
+    assert "source_daily_tokens.webhook  webhook  day:" in shown[1]
+    assert f"0 of {CAP} tokens" in shown[1]
+    assert changed[1].startswith("source_daily_tokens.webhook is now 100000\n"), changed[1]
+    (row,) = [r for r in report if r["cap"] == "source_daily_tokens.webhook"]
+    assert row["limit"] == 100000
+
+
+async def test_budget_without_a_budget_says_how_to_configure_one(
+    tmp_path: Path, model_server: FakeModelServer
+) -> None:
+    """The default config (no [budget]): one line naming the section and the guide."""
+    from tests.test_chat_foundation import write_cli_config
+
+    async with harness(daemon_settings(tmp_path, model_server.base_url)) as h:
+        config = write_cli_config(tmp_path, h.running.url)
+        ((code, out, err),) = await anyio.to_thread.run_sync(_run_lines, config, ["wakeful budget"])
+    assert code == 1 and out == "", (code, out, err)
+    assert "no [budget] is configured" in err and "docs/budgets.md" in err
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1, err
+
+
+async def test_two_daemons_on_one_redis_never_pass_a_shared_cap(redis_prefix: str) -> None:
+    """Two daemons' budgets on one Redis prefix (two connections, as two processes would
+    have), 2 x 30 calls at once against one daily cap: what they reserve and then use
+    together stays within it, and the cap is used up, not refused early."""
+    from tests.redis_server import REDIS_URL
+    from wakeful.budget.config import BudgetSection
+    from wakeful.budget.guard import Budget
+    from wakeful.core.provider import Usage
+    from wakeful.core.spend import SpendRefused, SpendRequest
+    from wakeful.store.redis_store import RedisStore
+
+    cap, worst = 10_000, 1_000  # ten calls' worst case
+    section = BudgetSection(daily_tokens=cap)
+    stores = [await RedisStore(REDIS_URL, prefix=redis_prefix).open() for _ in range(2)]
+    budgets = [Budget(section, s, model="m", reply_limit=500) for s in stores]
+    made: list[int] = []
+    refused = 0
+
+    async def call(budget: Budget, n: int) -> None:
+        nonlocal refused
+        request = SpendRequest(f"s{n}", "webhook", "", 500, 500)
+        try:
+            ticket = await budget.reserve(request)
+        except SpendRefused:
+            refused += 1
+            return
+        made.append(n)
+        await anyio.lowlevel.checkpoint()  # the call: the other daemon reserves meanwhile
+        await budget.settle(ticket, Usage(prompt_tokens=500, completion_tokens=500))
+
+    try:
+        async with anyio.create_task_group() as group:
+            for n in range(60):
+                group.start_soon(call, budgets[n % 2], n)
+        (row,) = [r for r in await budgets[0].report() if r["cap"] == "daily_tokens"]
+    finally:
+        for store in stores:
+            await store.aclose()
+    assert len(made) * worst <= cap and row["used"] <= cap, (made, row)
+    assert len(made) == cap // worst and refused == 60 - len(made), (made, refused)
+    assert row["used"] == len(made) * worst and row["held"] == 0, row
