@@ -71,6 +71,14 @@ async def test_a_webhook_flood_stops_at_its_cap_alerts_once_and_runs_when_raised
         assert spent <= CAP, spent
         (row,) = [r for r in report if r["cap"] == "source_daily_tokens.webhook"]
         assert row["used"] <= CAP and row["reached"] is True, row
+        scraped = (await h.client.get("/metrics")).text
+        figures = {
+            line.split('key="')[1].split('"')[0]: float(line.rsplit(" ", 1)[1])
+            for line in scraped.splitlines()
+            if line.startswith('wakeful_component_value{component="budget"')
+        }
+        assert figures["calls_refused"] >= 1 and figures["caps_reached"] == 1, figures
+        assert figures["calls_reserved"] == len(model_server.requests), figures
 
         response = await h.client.post(
             "/api/budget/caps", json={"cap": "source_daily_tokens.webhook", "amount": 10**9}

@@ -52,6 +52,7 @@ class BudgetComponent:
         )
         await self.budget.load_overrides()
         setup.set_spend_guard(self.budget)
+        setup.add_status("budget", self.budget.figures)  # /api/status and /metrics
         setup.add_admin_route(Route("/api/budget", self._show, methods=["GET"]))
         setup.add_admin_route(Route("/api/budget/caps", self._set, methods=["POST"]))
         self._notify: NotifyOwner = setup.notify_owner

@@ -65,6 +65,10 @@ class Budget:
         self._overrides: dict[str, float] = {}
         self.exhausted: dict[str, Account] = {}  # account key → the account, this window
         self.crossings: list[Account] = []  # reached since the component last looked
+        # This daemon's own counts since start (Prometheus counters; the ledger is shared).
+        self.calls_reserved = 0
+        self.calls_refused = 0
+        self.tokens_settled = 0
         self.configure(section)
 
     def configure(self, section: BudgetSection) -> None:
@@ -127,6 +131,7 @@ class Budget:
             amount = worst_case(account.cap, request, price)
             if not await self._ledger.hold(account.key, ticket.id, amount, limit):
                 await self.settle(ticket, Usage(), count=False)  # give back what was held
+                self.calls_refused += 1
                 self._reached(account)
                 raise SpendRefused(
                     f"{account.describe()} would be crossed by this call (worst case "
@@ -135,17 +140,29 @@ class Budget:
                     f"the cap is raised (`wakeful budget set {account.cap.name} AMOUNT`)"
                 )
             ticket.held.append(account)
+        self.calls_reserved += 1
         return ticket
 
     async def settle(self, ticket: Any, usage: Usage | None, *, count: bool = True) -> None:
         assert isinstance(ticket, Ticket)
         price = self._price(ticket.request.model)
+        if count:
+            self.tokens_settled += _tokens(ticket.request, usage)
         for account in ticket.held:
             used = actual(account.cap, ticket.request, usage, price) if count else 0
             await self._ledger.settle(account.key, ticket.id, used)
         ticket.held = []
 
     # -- reporting ----------------------------------------------------------------
+
+    def figures(self) -> dict[str, Any]:
+        """Counts since start, for /api/status and /metrics (wakeful_component_value)."""
+        return {
+            "calls_reserved": self.calls_reserved,
+            "calls_refused": self.calls_refused,
+            "tokens_settled": self.tokens_settled,
+            "caps_reached": len(self.exhausted),
+        }
 
     def _reached(self, account: Account) -> None:
         if account.key not in self.exhausted:
@@ -195,6 +212,12 @@ class Budget:
             "limit": self.limit(cap) / scale,
             "reached": Account(cap, instance, current).key in self.exhausted,
         }
+
+
+def _tokens(request: SpendRequest, usage: Usage | None) -> int:
+    if usage is None:
+        return request.input_tokens
+    return usage.prompt_tokens + usage.completion_tokens
 
 
 def _shown(cap: Cap, amount: int) -> str:
