@@ -8,10 +8,19 @@ from pathlib import Path
 
 import pytest
 
-from tests.support import Core, build_core, calls, crash_snapshot, reply, tool_call
+from tests.support import (
+    ROOM_CHANNEL,
+    Core,
+    build_core,
+    calls,
+    crash_snapshot,
+    reply,
+    tool_call,
+)
 from tests.trajectory_validator import validate_openai
 from wakeful.core.loop.session_loop import SessionLoop
 from wakeful.core.trajectory.placeholders import PLACEHOLDER_MARK
+from wakeful.kernel.events import Event, new_event_id
 
 pytestmark = pytest.mark.anyio
 
@@ -112,3 +121,63 @@ async def test_nothing_is_answered_twice_after_a_restart(tmp_path: Path) -> None
         await core.until(lambda: loop.at_rest, "the resumed loop to rest")
     assert core.provider.requests == []
     assert core.channel.texts() == []
+
+
+def room_message(text: str, room: str) -> Event:
+    """The owner's message from a chat platform's conversation (as Matrix sends it)."""
+    return Event.parse(
+        {
+            "id": new_event_id("matrix"),
+            "kind": "user.input",
+            "source": {"type": "matrix", "principal": "@owner:test", "trusted": True},
+            "channel": ROOM_CHANNEL,
+            "context": {"reply_to": room},
+            "content": {"text": text},
+            "session": "main",
+        }
+    )
+
+
+async def forget_where_the_owner_wrote(core: Core) -> None:
+    """As a kill between taking the event and noting where its sender wrote leaves the
+    store (the note is the reply's fallback target; CI's kill landed in that gap)."""
+    await core.store.put_state("presence:main", None)
+
+
+async def test_a_run_the_kill_interrupted_answers_where_the_question_came_from(
+    tmp_path: Path,
+) -> None:
+    """Killed while the model was asked about a room's message: the new daemon asks
+    again and its reply goes to that room, not to the local chat (CI saw a Matrix
+    question answered on the web page after a kill: the loop's memory of what it was
+    answering died with it)."""
+    before, after = tmp_path / "before", tmp_path / "after"
+    async with build_core(before) as core:
+        core.provider.script(reply("never sent", hold=True))
+        await core.submit(room_message("what is the time?", "!room-1"))
+        await core.until(lambda: len(core.provider.requests) == 1, "the model to be asked")
+        await forget_where_the_owner_wrote(core)
+        await crash_snapshot(before, after)
+    async with build_core(after) as core:
+        core.provider.script(reply("It is noon."))
+        await core.settled()
+    assert core.channel.delivered == []
+    assert [(m.text, m.address) for m in core.room.delivered] == [("It is noon.", "!room-1")]
+
+
+async def test_an_owed_reply_goes_where_the_question_came_from(tmp_path: Path) -> None:
+    """The reply was recorded but the kill came before the outbox had it: the owed
+    reply a restart sends goes to the room that asked."""
+    before, after = tmp_path / "before", tmp_path / "after"
+    async with build_core(before) as core:
+        core.provider.script(reply("It is noon."))
+        await core.submit(room_message("what is the time?", "!room-2"))
+        await core.settled()
+        await core.store.append_messages("main", [{"role": "user", "content": "and now?"}])
+        await core.store.append_messages("main", [{"role": "assistant", "content": "Still noon."}])
+        await forget_where_the_owner_wrote(core)
+        await crash_snapshot(before, after)
+    async with build_core(after) as core:
+        await core.until(lambda: core.loop().at_rest, "the resumed loop to rest")
+    assert core.provider.requests == []
+    assert [(m.text, m.address) for m in core.room.delivered] == [("Still noon.", "!room-2")]

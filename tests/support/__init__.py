@@ -5,6 +5,7 @@ from tests.support.changes import Changes
 from tests.support.channel import RecordingChannel
 from tests.support.core import (
     FAST_LIMITS,
+    ROOM_CHANNEL,
     Core,
     build_core,
     crash_snapshot,
@@ -27,6 +28,7 @@ from tests.support.tools import TestTools
 
 __all__ = [
     "FAST_LIMITS",
+    "ROOM_CHANNEL",
     "Changes",
     "Core",
     "RecordingChannel",

@@ -9,12 +9,14 @@ from wakeful.core.outbox.targets import LOCAL_CHAT
 
 
 class RecordingChannel:
-    """Stands in for the local chat (every reply of a test event goes there)."""
+    """Stands in for the local chat (every reply of a test event goes there), or for
+    a chat platform's channel (``name``: e.g. ``chat:room``; its replies carry the
+    conversation in ``address``)."""
 
-    name = LOCAL_CHAT
     resend_safe = False
 
-    def __init__(self, changes: Changes) -> None:
+    def __init__(self, changes: Changes, name: str = LOCAL_CHAT) -> None:
+        self.name = name
         self._changes = changes
         self.delivered: list[OutgoingMessage] = []
 

@@ -54,6 +54,9 @@ FAST_LIMITS = LoopLimits(
 # An event is done with once it left the queue, into the trajectory or quarantine.
 SETTLED = frozenset({EventStatus.CONSUMED, EventStatus.QUARANTINED})
 
+# A chat platform's channel beside the local chat, as a Matrix room or a Telegram chat is.
+ROOM_CHANNEL = "chat:room"
+
 Message = dict[str, Any]
 
 
@@ -79,9 +82,9 @@ async def opened_store(
             await store.aclose()
 
 
-async def make_outbox(store: Store, channel: RecordingChannel) -> Outbox:
+async def make_outbox(store: Store, *channels: RecordingChannel) -> Outbox:
     messages = await open_outbox(store)
-    return Outbox(messages, Deliverer(messages, [channel]), presence=store)
+    return Outbox(messages, Deliverer(messages, channels), presence=store)
 
 
 def loop_deps(
@@ -120,6 +123,7 @@ class Core:
     tools: TestTools
     feed: Feed
     channel: RecordingChannel
+    room: RecordingChannel  # a chat platform's channel (ROOM_CHANNEL), beside the local chat
     deps: LoopDeps
     dispatcher: Dispatcher
     changes: Changes
@@ -200,7 +204,8 @@ async def build_core(
         plans = SessionPlans(store)
         tools = TestTools(changes, plans)
         channel = RecordingChannel(changes)
-        outbox = await make_outbox(store, channel)
+        room = RecordingChannel(changes, ROOM_CHANNEL)
+        outbox = await make_outbox(store, channel, room)
         deps = loop_deps(store, provider, tools, feed, outbox, data_dir, limits, plans)
         items: list[FeedItem] = []
 
@@ -217,7 +222,17 @@ async def build_core(
                     for session in await store.sessions():
                         dispatcher.sessions.get(session)
                 yield Core(
-                    store, provider, tools, feed, channel, deps, dispatcher, changes, group, items
+                    store,
+                    provider,
+                    tools,
+                    feed,
+                    channel,
+                    room,
+                    deps,
+                    dispatcher,
+                    changes,
+                    group,
+                    items,
                 )
                 group.cancel_scope.cancel()
     finally:

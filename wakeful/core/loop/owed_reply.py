@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from wakeful.core.outbox.service import Outbox
 from wakeful.core.trajectory.rules import Message
+from wakeful.kernel.events import Event
+from wakeful.store.base import EventQueue, EventStatus
 
 EMPTY_TURN = "(empty response)"  # what the writer records for a turn with no text
 
@@ -21,7 +23,26 @@ def reply_key(session: str, position: int) -> str:
     return f"{session}:reply:at:{position}"
 
 
-async def send_owed_reply(session: str, messages: list[Message], outbox: Outbox) -> None:
+async def last_answered(store: EventQueue, session: str, pages: int = 20) -> Event | None:
+    """The event the session's newest run answered, read back after a restart: the
+    newest one taken into the trajectory (not a parallel answer's note). Without it
+    a run a restart interrupted replied to the local chat, not to the Matrix room
+    or Telegram chat the question came from (the loop's ``answering`` is memory)."""
+    before = 0
+    for _ in range(pages):
+        page = await store.event_log_newest(session, before_seq=before)
+        for stored in reversed(page.events):
+            if stored.status is EventStatus.CONSUMED and stored.parallel_answer is None:
+                return stored.event
+        if not page.events or page.older == 0:
+            return None
+        before = page.events[0].seq
+    return None
+
+
+async def send_owed_reply(
+    session: str, messages: list[Message], outbox: Outbox, answering: Event | None = None
+) -> None:
     for position in range(len(messages) - 1, -1, -1):
         message = messages[position]
         if message.get("role") != "assistant":
@@ -34,5 +55,7 @@ async def send_owed_reply(session: str, messages: list[Message], outbox: Outbox)
             # restart cannot rebuild — so an upgrade does not send last replies again.
             if latest is not None and latest.text == content:
                 return
-            await outbox.send(session, content, key=reply_key(session, position))
+            await outbox.send(
+                session, content, key=reply_key(session, position), answering=answering
+            )
         return

@@ -27,7 +27,7 @@ from wakeful.core.loop.deps import BatchGate, Interrupt, LoopDeps, Submit
 from wakeful.core.loop.late_results import late_result_event, lost_result_text, unpaid_promises
 from wakeful.core.loop.limits import Run
 from wakeful.core.loop.model_call_log import log_model_call, model_call_record
-from wakeful.core.loop.owed_reply import reply_key, send_owed_reply
+from wakeful.core.loop.owed_reply import last_answered, reply_key, send_owed_reply
 from wakeful.core.loop.queued_events import QueuedEvents
 from wakeful.core.loop.status_bar import render_status_bar
 from wakeful.core.loop.task_views import CombinedTaskView
@@ -167,9 +167,10 @@ class SessionLoop:
             repaired = await self.writer.repair_after_restart()
             metrics.PLACEHOLDERS.inc(len(repaired.placeholders), session=self.session)
             await self._settle_unpaid_promises()
+            self.answering = await last_answered(self.deps.store, self.session)
             if self.deps.scopes.delivers_replies(self.session):
                 messages = await self.writer.messages()
-                await send_owed_reply(self.session, messages, self.deps.outbox)
+                await send_owed_reply(self.session, messages, self.deps.outbox, self.answering)
             self._wakeup.set()  # events or a reply may be owed from before a restart
             while True:
                 self._asleep = True
