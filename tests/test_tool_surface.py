@@ -224,10 +224,12 @@ async def test_by_default_a_request_carries_the_small_resident_block(
 async def test_below_the_threshold_auto_sends_every_schema_as_before(
     tmp_path: Path, model_server: FakeModelServer
 ) -> None:
-    """[tools] defer = "auto" with the default tools (fewer than defer_above): deferral
-    stays off, the tools array is exactly the registry's definitions (the bytes of the
-    golden request), without search_tools, and the system prompt is the configured one."""
-    settings = daemon_settings(tmp_path, model_server.base_url, tools={"defer": "auto"})
+    """[tools] defer = "auto" with fewer tools than defer_above: deferral stays off, the
+    tools array is exactly the registry's definitions (the bytes of the golden request),
+    without search_tools, and the system prompt is the configured one. (defer_above is
+    raised past the default tools' count, 31 with memory's: the test is of "below".)"""
+    tools = {"defer": "auto", "defer_above": 100}
+    settings = daemon_settings(tmp_path, model_server.base_url, tools=tools)
     async with running_daemon(settings) as running:
         request = await running.daemon.dispatcher.sessions.get("main").next_request()
         registry = running.registrations.tools

@@ -11,6 +11,7 @@ from wakeful.app.chat_section import ChatSettings
 from wakeful.budget.config import BudgetSettings
 from wakeful.channels.email.config import EmailSettings
 from wakeful.mcp.config import McpSettings
+from wakeful.memory.config import MemorySettings
 from wakeful.sources.shell.config import ShellSettings
 from wakeful.sources.subscriptions.config import SubscriptionSettings
 from wakeful.sources.system.config import SystemSettings
@@ -30,5 +31,6 @@ class ChannelSettings(
     McpSettings,
     SystemSettings,
     BudgetSettings,
+    MemorySettings,
 ):
     """Every channel's sections, as fields of one model."""

@@ -207,7 +207,11 @@ async def _start(
     # The registry is frozen: the fixed part of every request can be measured now.
     agents_md = read_agents_md(workspace)
     window = settings.context.window(settings.llm.model)
-    prompt = compose_system_prompt(settings.daemon.system_prompt, agents_md, skills.listing(), "")
+    # The live sections (the memory digest) count at the most they may ever hold.
+    live = [" " * max_chars for _, max_chars in registrations.prompt_sections]
+    prompt = compose_system_prompt(
+        settings.daemon.system_prompt, agents_md, skills.listing(), *live, ""
+    )
     surface.fit_window(window, raw_estimate(prompt))
     registrations.status_providers["fixed_part"] = lambda: surface.fixed
     # Every message that leaves the agent goes through the outbox to its channel: the
@@ -235,6 +239,7 @@ async def _start(
             [agents_md, skills.listing()],
             surface.deferred_listing,
             scopes,
+            live=[provide for provide, _ in registrations.prompt_sections],
         ),
         workspace=workspace,
         output_dir=output_dir,

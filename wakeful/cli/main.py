@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from wakeful.cli import budget as cli_budget
 from wakeful.cli import context as cli_context
+from wakeful.cli import memory as cli_memory
 from wakeful.cli import pairing as cli_pairing
 from wakeful.cli import safety as cli_safety
 from wakeful.cli.client import CliError, DaemonClient
@@ -311,6 +312,10 @@ def cmd_budget(args: argparse.Namespace) -> int:
     return cli_budget.run(args, _client(args))
 
 
+def cmd_memory(args: argparse.Namespace) -> int:
+    return cli_memory.run(args, _client(args))
+
+
 # --- argument parsing ---------------------------------------------------------
 
 
@@ -375,6 +380,7 @@ def _parser() -> argparse.ArgumentParser:
     cli_safety.add_arguments(sub, lambda where, name, text: _add(where, name, cmd_safety, text))
     cli_context.add_arguments(sub, lambda where, name, text: _add(where, name, cmd_context, text))
     cli_budget.add_arguments(sub, lambda where, name, text: _add(where, name, cmd_budget, text))
+    cli_memory.add_arguments(sub, lambda where, name, text: _add(where, name, cmd_memory, text))
     web = _add(sub, "open", cmd_open, "print the web page's log-in link (and open it on a desktop)")
     web.add_argument("--no-browser", action="store_true", help="only print the link")
     return parser

@@ -28,6 +28,9 @@ class AllowedTools(Protocol):
 
 
 ToolIndex = Callable[[frozenset[str] | None], str]
+# A section a component keeps current (the memory digest): read when a session's text
+# is composed — its first request, and again after a compaction — never per request.
+LiveSection = Callable[[], str]
 
 
 class SystemPrompts:
@@ -40,12 +43,14 @@ class SystemPrompts:
         sections: Sequence[str],
         index: ToolIndex,
         scope: AllowedTools | None = None,
+        live: Sequence[LiveSection] = (),
     ) -> None:
         self._base = base
         self._sections = tuple(sections)
         self._index = index
         self._scope = scope
-        self._texts: dict[frozenset[str] | None, str] = {}
+        self._live = tuple(live)
+        self._texts: dict[tuple[frozenset[str] | None, tuple[str, ...]], str] = {}
         # A session keeps the text it was first given until the daemon restarts, even when
         # its allowed tools grow (an MCP server added some: they are found by search_tools
         # and by name, and the cached prefix stays); sessions sharing a text share the string.
@@ -56,9 +61,16 @@ class SystemPrompts:
         if given is not None:
             return given
         allowed = await self._scope.allowed_tools(session) if self._scope else None
-        text = self._texts.get(allowed)
+        live = tuple(section() for section in self._live)
+        text = self._texts.get((allowed, live))
         if text is None:
-            text = compose_system_prompt(self._base, *self._sections, self._index(allowed))
-            self._texts[allowed] = text
+            text = compose_system_prompt(self._base, *self._sections, *live, self._index(allowed))
+            if len(self._texts) > 64:  # live sections changed many times: old texts go
+                self._texts.clear()
+            self._texts[(allowed, live)] = text
         self._by_session[session] = text
         return text
+
+    def renew(self, session: str) -> None:
+        """The session's next request composes its text again (after a compaction)."""
+        self._by_session.pop(session, None)

@@ -63,6 +63,9 @@ class ToolContext:
     # The session's taint when the call started (None: untainted). What the call
     # creates to act later (timers, shell tasks) carries it on.
     taint: Taint | None = None
+    # The event the session's run is answering (its newest taken), if any: provenance
+    # for what the call keeps (a memory entry names the event that led to it).
+    event_id: str | None = None
 
 
 class ToolArgs(BaseModel):

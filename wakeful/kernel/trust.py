@@ -45,6 +45,7 @@ OWN_RESULTS: Mapping[str, str] = {
     "monitor_shell": "the pattern now watched",
     "cancel_task": "the task's state after the cancel",
     "update_plan": "how many steps the plan has (the steps are the agent's own words)",
+    "remember": "the entry's id and where it was kept (the text is the agent's own)",
     "spawn_subagent": "the child's id (what it says arrives as events carrying its taint)",
     "send_message_to_subagent": "whether the message was queued",
     "cancel_subagent": "whether the child was stopped",
@@ -63,6 +64,8 @@ VOUCHING_RESULTS: Mapping[str, str] = {
     "edit_file": "editing a file the agent wrote itself shows only its own text",
     "grep": "matches only in files the agent wrote itself are its own",
     "shell_exec": "a command that printed nothing carries nobody's words",
+    "memory_search": "the owner's and the agent's own lines; review and others' words taint",
+    "memory_get": "MEMORY.md and daily notes are the owner's and the agent's; review.md taints",
 }
 
 # Event kinds whose producer may claim the owner's or the daemon's authorship.

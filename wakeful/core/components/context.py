@@ -35,6 +35,7 @@ from wakeful.core.loop.task_views import SessionTaskViews
 from wakeful.core.outbox.channels import Channel
 from wakeful.core.outbox.record import NewMessage, OutgoingMessage
 from wakeful.core.spend import SpendGuard
+from wakeful.core.system_prompt import LiveSection
 from wakeful.core.tool import Tool
 from wakeful.core.tool_registry import ToolRegistry
 from wakeful.kernel.events import Event
@@ -109,6 +110,9 @@ class Registrations:
     # Told (component name, what failed) each time a component's run fails; the
     # supervisor calls them in the event loop, so they must not block.
     failure_listeners: list[Callable[[str, str], None]] = field(default_factory=list)
+    # Sections of the system prompt a component keeps current (the memory digest), each
+    # with the most characters it ever returns (counted in the fixed part of a request).
+    prompt_sections: list[tuple[LiveSection, int]] = field(default_factory=list)
     # Guards every model call a session loop makes (the budget); at most one.
     spend_guard: SpendGuard | None = None
     frozen: bool = False
@@ -256,6 +260,13 @@ class ComponentSetup:
         """A destination for outgoing messages (the outbox delivers to it by name)."""
         self._check(f"channel {channel.name!r}")
         self.registrations.channels.append(channel)
+
+    def add_prompt_section(self, provide: LiveSection, max_chars: int) -> None:
+        """A section of every session's system prompt, read when the session's prompt is
+        composed (its first request, after a compaction), never per request; at most
+        ``max_chars`` long."""
+        self._check("a system prompt section")
+        self.registrations.prompt_sections.append((provide, max_chars))
 
     def add_status(self, name: str, provide: Callable[[], dict[str, Any]]) -> None:
         self._check(f"status figures {name!r}")

@@ -71,6 +71,7 @@ class SessionContext:
         self._learned: int | None = None
         self._counts: dict[int, tuple[Message, int]] = {}
         self.last_compaction_ms: float | None = None  # how long the last one took
+        self.compactions_done = 0  # by this daemon; the loop composes the system prompt anew
         self.breaker = CompactionBreaker(
             settings.compaction_failures_to_trip, settings.compaction_cooldown_s
         )
@@ -357,6 +358,7 @@ class SessionContext:
         else:
             await self._save(closed(new))
         self.last_compaction_ms = round((time.monotonic() - began) * 1000, 1)
+        self.compactions_done += 1
         log.info(
             "context compacted",
             session=self.session,

@@ -455,9 +455,18 @@ class SessionLoop:
         if not self.queued.known:  # no safe point yet (no model configured, or --raw)
             await self._read_queue()
         system, tools, status = await self._fixed_part(run)
+        compactions = self.context.compactions_done
         # Within the budget: pruned or compacted when it would not be (ContextFull if
         # even that cannot fit).
         messages = await self.context.fit(await self.writer.messages(), [system, tools, status])
+        if self.context.compactions_done != compactions:
+            # The cached prefix is gone with the history it held: the system prompt is
+            # composed again, with what the live sections (the memory digest) say now.
+            self.deps.prompts.renew(self.session)
+            system = {
+                "role": "system",
+                "content": await self.deps.prompts.for_session(self.session),
+            }
         # The session: the provider encodes only what changed since its last request.
         return ModelRequest(messages=[system, *messages, status], tools=tools, session=self.session)
 
@@ -546,6 +555,7 @@ class SessionLoop:
             output_dir=self.deps.output_dir,
             tasks=self.all_tasks,
             outbox=outbox,
+            event_id=self.answering.id if self.answering is not None else None,
         )
 
     async def _report_late_result(self, task: ToolTask) -> None:

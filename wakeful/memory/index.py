@@ -1,0 +1,169 @@
+"""The search index over the memory files and past conversations: SQLite FTS5, BM25
+ranked. Derived and disposable (delete the file and it is built again): each search
+first reads what changed — a memory file whose size or time changed, the messages a
+session added since the last search (the stored trajectory keeps every message,
+compactions only change what a request carries)."""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from wakeful.memory.files import REVIEW_FILE, MemoryFiles, day_of
+
+MAX_MESSAGE_CHARS = 4000  # of a conversation message, indexed and shown
+_WORD = re.compile(r"\w+", re.UNICODE)
+_SCHEMA = """
+CREATE VIRTUAL TABLE IF NOT EXISTS passages USING fts5(
+    text, source UNINDEXED, ref UNINDEXED, day UNINDEXED, trusted UNINDEXED,
+    tokenize = 'porter unicode61'
+);
+CREATE TABLE IF NOT EXISTS synced (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+"""
+# Every event rendered into the trajectory starts with its time (rendering.time_note).
+_DAY_NOTE = re.compile(r"\[(\d{4}-\d{2}-\d{2}) \d{2}:\d{2}:\d{2} UTC")
+
+
+@dataclass(frozen=True)
+class Hit:
+    source: str  # "MEMORY.md", "memory/2026-12-03.md", "session main, message 12"
+    ref: str  # the entry's id, or the message's position
+    day: str | None
+    text: str
+    trusted: bool  # the owner's or the agent's own words; else quoted as third-party data
+
+
+Message = dict[str, Any]
+
+
+def message_text(message: Message) -> str:
+    content = message.get("content")
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return " ".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
+    return ""
+
+
+def owner_typed(message: Message) -> bool:
+    """A user message that holds only what the authenticated owner typed ("The user
+    says: …"); anything rendered from someone else (an e-mail, a webhook, a stranger on
+    a chat) carries the untrusted wrapper or names the sender as not the owner."""
+    text = message_text(message)
+    return (
+        message.get("role") == "user"
+        and "<untrusted_content" not in text
+        and "The user says:" in text
+        and "not the owner" not in text
+    )
+
+
+class SearchIndex:
+    def __init__(self, path: Path, files: MemoryFiles) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self._db = sqlite3.connect(path, check_same_thread=False)
+        self._db.executescript(_SCHEMA)
+        self._files = files
+
+    def close(self) -> None:
+        self._db.close()
+
+    def _synced(self, key: str) -> str | None:
+        row = self._db.execute("SELECT value FROM synced WHERE key = ?", (key,)).fetchone()
+        return str(row[0]) if row else None
+
+    def _mark(self, key: str, value: str) -> None:
+        self._db.execute("INSERT OR REPLACE INTO synced VALUES (?, ?)", (key, value))
+
+    def sync_files(self) -> None:
+        names = self._files.names()
+        with self._db:
+            for name in names:
+                signature = self._files.signature(name)
+                if self._synced(f"file:{name}") == signature:
+                    continue
+                self._db.execute("DELETE FROM passages WHERE source = ?", (name,))
+                day = day_of(name)
+                trusted = name != REVIEW_FILE
+                for line in self._files.lines(name):
+                    self._db.execute(
+                        "INSERT INTO passages VALUES (?, ?, ?, ?, ?)",
+                        (
+                            line.text.lstrip("- "),
+                            name,
+                            line.entry_id or f"line {line.number}",
+                            day.isoformat() if day else None,
+                            int(trusted),
+                        ),
+                    )
+                self._mark(f"file:{name}", signature)
+            gone = [
+                str(key)[5:]
+                for (key,) in self._db.execute("SELECT key FROM synced WHERE key LIKE 'file:%'")
+                if str(key)[5:] not in names
+            ]
+            for name in gone:  # a file the owner deleted
+                self._db.execute("DELETE FROM passages WHERE source = ?", (name,))
+                self._db.execute("DELETE FROM synced WHERE key = ?", (f"file:{name}",))
+
+    def sync_session(self, session: str, messages: Sequence[Message]) -> None:
+        """Index what ``session`` said since the last search (user and assistant turns),
+        each dated by the time note of the events before it."""
+        key = f"session:{session}"
+        done = int(self._synced(key) or 0)
+        source = f"session {session}"
+        with self._db:
+            if done > len(messages):  # the trajectory was reset: index it again
+                self._db.execute("DELETE FROM passages WHERE source = ?", (source,))
+                done = 0
+            day = _day_before(messages, done)
+            for position in range(done, len(messages)):
+                message = messages[position]
+                if message.get("role") not in ("user", "assistant"):
+                    continue
+                text = message_text(message)[:MAX_MESSAGE_CHARS].strip()
+                if found := _DAY_NOTE.search(text) if message.get("role") == "user" else None:
+                    day = found.group(1)
+                if text:
+                    self._db.execute(
+                        "INSERT INTO passages VALUES (?, ?, ?, ?, ?)",
+                        (text, source, f"message {position}", day, int(owner_typed(message))),
+                    )
+            self._mark(key, str(len(messages)))
+
+    def search(self, query: str, limit: int) -> list[Hit]:
+        words = _WORD.findall(query)
+        if not words:
+            return []
+        # Any of the words, best BM25 first; each quoted so FTS5 syntax in a query is text.
+        match = " OR ".join(f'"{word}"' for word in words[:32])
+        rows = self._db.execute(
+            "SELECT source, ref, day, text, trusted FROM passages WHERE passages MATCH ? "
+            "ORDER BY bm25(passages) LIMIT ?",
+            (match, limit),
+        ).fetchall()
+        return [
+            Hit(
+                source=str(source),
+                ref=str(ref),
+                day=str(day) if day else None,
+                text=str(text),
+                trusted=bool(trusted),
+            )
+            for source, ref, day, text, trusted in rows
+        ]
+
+    def count(self) -> int:
+        return int(self._db.execute("SELECT count(*) FROM passages").fetchone()[0])
+
+
+def _day_before(messages: Sequence[Message], position: int) -> str | None:
+    """The day of the newest time note before ``position`` (where a sync resumes)."""
+    for message in reversed(messages[max(0, position - 200) : position]):
+        if message.get("role") == "user" and (found := _DAY_NOTE.search(message_text(message))):
+            return found.group(1)
+    return None
