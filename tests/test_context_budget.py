@@ -424,10 +424,11 @@ async def test_a_fixed_part_over_a_third_of_the_window_defers_tools(tmp_path: Pa
     """[tools] defer = "auto" (every schema below defer_above tools), measured at
     start-up: the default tools at 16k take over a third of the window, so the
     non-resident ones are deferred (found with search_tools) and status says it; at
-    128k nothing changes."""
+    128k nothing changes. (defer_above is raised past the default tools' count, 31 with
+    memory's, which would defer them by number alone: this test is of the window.)"""
     for window, deferred in ((16_000, True), (128_000, False)):
         settings = daemon_settings(tmp_path / str(window), "http://127.0.0.1:9", context={
-            "max_tokens": window}, tools={"defer": "auto"})  # fmt: skip
+            "max_tokens": window}, tools={"defer": "auto", "defer_above": 100})  # fmt: skip
         async with harness(settings) as h:
             status = (await h.client.get("/api/status")).json()
         fixed = status["fixed_part"]
