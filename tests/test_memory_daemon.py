@@ -178,3 +178,56 @@ async def test_the_memory_guides_commands_run_as_written(
         ((code, out, err),) = await anyio.to_thread.run_sync(_run_lines, config, lines)
     assert code == 1 and out == "" and "Traceback" not in err, (code, out, err)
     assert len(err.strip().splitlines()) == 1 and "[memory] enabled = false" in err, err
+
+
+def long_session_model(body: dict[str, Any]) -> Reply:
+    """Answers "ok" to the owner's long messages; a "remember:" message is saved with
+    remember; asked for the locker code, it searches memory and repeats what it found."""
+    from tests.fakes.model_server import text_reply
+    from tests.test_context_budget import is_summary_request
+
+    if is_summary_request(body):
+        return text_reply("The owner sent long messages; nothing else happened.")
+    last = [m for m in body["messages"] if m["role"] != "system"][-2]  # before the status bar
+    if last["role"] == "tool":
+        return text_reply(f"Found: {last['content']}")
+    text = str(last["content"])
+    if "remember: " in text:
+        fact = text.split("remember: ", 1)[1]
+        return Reply(tool_calls=[ToolCallSpec("remember", {"text": fact, "reason": "asked"})])
+    if "what is my locker code" in text:
+        return Reply(tool_calls=[ToolCallSpec("memory_search", {"query": "locker code"})])
+    return text_reply("ok")
+
+
+async def test_a_fact_told_300_messages_and_two_compactions_ago_is_found(
+    tmp_path: Path, model_server: FakeModelServer
+) -> None:
+    """The owner tells a code once, then 150 long turns go by: the context is compacted
+    twice (the summary does not mention the code), and memory_search still finds it in
+    the stored history. A fact remembered mid-session is in the system prompt from the
+    next compaction on (the digest is read again then), not before: the prefix between
+    is byte-stable. The window is made small (10k tokens) so compactions happen within
+    the test; every other setting is the default."""
+    from tests.test_context_budget import drive, is_summary_request
+
+    model_server.responder = long_session_model
+    model_server.context_window = 10000
+    settings = daemon_settings(tmp_path, model_server.base_url, context={"max_tokens": 10000})
+    filler = "lorem ipsum dolor sit amet " * 80  # ~2,200 characters a turn
+    async with harness(settings) as h:
+        await drive(h, "my locker code is 4417")
+        await drive(h, "remember: the owner prefers green tea")
+        remembered_at = len(model_server.requests)
+        for turn in range(150):
+            await drive(h, f"turn {turn}: {filler}")
+        status = (await h.client.get("/api/status")).json()["sessions"]["main"]["context"]
+        await drive(h, "what is my locker code?")
+        reply = (await h.trajectory())[-1]["content"]
+    assert status["compactions"] >= 2, status
+    assert "4417" in str(reply) and "session main" in str(reply), reply
+    main = [r.body for r in model_server.requests[remembered_at:] if not is_summary_request(r.body)]
+    prompts = [system_prompt(b) for b in main]
+    first_with = next(i for i, p in enumerate(prompts) if "green tea" in p)
+    assert first_with > 0 and len(set(prompts[:first_with])) == 1  # stable until compacted
+    assert all("green tea" in p for p in prompts[first_with:])
