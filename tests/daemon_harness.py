@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -13,6 +13,7 @@ import httpx
 
 from wakeful.app.config import Settings
 from wakeful.app.lifespan import RunningDaemon, running_daemon
+from wakeful.core.components.context import Component
 from wakeful.core.feed import FeedItem
 
 ADMIN_TOKEN = "test-admin-token-0123456789"
@@ -84,8 +85,11 @@ class Harness:
 
 
 @asynccontextmanager
-async def harness(settings: Settings) -> AsyncIterator[Harness]:
-    async with running_daemon(settings) as running:
+async def harness(
+    settings: Settings, components: Sequence[Component] | None = None
+) -> AsyncIterator[Harness]:
+    """The daemon and an admin client; ``components``: as running_daemon's."""
+    async with running_daemon(settings, components) as running:
         headers = {"Authorization": f"Bearer {running.admin_token}"}
         async with httpx.AsyncClient(base_url=running.url, headers=headers) as client:
             yield Harness(running, client)

@@ -73,6 +73,10 @@ COMPONENTS: list[Registration] = [
     Registration("wakeful.mcp.component:McpComponent", when=lambda s: bool(s.mcp.servers)),
     Registration("wakeful.budget.component:BudgetComponent", when=lambda s: s.budget.configured),
     Registration("wakeful.memory.component:MemoryComponent", when=lambda s: s.memory.enabled),
+    Registration(
+        "wakeful.sources.heartbeat.component:HeartbeatComponent",
+        when=lambda s: s.heartbeat.enabled,
+    ),
 ]
 
 

@@ -12,6 +12,7 @@ from wakeful.budget.config import BudgetSettings
 from wakeful.channels.email.config import EmailSettings
 from wakeful.mcp.config import McpSettings
 from wakeful.memory.config import MemorySettings
+from wakeful.sources.heartbeat.config import HeartbeatSettings
 from wakeful.sources.shell.config import ShellSettings
 from wakeful.sources.subscriptions.config import SubscriptionSettings
 from wakeful.sources.system.config import SystemSettings
@@ -32,5 +33,6 @@ class ChannelSettings(
     SystemSettings,
     BudgetSettings,
     MemorySettings,
+    HeartbeatSettings,
 ):
     """Every channel's sections, as fields of one model."""

@@ -28,6 +28,7 @@ class EventKind(StrEnum):
     APPROVAL_DECIDED = "approval.decided"
     # The daemon's own reports.
     SYSTEM_ALERT = "system.alert"
+    HEARTBEAT = "system.heartbeat"
     PROCESS_TIMEOUT = "process.timeout"
     # Sources.
     WEBHOOK_RECEIVED = "webhook.received"

@@ -82,6 +82,7 @@ TRUSTABLE_EVENT_KINDS: Mapping[str, str] = {
     EventKind.SUBAGENT_MESSAGE: "a parent's message to its child (its taint as it was sent)",
     EventKind.SUBAGENT_RESULT: "a child's report (it carries the child's taint)",
     EventKind.SYSTEM_ALERT: "the daemon's own report of a fault",
+    EventKind.HEARTBEAT: "the daemon's own checks: ids and states, never a task's output",
     EventKind.USER_INACTIVE: "the daemon noticing the owner has been away",
     EventKind.PROCESS_TIMEOUT: "the daemon's notice that a task is past its limit",
 }

@@ -1,0 +1,103 @@
+"""The heartbeat component: one sleep until the next beat, then the checks; what they
+found (if anything) goes to the heartbeat's session as one ``system.heartbeat`` event
+with the owner's HEARTBEAT.md checklist. Nothing found: no event, no model call."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from zoneinfo import ZoneInfo
+
+import anyio
+import structlog
+from anyio.abc import TaskStatus
+
+from wakeful.core.components.context import ComponentSetup
+from wakeful.core.plan import SessionPlans
+from wakeful.kernel.event_kinds import EventKind
+from wakeful.kernel.events import Event
+from wakeful.sources.heartbeat.checks import Checks, Finding
+from wakeful.sources.heartbeat.config import HeartbeatSection
+from wakeful.sources.heartbeat.schedule import next_beat
+
+log = structlog.get_logger(__name__)
+MAX_CHECKLIST_CHARS = 4000
+
+
+class HeartbeatComponent:
+    name = "heartbeat"
+
+    def __init__(self) -> None:
+        self.beats = 0  # beats run since start (each a few store reads)
+        self.findings = 0  # findings handed to the model since start
+
+    async def configure(self, setup: ComponentSetup) -> None:
+        settings = setup.settings
+        self.section: HeartbeatSection = settings.heartbeat
+        self._zone = ZoneInfo(self.section.timezone)
+        self._submit = setup.submit
+        registrations = setup.registrations
+        self.checks = Checks(
+            setup.store,
+            SessionPlans(setup.state),
+            setup.approvals,
+            lambda: registrations.task_views,
+            timedelta(minutes=self.section.approval_waiting_minutes),
+            skip_session=self.section.session,
+        )
+        self._checklist = settings.safety.workspace_path(setup.data_dir) / self.section.checklist
+        setup.add_status("heartbeat", self._status)
+
+    async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        task_status.started()
+        while True:
+            now = datetime.now(UTC)
+            due = next_beat(now, self.section, self._zone)
+            await anyio.sleep((due - now).total_seconds())
+            await self.beat(due)
+
+    async def beat(self, now: datetime) -> list[Finding]:
+        """One check-in at ``now``: the checks, and an event only if they found something."""
+        self.beats += 1
+        found = await self.checks.run(now)
+        if not found:
+            return []
+        text = describe(found, await anyio.to_thread.run_sync(read_checklist, self._checklist))
+        event = Event.parse(
+            {
+                # One per beat: a restart in the middle of a beat does not say it twice.
+                "id": f"heartbeat:{now.strftime('%Y%m%dT%H%M')}",
+                "kind": EventKind.HEARTBEAT,
+                "source": {"type": "system", "principal": "wakeful", "trusted": True},
+                "channel": "system",
+                "session": self.section.session,
+                "content": {"text": text, "data": {"findings": [f.key for f in found]}},
+            }
+        )
+        await self._submit(event)
+        await self.checks.said(found)
+        self.findings += len(found)
+        log.info("heartbeat found something", findings=len(found), session=self.section.session)
+        return found
+
+    def _status(self) -> dict[str, int]:
+        return {"beats": self.beats, "findings": self.findings}
+
+
+def read_checklist(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8", errors="replace")[:MAX_CHECKLIST_CHARS].strip()
+    except (FileNotFoundError, IsADirectoryError, PermissionError):
+        return ""
+
+
+def describe(found: list[Finding], checklist: str) -> str:
+    lines = ["Heartbeat: the daemon's checks found something since the last beat:"]
+    lines += [f"- {finding.text}" for finding in found]
+    lines.append(
+        "Decide whether the owner should hear of it (send_user_notification) or whether "
+        "something should be done; if nothing needs doing, answer in one line."
+    )
+    if checklist:
+        lines += ["", "The owner's checklist (HEARTBEAT.md):", checklist]
+    return "\n".join(lines)
