@@ -125,6 +125,8 @@ async def test_an_idle_day_costs_no_model_call_and_a_finished_task_costs_one(
         await h.send("run true in the background")
         await until_exited(h)
         await idle(h, "main")
+        checklist = settings_.safety.workspace_path(tmp_path) / "HEARTBEAT.md"
+        await anyio.Path(checklist).write_text("- tell the owner of failed backups\n")
         before = len(model_server.requests)
         moment = next_beat(moment, heart.section, ZoneInfo("UTC"))
         async with watch_feed(h, "heartbeat") as feed:
@@ -132,9 +134,33 @@ async def test_an_idle_day_costs_no_model_call_and_a_finished_task_costs_one(
             await feed.wait_for(lambda i: i["type"] == "run" and i["state"] == "idle", 20)
         assert [f.key.split(":")[0] for f in found] == ["task"], found
         assert len(model_server.requests) == before + 1
-        assert len(heartbeat_requests(model_server)) == 1
+        (asked,) = heartbeat_requests(model_server)
+        assert "tell the owner of failed backups" in str(asked["messages"][-2]["content"])
         moment = next_beat(moment, heart.section, ZoneInfo("UTC"))
         assert await heart.beat(moment) == []  # said once
         status = (await h.client.get("/api/status")).json()["heartbeat"]
     assert len(model_server.requests) == before + 1
     assert status == {"beats": 50, "findings": 1}
+
+
+def test_the_guides_example_config_loads_as_written(tmp_path: Path) -> None:
+    from tests.test_documented_commands import ROOT
+    from wakeful.app.config import load_settings
+
+    text = (ROOT / "docs" / "heartbeat.md").read_text()
+    path = tmp_path / "wakeful.toml"
+    path.write_text(text.split("```toml\n", 1)[1].split("```", 1)[0])
+    section = load_settings(path).heartbeat
+    assert section.enabled and section.active_hours == "08:00-22:00"
+    assert section.timezone == "Europe/Berlin" and section.session == "heartbeat"
+
+
+def test_a_bad_active_hours_is_one_clear_line(tmp_path: Path) -> None:
+    from wakeful.app.config import load_settings
+    from wakeful.kernel.config_base import ConfigError
+
+    path = tmp_path / "wakeful.toml"
+    path.write_text('[heartbeat]\nenabled = true\nactive_hours = "8-22"\n')
+    with pytest.raises(ConfigError) as caught:
+        load_settings(path)
+    assert "active_hours" in str(caught.value) and "HH:MM-HH:MM" in str(caught.value)
