@@ -6,6 +6,7 @@ atomicity under SIGKILL), test_store_group_commit.py, test_store_redis.py.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 
@@ -252,9 +253,13 @@ async def test_queue_depths_count_unconsumed_events(store: Store) -> None:
 
 
 async def test_model_calls_round_trip(store: Store) -> None:
-    """Recorded model calls come back per session, oldest first, the newest `limit` of them."""
+    """Recorded model calls come back per session, oldest first, the newest `limit` of them
+    (-1: all), with the source of what they answered and when they were made; a record
+    without a time is given the store's."""
     records = [
-        ModelCallRecord("main", f"run{i}", "m", 0.5 + i, 100 + i, 10, 5, "stop", "ok")
+        ModelCallRecord(
+            "main", f"run{i}", "m", 0.5 + i, 100 + i, 10, 5, "stop", "ok", "webhook", 1e9 + i
+        )
         for i in range(3)
     ]
     other = ModelCallRecord("other", "x", "m", 1.0, 1, 1, 0, None, "error: boom")
@@ -262,7 +267,10 @@ async def test_model_calls_round_trip(store: Store) -> None:
         await store.record_model_call(record)
     assert await store.model_calls("main") == records
     assert await store.model_calls("main", limit=2) == records[1:]
-    assert await store.model_calls("other") == [other]
+    assert await store.model_calls("main", limit=-1) == records
+    (stamped,) = await store.model_calls("other")
+    assert stamped.source == "" and stamped.created_at > 1.7e9
+    assert dataclasses.replace(stamped, created_at=0.0) == other
 
 
 async def test_append_messages_and_unicode_trajectory(store: Store) -> None:

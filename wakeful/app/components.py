@@ -72,6 +72,7 @@ COMPONENTS: list[Registration] = [
     Registration("wakeful.channels.matrix.component:MatrixComponent", each=lambda s: s.chat.matrix),
     Registration("wakeful.mcp.component:McpComponent", when=lambda s: bool(s.mcp.servers)),
     Registration("wakeful.budget.component:BudgetComponent", when=lambda s: s.budget.configured),
+    Registration("wakeful.budget.usage_component:UsageComponent"),
     Registration("wakeful.memory.component:MemoryComponent", when=lambda s: s.memory.enabled),
     Registration(
         "wakeful.sources.heartbeat.component:HeartbeatComponent",

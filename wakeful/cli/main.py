@@ -20,6 +20,7 @@ from wakeful.cli import context as cli_context
 from wakeful.cli import memory as cli_memory
 from wakeful.cli import pairing as cli_pairing
 from wakeful.cli import safety as cli_safety
+from wakeful.cli import usage as cli_usage
 from wakeful.cli.client import CliError, DaemonClient
 from wakeful.cli.events import require_session, show_events
 from wakeful.cli.status import compact_status
@@ -316,6 +317,12 @@ def cmd_memory(args: argparse.Namespace) -> int:
     return cli_memory.run(args, _client(args))
 
 
+def cmd_usage(args: argparse.Namespace) -> int:
+    if args.days < 1:
+        raise CliError("--days must be 1 or more")
+    return cli_usage.run(args, _client(args))
+
+
 # --- argument parsing ---------------------------------------------------------
 
 
@@ -381,6 +388,7 @@ def _parser() -> argparse.ArgumentParser:
     cli_context.add_arguments(sub, lambda where, name, text: _add(where, name, cmd_context, text))
     cli_budget.add_arguments(sub, lambda where, name, text: _add(where, name, cmd_budget, text))
     cli_memory.add_arguments(sub, lambda where, name, text: _add(where, name, cmd_memory, text))
+    cli_usage.add_arguments(sub, lambda where, name, text: _add(where, name, cmd_usage, text))
     web = _add(sub, "open", cmd_open, "print the web page's log-in link (and open it on a desktop)")
     web.add_argument("--no-browser", action="store_true", help="only print the link")
     return parser

@@ -103,6 +103,8 @@ class ModelCallRecord:
     cached_tokens: int
     finish_reason: str | None
     outcome: str  # "ok" | "interrupted" | "error: ..."
+    source: str = ""  # the source type of the event the run answered (user, webhook, …)
+    created_at: float = 0.0  # when it was recorded (epoch seconds; 0: by the store)
 
 
 @dataclass(frozen=True)

@@ -473,7 +473,8 @@ class RedisStore:
 
     async def record_model_call(self, record: ModelCallRecord) -> None:
         key = f"{self.prefix}calls:{record.session}"
-        row = json.dumps(dataclasses.asdict(record))
+        stamped = dataclasses.replace(record, created_at=record.created_at or time.time())
+        row = json.dumps(dataclasses.asdict(stamped))
         await self._run(lambda c: c.rpush(key, row), retry=False)
 
     async def model_calls(self, session: str, limit: int = 100) -> list[ModelCallRecord]:

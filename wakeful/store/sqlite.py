@@ -428,12 +428,12 @@ class SqliteStore:
     # -- model calls ----------------------------------------------------------
 
     async def record_model_call(self, record: ModelCallRecord) -> None:
-        now = time.time()
+        now = record.created_at or time.time()
         await self._transaction(
             lambda conn: conn.execute(
                 "INSERT INTO model_calls (session, run_id, model, latency_s, prompt_tokens,"
-                " completion_tokens, cached_tokens, finish_reason, outcome, created_at)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                " completion_tokens, cached_tokens, finish_reason, outcome, created_at, source)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     record.session,
                     record.run_id,
@@ -445,6 +445,7 @@ class SqliteStore:
                     record.finish_reason,
                     record.outcome,
                     now,
+                    record.source,
                 ),
             )
         )
@@ -453,7 +454,7 @@ class SqliteStore:
         rows = await self._run(
             lambda conn: conn.execute(
                 "SELECT session, run_id, model, latency_s, prompt_tokens, completion_tokens,"
-                " cached_tokens, finish_reason, outcome FROM model_calls"
+                " cached_tokens, finish_reason, outcome, source, created_at FROM model_calls"
                 " WHERE session = ? ORDER BY seq DESC LIMIT ?",
                 (session, limit),
             ).fetchall()

@@ -44,7 +44,8 @@ CREATE TABLE IF NOT EXISTS model_calls (
     cached_tokens INTEGER NOT NULL,
     finish_reason TEXT,
     outcome TEXT NOT NULL,
-    created_at REAL NOT NULL
+    created_at REAL NOT NULL,
+    source TEXT NOT NULL DEFAULT ''
 );
 CREATE INDEX IF NOT EXISTS model_calls_by_session ON model_calls(session, seq);
 CREATE TABLE IF NOT EXISTS write_probe (filler BLOB);
@@ -65,11 +66,16 @@ def check_integrity(conn: sqlite3.Connection, path: Path) -> None:
         raise corrupt(path, "; ".join(str(p) for p in problems))
 
 
+# Columns model_calls gained after its first release (usage by source).
+ADDED_CALL_COLUMNS = {"source": "source TEXT NOT NULL DEFAULT ''"}
+
+
 def add_missing_columns(conn: sqlite3.Connection) -> None:
-    present = {row[1] for row in conn.execute("PRAGMA table_info(events)").fetchall()}
-    for name, definition in ADDED_EVENT_COLUMNS.items():
-        if name not in present:
-            conn.execute(f"ALTER TABLE events ADD COLUMN {definition}")
+    for table, added in (("events", ADDED_EVENT_COLUMNS), ("model_calls", ADDED_CALL_COLUMNS)):
+        present = {row[1] for row in conn.execute(f"PRAGMA table_info({table})").fetchall()}
+        for name, definition in added.items():
+            if name not in present:
+                conn.execute(f"ALTER TABLE {table} ADD COLUMN {definition}")
 
 
 def is_corruption(exc: sqlite3.DatabaseError) -> bool:

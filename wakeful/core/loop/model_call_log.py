@@ -12,7 +12,12 @@ log = structlog.get_logger(__name__)
 
 
 def model_call_record(
-    session: str, run_id: str, response: ModelResponse | None, latency_s: float, outcome: str
+    session: str,
+    run_id: str,
+    response: ModelResponse | None,
+    latency_s: float,
+    outcome: str,
+    source: str = "",
 ) -> ModelCallRecord:
     usage = response.usage if response else None
     return ModelCallRecord(
@@ -25,6 +30,7 @@ def model_call_record(
         cached_tokens=usage.cached_tokens if usage else 0,
         finish_reason=response.finish_reason if response else None,
         outcome=outcome[:500],
+        source=source,
     )
 
 

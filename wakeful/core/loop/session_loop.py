@@ -487,7 +487,9 @@ class SessionLoop:
     async def _record_call(
         self, run: Run, response: ModelResponse | None, latency: float, outcome: str
     ) -> None:
-        record = model_call_record(self.session, run.run_id, response, latency, outcome)
+        record = model_call_record(
+            self.session, run.run_id, response, latency, outcome, self._origin()
+        )
         metrics.record_model_call(record)
         self.deps.model_health.record(record)
         log_model_call(record)
