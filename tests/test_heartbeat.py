@@ -164,3 +164,31 @@ def test_a_bad_active_hours_is_one_clear_line(tmp_path: Path) -> None:
     with pytest.raises(ConfigError) as caught:
         load_settings(path)
     assert "active_hours" in str(caught.value) and "HH:MM-HH:MM" in str(caught.value)
+
+
+async def test_with_a_fast_model_the_heartbeat_asks_it_and_the_owner_gets_the_main_one(
+    tmp_path: Path, model_server: FakeModelServer
+) -> None:
+    """[llm] fast_model names a cheaper model: the heartbeat's session calls it; the
+    owner's own session still calls [llm] model."""
+    llm = {"fast_model": "fake-nano"}
+    settings_ = daemon_settings(
+        tmp_path, model_server.base_url, heartbeat={"enabled": True}, llm=llm
+    )
+    components, heart = with_heartbeat(settings_)
+    async with harness(settings_, components) as h:
+        moment = next_beat(DAY, heart.section, ZoneInfo("UTC"))
+        assert await heart.beat(moment) == []  # the first look: nothing from before counts
+        model_server.push(Reply(tool_calls=[ToolCallSpec("start_shell", {"command": "true"})]))
+        await h.send("run true in the background")
+        await until_exited(h)
+        await idle(h, "main")
+        async with watch_feed(h, "heartbeat") as feed:
+            assert await heart.beat(next_beat(moment, heart.section, ZoneInfo("UTC")))
+            await feed.wait_for(lambda i: i["type"] == "run" and i["state"] == "idle", 20)
+    (asked,) = heartbeat_requests(model_server)
+    assert asked["model"] == "fake-nano"
+    owners = [
+        r.body for r in model_server.requests if r.body not in heartbeat_requests(model_server)
+    ]
+    assert owners and {b["model"] for b in owners} == {"fake-model"}

@@ -253,6 +253,7 @@ async def _start(
         scopes=scopes,
         plans=SessionPlans(store),
         spend=registrations.spend_guard,
+        session_models=registrations.session_models,
     )
     router = Router(_classifier(settings, provider))
     fleet = settings.store.fleet

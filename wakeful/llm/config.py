@@ -39,6 +39,12 @@ class LlmSection(Section):
         examples=["gpt-4.1-mini"],
         description="The model name; empty: events are stored and wait until one is set.",
     )
+    fast_model: str = Field(
+        default="",
+        examples=["gpt-4.1-nano"],
+        description="A cheaper model on the same endpoint for routine check-ins (the "
+        "heartbeat's session); empty: model.",
+    )
     api_key: SecretStr | None = Field(
         default=None,
         examples=["sk-..."],

@@ -113,6 +113,8 @@ class Registrations:
     # Sections of the system prompt a component keeps current (the memory digest), each
     # with the most characters it ever returns (counted in the fixed part of a request).
     prompt_sections: list[tuple[LiveSection, int]] = field(default_factory=list)
+    # session → the model its runs call instead of [llm] model (a cheaper one).
+    session_models: dict[str, str] = field(default_factory=dict)
     # Guards every model call a session loop makes (the budget); at most one.
     spend_guard: SpendGuard | None = None
     frozen: bool = False
@@ -267,6 +269,11 @@ class ComponentSetup:
         ``max_chars`` long."""
         self._check("a system prompt section")
         self.registrations.prompt_sections.append((provide, max_chars))
+
+    def set_session_model(self, session: str, model: str) -> None:
+        """``session``'s runs call ``model`` (same provider) instead of [llm] model."""
+        self._check(f"the model of session {session!r}")
+        self.registrations.session_models[session] = model
 
     def add_status(self, name: str, provide: Callable[[], dict[str, Any]]) -> None:
         self._check(f"status figures {name!r}")

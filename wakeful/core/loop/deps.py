@@ -6,7 +6,7 @@ depends on these names, not on the loop's code.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -81,6 +81,8 @@ class LoopDeps:
     scopes: SessionScopes = field(default_factory=SessionScopes)
     # Each session's plan, shown in its status bar (None in tests that build a bare loop).
     plans: SessionPlans | None = None
+    # Sessions that run on another model than [llm] model (the heartbeat's: fast_model).
+    session_models: Mapping[str, str] = field(default_factory=dict)
     # Guards every model call the loop makes (a budget component's); None: unguarded.
     spend: SpendGuard | None = None
 

@@ -468,7 +468,12 @@ class SessionLoop:
                 "content": await self.deps.prompts.for_session(self.session),
             }
         # The session: the provider encodes only what changed since its last request.
-        return ModelRequest(messages=[system, *messages, status], tools=tools, session=self.session)
+        return ModelRequest(
+            messages=[system, *messages, status],
+            tools=tools,
+            model=self.deps.session_models.get(self.session),
+            session=self.session,
+        )
 
     async def _model_failed(self, run: Run, exc: ProviderError, elapsed: float) -> None:
         run.consecutive_failures += 1

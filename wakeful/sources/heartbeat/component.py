@@ -46,6 +46,8 @@ class HeartbeatComponent:
             skip_session=self.section.session,
         )
         self._checklist = settings.safety.workspace_path(setup.data_dir) / self.section.checklist
+        if settings.llm.fast_model:  # check-ins are routine: the cheaper model answers them
+            setup.set_session_model(self.section.session, settings.llm.fast_model)
         setup.add_status("heartbeat", self._status)
 
     async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
