@@ -373,7 +373,42 @@ function subscriptionCard(sub) {
     el("div", { class: "detail", text: [state, detail].filter(Boolean).join(" · ") }));
 }
 
+// What the agent saved to memory while its session had read a third party's words
+// waits for the owner (docs/memory.md): Keep approves it into memory, Forget drops it.
+async function refreshMemory() {
+  let listing;
+  try {
+    listing = await api("GET", "/api/memory");
+  } catch (error) {
+    $("memory-section").hidden = error.status === 404; // [memory] enabled = false
+    return;
+  }
+  $("memory-section").hidden = false;
+  const waiting = listing.entries.filter((e) => e.status === "review");
+  $("memory").replaceChildren(...waiting.map(memoryCard));
+}
+
+function memoryCard(entry) {
+  const decide = async (action) => {
+    card.querySelectorAll("button").forEach((b) => { b.disabled = true; });
+    try {
+      await api("POST", `/api/memory/${seg(entry.id)}/${action}`);
+    } catch (error) {
+      note(`could not ${action} ${entry.id}: ${error.message}`);
+    }
+    soon("memory", refreshMemory);
+  };
+  const card = el("li", { class: "card", "data-memory": entry.id, "aria-label": `Memory entry ${entry.id} waiting for review` },
+    el("div", { class: "row" }, el("span", { text: entry.text, title: entry.text }), tag(entry.id)),
+    el("div", { class: "detail", text: `saved in session ${entry.session} after it read ${entry.tainted}` }),
+    el("div", { class: "buttons" },
+      el("button", { type: "button", class: "small approve", text: "Keep", "aria-label": `Keep ${entry.id} in memory`, onclick: () => decide("approve") }),
+      el("button", { type: "button", class: "small danger", text: "Forget", "aria-label": `Forget ${entry.id}`, onclick: () => decide("forget") })));
+  return card;
+}
+
 async function refreshStatus() {
+  refreshMemory().catch(() => {});
   const status = await api("GET", "/api/status");
   const sessions = status.sessions || {};
   fillSessions(Object.keys(sessions));
@@ -836,6 +871,7 @@ async function start() {
   });
   $("tasks").dataset.empty = "No tasks running.";
   $("plan").dataset.empty = "No plan.";
+  $("memory").dataset.empty = "Nothing waits for review.";
   $("timers").dataset.empty = "No timers.";
   $("subscriptions").dataset.empty = "No subscriptions.";
   $("approvals").dataset.empty = "Nothing waits for your approval.";
