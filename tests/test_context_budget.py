@@ -17,7 +17,13 @@ from typing import Any
 import pytest
 
 from tests.daemon_harness import Harness, daemon_settings, harness, watch_feed
-from tests.fakes.model_server import FakeModelServer, Reply, ToolCallSpec, text_reply
+from tests.fakes.model_server import (
+    FakeModelServer,
+    Reply,
+    ToolCallSpec,
+    is_save_request,
+    text_reply,
+)
 from wakeful.core.context.compaction import COMPACTION_PROMPT
 from wakeful.core.context.view import SUMMARY_MARK
 
@@ -80,7 +86,11 @@ async def test_a_long_session_stays_inside_its_budget(
     assert status["last_problem"] is None
     # Rare, deliberate rewrites: a handful of compactions over the run, not one per turn.
     assert 1 <= status["compactions"] <= max(5, turns // 10), status
-    main_requests = [r.body for r in model_server.requests if not is_summary_request(r.body)]
+    main_requests = [
+        r.body
+        for r in model_server.requests
+        if not is_summary_request(r.body) and not is_save_request(r.body)
+    ]
     last = main_requests[-1]["messages"]
     texts = [str(m.get("content") or "") for m in last]
     assert texts[1].startswith(SUMMARY_MARK)  # the boundary, right after the system prompt

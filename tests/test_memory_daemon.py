@@ -17,7 +17,7 @@ import pytest
 
 from tests.daemon_harness import Harness, daemon_settings, harness, watch_feed
 from tests.fakes.model_replies import ToolCallSpec
-from tests.fakes.model_server import FakeModelServer, Reply
+from tests.fakes.model_server import FakeModelServer, Reply, is_save_request
 from tests.test_cli import run_cli
 from tests.test_http_api import TOKEN
 from tests.webhook_fixtures import NEW_SECRET, dumps, sign_standard
@@ -212,6 +212,17 @@ async def test_a_fact_told_300_messages_and_two_compactions_ago_is_found(
     from tests.test_context_budget import drive, is_summary_request
 
     model_server.responder = long_session_model
+    saves: list[dict[str, Any]] = []
+
+    def save_once(body: dict[str, Any]) -> Reply:
+        """The silent turn before each compaction: the first one keeps a fact."""
+        saves.append(body)
+        if len(saves) > 1:
+            return Reply(text="")
+        fact = {"text": "The owner's bike is the red one", "reason": "said before compaction"}
+        return Reply(tool_calls=[ToolCallSpec("remember", fact)])
+
+    model_server.save_responder = save_once
     model_server.context_window = 10000
     settings = daemon_settings(tmp_path, model_server.base_url, context={"max_tokens": 10000})
     filler = "lorem ipsum dolor sit amet " * 80  # ~2,200 characters a turn
@@ -223,10 +234,21 @@ async def test_a_fact_told_300_messages_and_two_compactions_ago_is_found(
             await drive(h, f"turn {turn}: {filler}")
         status = (await h.client.get("/api/status")).json()["sessions"]["main"]["context"]
         await drive(h, "what is my locker code?")
-        reply = (await h.trajectory())[-1]["content"]
+        trajectory = (await h.client.get("/api/sessions/main/trajectory?full=1")).json()["messages"]
+        reply = trajectory[-1]["content"]
     assert status["compactions"] >= 2, status
+    # Before each compaction the silent turn ran, offered only remember; what it saved
+    # is in MEMORY.md, and nothing of it reached the owner or the trajectory.
+    assert len(saves) == status["compactions"]
+    assert {t["function"]["name"] for b in saves for t in b["tools"]} == {"remember"}
+    assert "The owner's bike is the red one" in memory_md(tmp_path)
+    assert all("bike" not in str(m.get("content")) for m in trajectory)
     assert "4417" in str(reply) and "session main" in str(reply), reply
-    main = [r.body for r in model_server.requests[remembered_at:] if not is_summary_request(r.body)]
+    main = [
+        r.body
+        for r in model_server.requests[remembered_at:]
+        if not is_summary_request(r.body) and not is_save_request(r.body)
+    ]
     prompts = [system_prompt(b) for b in main]
     first_with = next(i for i, p in enumerate(prompts) if "green tea" in p)
     assert first_with > 0 and len(set(prompts[:first_with])) == 1  # stable until compacted

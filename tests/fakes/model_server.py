@@ -34,6 +34,7 @@ from tests.fakes.loopback_http import LoopbackHttpServer, ServesWhileOpen
 from tests.fakes.model_replies import Reply, ReplyRenderer, ToolCallSpec, load_script, text_reply
 from tests.fakes.reasoning_rules import ReasoningRules, reasoning_violations
 from tests.trajectory_validator import TrajectoryError, validate_both
+from wakeful.core.context.save_before_compaction import SAVE_PROMPT
 
 __all__ = ["FakeModelServer", "RecordedRequest", "Reply", "ToolCallSpec"]
 
@@ -68,6 +69,10 @@ class FakeModelServer(ServesWhileOpen):
         self.raw_bodies: list[bytes] = []
         self.violations: list[str] = []
         self.responder: Responder = lambda _body: text_reply()
+        # The silent turn before a compaction (memory's save) is answered here, ahead of
+        # the script: a test's queued replies are for the session's own turns. Default:
+        # nothing to save. A test of the save sets its own.
+        self.save_responder: Responder = lambda _body: Reply(text="")
         # Set: a request estimated above this many tokens is refused the way OpenAI
         # refuses it (400, code context_length_exceeded), before any reply is used.
         self.context_window: int | None = None
@@ -92,6 +97,8 @@ class FakeModelServer(ServesWhileOpen):
         return self.context_window is not None and prompt_estimate(body) > self.context_window
 
     def _next_reply(self, body: dict[str, Any]) -> Reply:
+        if is_save_request(body):
+            return self.save_responder(body)
         with self._cond:
             if self._queue:
                 return self._queue.popleft()
@@ -338,6 +345,12 @@ async def _send_json(
     headers = [(b"content-type", b"application/json"), *(extra_headers or [])]
     await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": payload, "more_body": False})
+
+
+def is_save_request(body: dict[str, Any]) -> bool:
+    """The silent turn before a compaction (wakeful/core/context/save_before_compaction.py)."""
+    messages = body.get("messages") or [{}]
+    return messages[0].get("content") == SAVE_PROMPT
 
 
 def prompt_estimate(body: dict[str, Any]) -> int:

@@ -34,6 +34,7 @@ from wakeful.core.components.context import (
 )
 from wakeful.core.components.supervision import configure_all, run_all
 from wakeful.core.context.http_routes import context_routes
+from wakeful.core.context.save_before_compaction import wants_saving
 from wakeful.core.context.tokens import raw_estimate
 from wakeful.core.dispatcher import Dispatcher
 from wakeful.core.feed import Feed
@@ -254,6 +255,7 @@ async def _start(
         plans=SessionPlans(store),
         spend=registrations.spend_guard,
         session_models=registrations.session_models,
+        compaction_tools=[t.name for t in tools.tools() if wants_saving(t)],
     )
     router = Router(_classifier(settings, provider))
     fleet = settings.store.fleet

@@ -43,6 +43,8 @@ class Remember:
     read_only = False
     effect = Effect.CONTROL
     timeout_s: float | None = 10.0
+    # Offered in the silent turn before a compaction (core/context/save_before_compaction).
+    before_compaction = True
 
     def __init__(self, book: MemoryBook) -> None:
         self._book = book

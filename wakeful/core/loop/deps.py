@@ -81,6 +81,8 @@ class LoopDeps:
     scopes: SessionScopes = field(default_factory=SessionScopes)
     # Each session's plan, shown in its status bar (None in tests that build a bare loop).
     plans: SessionPlans | None = None
+    # The tools offered in the silent turn before a compaction (memory's remember).
+    compaction_tools: Sequence[str] = ()
     # Sessions that run on another model than [llm] model (the heartbeat's: fast_model).
     session_models: Mapping[str, str] = field(default_factory=dict)
     # Guards every model call the loop makes (a budget component's); None: unguarded.

@@ -21,6 +21,7 @@ from anyio.abc import TaskGroup
 from structlog.contextvars import bind_contextvars, bound_contextvars, unbind_contextvars
 
 from wakeful.core.context.compaction import COMPACTION_PROMPT
+from wakeful.core.context.save_before_compaction import save_before_compaction
 from wakeful.core.context.session_context import ContextFull, SessionContext
 from wakeful.core.loop.batch_room import event_room, oldest_that_fit
 from wakeful.core.loop.deps import BatchGate, Interrupt, LoopDeps, Submit
@@ -45,7 +46,7 @@ from wakeful.core.provider import (
     Usage,
 )
 from wakeful.core.spend import SpendRefused, SpendRequest
-from wakeful.core.tool import ToolContext, UserOutbox
+from wakeful.core.tool import ToolContext, ToolOutput, UserOutbox
 from wakeful.core.trajectory.rendering import render_event
 from wakeful.core.trajectory.rules import (
     CallInFlight,
@@ -392,7 +393,21 @@ class SessionLoop:
             run.context_full = str(full)
 
     async def _summarize(self, transcript: str) -> str:
-        """The compaction's summary, written by the session's model."""
+        """The compaction's summary, written by the session's model — after the silent
+        turn that lets it save what must outlive the summary (save_before_compaction)."""
+        names = set(self.deps.compaction_tools)
+        offered = [d for d in self.deps.tools.definitions() if d["function"]["name"] in names]
+
+        async def complete(request: ModelRequest, estimate: int) -> ModelResponse:
+            return await self._complete(request, None, estimate)
+
+        async def execute(name: str, arguments: str, call_id: str) -> ToolOutput:
+            context = self.tool_context(f"save-{call_id}", self.user_outbox)
+            return await self.deps.tools.execute(name, arguments, context)
+
+        await save_before_compaction(
+            transcript, offered, complete, execute, self.context.tokens.count_all
+        )
         messages: list[Any] = [
             {"role": "system", "content": COMPACTION_PROMPT},
             {"role": "user", "content": transcript},
