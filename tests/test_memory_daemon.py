@@ -88,7 +88,7 @@ async def test_a_fact_is_in_every_later_sessions_prompt_after_a_restart(
             assert await run_cli(h.running.url, "memory", "show", entry_id) == 0
         shown = capsys.readouterr().out
     assert FACT in system_prompt(model_server.requests[-1].body)
-    assert "1 entries" in listing and "0 waiting for review" in listing and "kept" in listing
+    assert "1 entry in " in listing and "0 waiting for review" in listing and "kept" in listing
     assert "session:   main" in shown and "tainted:   no" in shown
 
 
@@ -171,7 +171,7 @@ async def test_the_memory_guides_commands_run_as_written(
         config = write_cli_config(tmp_path / "on", h.running.url)
         ((code, out, err),) = await anyio.to_thread.run_sync(_run_lines, config, lines)
     assert code == 0 and err == "", (code, out, err)
-    assert "1 entries in " in out and FACT[:40] in out
+    assert "1 entry in " in out and FACT[:40] in out
     off = daemon_settings(tmp_path / "off", model_server.base_url, memory={"enabled": False})
     async with harness(off) as h:
         config = write_cli_config(tmp_path / "off", h.running.url)

@@ -53,7 +53,8 @@ def run(args: argparse.Namespace, client: DaemonClient) -> int:
 def print_listing(listing: dict[str, Any]) -> None:
     entries: list[dict[str, Any]] = listing["entries"]
     waiting = int(listing.get("review", 0))
-    print(f"{len(entries)} entries in {listing['folder']}; {waiting} waiting for review")
+    count = f"{len(entries)} entr{'y' if len(entries) == 1 else 'ies'}"
+    print(f"{count} in {listing['folder']}; {waiting} waiting for review")
     for entry in entries:
         text = str(entry["text"])
         if len(text) > PREVIEW_CHARS:
