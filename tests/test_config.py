@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import stat
 from pathlib import Path
 
@@ -172,3 +173,21 @@ def test_starter_config_loads(tmp_path: Path) -> None:
     for section in ("[daemon]", "[server]", "[store]", "[llm]", "[router]", "[loop]"):
         assert section in STARTER_CONFIG
     assert "[[hooks]]" in STARTER_CONFIG and "[[email.accounts]]" in STARTER_CONFIG
+
+
+def test_the_starter_config_names_the_data_dir_the_daemon_uses(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The comment over data_dir says where the data goes when it is not set: the
+    directory default_data_dir() picks for a user (it used to name an older one)."""
+    from wakeful.kernel.config_files import default_data_dir
+
+    monkeypatch.delenv("STATE_DIRECTORY", raising=False)
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    chosen = default_data_dir()
+    if os.geteuid() == 0:  # root: the system unit's directory
+        assert chosen == Path("/var/lib/wakeful") and "/var/lib/wakeful for root" in STARTER_CONFIG
+    else:
+        assert chosen == tmp_path / "state" / "wakeful"
+    assert "~/.local/state/wakeful" in STARTER_CONFIG and "local/share" not in STARTER_CONFIG

@@ -124,7 +124,7 @@ class DaemonSection(Section):
         except OSError as exc:
             raise ConfigError(
                 f"daemon.data_dir: cannot create {path}: {exc.strerror or exc}; "
-                'set a writable directory, e.g. data_dir = "~/.local/share/wakeful"'
+                'set a writable directory, e.g. data_dir = "~/.local/state/wakeful"'
             ) from None
         return path
 

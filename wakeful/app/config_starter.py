@@ -13,7 +13,8 @@ STARTER_CONFIG = """\
 
 [daemon]
 # Where events, trajectories and the generated admin token live.
-# Default: $STATE_DIRECTORY under systemd, else ~/.local/share/wakeful.
+# Default: $STATE_DIRECTORY under systemd, else ~/.local/state/wakeful
+# ($XDG_STATE_HOME/wakeful), or /var/lib/wakeful for root.
 # data_dir = "/var/lib/wakeful"
 log_level = "info"                      # debug | info | warning | error
 # system_prompt = "You are a helpful assistant."
