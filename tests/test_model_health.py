@@ -100,3 +100,25 @@ def test_missing_key_is_warned_at_start_unless_the_server_is_local(
         assert "SOME_KEY_VAR" in warnings[0] and "loopback" in warnings[0]
     assert missing_key_warning(llm, "sk-given") is None
     assert missing_key_warning(LlmSection(model=""), None) is None
+
+
+async def test_a_remote_model_without_a_key_is_not_ok_in_the_status(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The status said "health: ok" for a model that cannot answer (issue 25): with no
+    key for a remote server it says "no key" and why, until a call succeeds. The host
+    is never asked (nothing is sent: the test makes no message)."""
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    settings = daemon_settings(tmp_path, "https://models.example.test/v1")
+    async with harness(settings) as h:
+        health = (await h.client.get("/api/status")).json()["model"]["health"]
+    assert health["state"] == "no key", health
+    assert "no API key for [llm] model 'fake-model'" in health["warning"]
+
+
+def test_a_success_clears_the_no_key_state() -> None:
+    """A proxy may take no key after all: the first good call makes the state ok."""
+    health = ModelHealth(warning="no API key for [llm] model 'm'")
+    assert health.describe()["state"] == "no key"
+    health.record(ModelCallRecord("main", "r", "m", 0.1, 1, 1, 0, "stop", "ok"))
+    assert health.describe()["state"] == "ok" and "warning" not in health.describe()

@@ -41,6 +41,7 @@ from wakeful.core.feed import Feed
 from wakeful.core.feed_sse import StreamRegistry
 from wakeful.core.loop.deps import LoopDeps
 from wakeful.core.loop.limits import LoopLimits
+from wakeful.core.loop.model_health import ModelHealth
 from wakeful.core.loop.session_scope import SessionScope, SessionScopes
 from wakeful.core.outbox.deliverer import Deliverer
 from wakeful.core.outbox.factory import open_outbox
@@ -254,6 +255,10 @@ async def _start(
         scopes=scopes,
         plans=SessionPlans(store),
         spend=registrations.spend_guard,
+        # A remote model with no key: the status says so until a call succeeds.
+        model_health=ModelHealth(
+            warning=missing_key_warning(settings.llm, settings.llm.resolve_api_key())
+        ),
         session_models=registrations.session_models,
         compaction_tools=[t.name for t in tools.tools() if wants_saving(t)],
     )

@@ -21,6 +21,9 @@ class ModelHealth:
     failing_since: float | None = None  # first failure after the last success
     failures_in_a_row: int = 0
     key_refusals: int = 0
+    # Known before any call (no key for a remote model): the state is not "ok" until a
+    # call succeeds, so the status never says ok for a model that cannot answer.
+    warning: str | None = None
 
     def record(self, record: ModelCallRecord, now: float | None = None) -> None:
         at = time.time() if now is None else now
@@ -40,10 +43,12 @@ class ModelHealth:
 
     def describe(self) -> dict[str, Any]:
         """The status's ``model.health``: readable times, only what is known."""
-        health: dict[str, Any] = {
-            "state": "failing" if self.failing_since is not None else "ok",
-            "last_success": _when(self.last_success_at),
-        }
+        state = "failing" if self.failing_since is not None else "ok"
+        if state == "ok" and self.warning is not None and self.last_success_at is None:
+            state = "no key"
+        health: dict[str, Any] = {"state": state, "last_success": _when(self.last_success_at)}
+        if state == "no key":
+            health["warning"] = self.warning
         if self.failing_since is not None:
             health["failing_since"] = _when(self.failing_since)
             health["failures_in_a_row"] = self.failures_in_a_row
