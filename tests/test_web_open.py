@@ -46,10 +46,14 @@ async def test_open_prints_a_link_that_logs_the_page_in(
         assert code == 0
         printed = capsys.readouterr().out.splitlines()
         [url] = [line for line in printed if "/login?" in line]  # the daemon may log meanwhile
-        assert url == f"{h.running.url}/login?token={ADMIN_TOKEN}"
+        # A one-time code, never the admin token: the link stays in the browser's history.
+        assert url.startswith(f"{h.running.url}/login?code=") and ADMIN_TOKEN not in url
         async with httpx.AsyncClient() as browser:
             response = await browser.get(url)
+            again = await browser.get(url)  # the same link a second time (history, a copy)
         assert response.status_code == 303 and "wakeful_session=" in response.headers["set-cookie"]
+        assert again.status_code == 401 and "used already" in again.text
+        assert "set-cookie" not in again.headers
 
 
 def test_open_without_a_daemon_token_says_so_in_one_line(tmp_path: Path) -> None:
@@ -58,6 +62,20 @@ def test_open_without_a_daemon_token_says_so_in_one_line(tmp_path: Path) -> None
     done = wakeful_open(config)
     assert done.returncode == 1 and done.stdout == ""
     assert done.stderr.count("\n") == 1 and "is `wakeful run` running?" in done.stderr
+
+
+def test_open_with_no_daemon_running_says_so_in_one_line(tmp_path: Path) -> None:
+    """The link is made by the running daemon now: without one, one line saying so."""
+    from tests.daemon_process import free_port
+
+    config = tmp_path / "wakeful.toml"
+    config.write_text(
+        f'[daemon]\ndata_dir = "{tmp_path}"\n'
+        f'[server]\nbind = "127.0.0.1:{free_port()}"\nadmin_token = "{ADMIN_TOKEN}"\n'
+    )
+    done = wakeful_open(config)
+    assert done.returncode == 1 and done.stdout == "", done
+    assert done.stderr.count("\n") == 1 and "start the daemon with `wakeful run`" in done.stderr
 
 
 def test_a_browser_is_started_only_where_one_can_be_seen() -> None:

@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
@@ -71,8 +72,11 @@ def nothing_scripted_is_left_over(model: FakeModelServer) -> Iterator[None]:
 
 
 def open_page(driver: WebDriver, url: str, session: str) -> None:
-    """Log in with the admin token's URL (as `wakeful open` prints it) and open ``session``."""
-    driver.get(f"{url}/login?token={ADMIN_TOKEN}")
+    """Log in with a one-time code's link (as `wakeful open` prints it) and open ``session``."""
+    answer = httpx.post(
+        f"{url}/api/login-codes", headers={"Authorization": f"Bearer {ADMIN_TOKEN}"}, timeout=10
+    )
+    driver.get(f"{url}/login?code={answer.json()['code']}")
     wait_for(lambda: find(driver, "#connection").text == "live", what="the live feed")
     find(driver, "#new-session-name").send_keys(session, Keys.ENTER)
     try:

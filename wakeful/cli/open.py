@@ -1,8 +1,9 @@
 """`wakeful open`: the web page's log-in link, opened in a browser on a desktop.
 
-The link carries the admin token (the page trades it for a session cookie at
-once), so it is printed only to the owner's own terminal. A browser is started
-only where one can be seen: a graphical session, not over SSH, never in CI.
+The link carries a one-time code the running daemon gives for the admin token (good
+for one log-in within two minutes), never the token itself: a link stays in the
+browser's history. A browser is started only where one can be seen: a graphical
+session, not over SSH, never in CI.
 """
 
 from __future__ import annotations
@@ -29,7 +30,20 @@ def login_url(settings: Settings) -> str:
             "It writes the token at its first start; give `wakeful open` its config (-c)",
             exit_code=1,
         )
-    return f"{base_url(server.host_port())}/login?token={quote(token, safe='')}"
+    base = base_url(server.host_port())
+    try:
+        answer = httpx.post(
+            f"{base}/api/login-codes", headers={"Authorization": f"Bearer {token}"}, timeout=5
+        )
+    except httpx.HTTPError:
+        raise CliError(
+            f"nothing answers at {base}: start the daemon with `wakeful run` (the log-in "
+            "link is made by the running daemon)",
+            exit_code=1,
+        ) from None
+    if answer.status_code != 200:
+        raise CliError(f"the daemon at {base} gave no log-in code ({answer.status_code})")
+    return f"{base}/login?code={quote(str(answer.json()['code']), safe='')}"
 
 
 def has_display(env: Mapping[str, str], platform: str = sys.platform) -> bool:
@@ -44,12 +58,7 @@ def has_display(env: Mapping[str, str], platform: str = sys.platform) -> bool:
 def open_page(settings: Settings, *, browser: bool) -> int:
     url = login_url(settings)
     print(url)
-    base = url.split("/login?", 1)[0]
-    try:
-        httpx.get(f"{base}/healthz", timeout=2)
-    except httpx.HTTPError:
-        note = f"wakeful: nothing answers at {base} yet; start it with `wakeful run`"
-        print(note, file=sys.stderr)
+    print("(good for one log-in within two minutes)", file=sys.stderr)
     if browser and has_display(os.environ):
         webbrowser.open(url)
     return 0

@@ -10,6 +10,7 @@ from starlette.routing import Route
 
 from wakeful.channels.chat_web.assets import Assets
 from wakeful.channels.chat_web.login import Login
+from wakeful.channels.chat_web.login_codes import LoginCodes
 from wakeful.channels.chat_web.page_api import PageApi
 from wakeful.core.components.context import ComponentSetup
 from wakeful.kernel.http.auth import TokenCheck
@@ -28,7 +29,7 @@ class ChatWebComponent:
         # Logged-out sessions outlive a restart, as their cookies do.
         await anyio.to_thread.run_sync(self.tokens.sessions.revoked.load, setup.data_dir)
         self.assets = Assets(PAGE_FILES)
-        self.login = Login(self.tokens, self.assets["login.html"])
+        self.login = Login(self.tokens, self.assets["login.html"], LoginCodes())
         self.api = PageApi(self.tokens, setup.feed, setup.store, setup.registrations)
         session_path = "/web/sessions/{session:path}"
         for route in (
@@ -36,6 +37,7 @@ class ChatWebComponent:
             Route("/login", self.login.get, methods=["GET"]),
             Route("/login", self.login.post, methods=["POST"]),
             Route("/logout", self.login.logout, methods=["POST"]),
+            Route("/api/login-codes", self.login.issue_code, methods=["POST"]),
             Route("/static/{name}", self.static, methods=["GET"]),
             Route("/web/session", self.api.session, methods=["GET"]),
             Route("/web/stream", self.api.stream, methods=["GET"]),

@@ -1,7 +1,9 @@
-"""Logging the page in: the admin token once, a session cookie after.
+"""Logging the page in: a one-time code or the admin token once, a session cookie after.
 
-``GET /login?token=…`` is the URL `wakeful open` prints; the page's own form
-posts the token instead, so it does not stay in the browser's history.
+``GET /login?code=…`` is the URL `wakeful open` prints (the code is good once, for two
+minutes: see login_codes.py); the page's own form posts the admin token, so it never
+stays in the browser's history. A token in the URL (older `wakeful open` links) is
+still taken, once, but the link the CLI prints never carries it any more.
 """
 
 from __future__ import annotations
@@ -11,9 +13,10 @@ from urllib.parse import parse_qs
 
 import anyio
 from starlette.requests import Request
-from starlette.responses import RedirectResponse, Response
+from starlette.responses import JSONResponse, RedirectResponse, Response
 
 from wakeful.channels.chat_web.assets import SECURITY_HEADERS, Asset
+from wakeful.channels.chat_web.login_codes import CODE_TTL_S, LoginCodes
 from wakeful.kernel.http.auth import SESSION_COOKIE, SESSION_MAX_AGE_S, TokenCheck
 from wakeful.kernel.http.body import read_capped
 from wakeful.kernel.http.errors import ApiError
@@ -23,6 +26,10 @@ MAX_FORM_BYTES = 4096
 # Wrong tokens per client address before /login answers 429 for the rest of the window.
 LOGIN_MAX_FAILURES = 5
 LOGIN_WINDOW_S = 60.0
+USED_CODE = (
+    "That log-in link was used already or is over two minutes old. Run `wakeful open` "
+    "on the daemon's host for a new one, or paste the admin token below."
+)
 WRONG_TOKEN = (
     "That is not this daemon's admin token. Run `wakeful open` on the daemon's host for "
     "a log-in link, or paste the token from the file admin-token in its data dir."
@@ -30,17 +37,31 @@ WRONG_TOKEN = (
 
 
 class Login:
-    def __init__(self, tokens: TokenCheck, form: Asset) -> None:
+    def __init__(self, tokens: TokenCheck, form: Asset, codes: LoginCodes) -> None:
         self._tokens = tokens
         self._form = form
+        self._codes = codes
         self._failures = FailureLimit(LOGIN_MAX_FAILURES, LOGIN_WINDOW_S)
 
     async def get(self, request: Request) -> Response:
+        code = request.query_params.get("code")
+        if code is not None:
+            self._check_rate(request)
+            if not self._codes.take(code):
+                self._failures.failed(_client(request))
+                return self.form(request, USED_CODE, status_code=401)
+            return self._signed_in(request)
         token = request.query_params.get("token")
         if token is None:
             return self.form(request)
         self._check_rate(request)
         return self._log_in(request, token)
+
+    async def issue_code(self, request: Request) -> Response:
+        """POST /api/login-codes (admin token): a code for one log-in link."""
+        self._tokens.require(request)
+        body = {"code": self._codes.issue(), "expires_in_s": int(CODE_TTL_S)}
+        return JSONResponse(body, headers={"cache-control": "no-store"})
 
     async def post(self, request: Request) -> Response:
         self._check_rate(request)
@@ -84,6 +105,9 @@ class Login:
         if not token.strip() or not self._tokens.token_ok(token.strip()):
             self._failures.failed(_client(request))
             return self.form(request, WRONG_TOKEN, status_code=401)
+        return self._signed_in(request)
+
+    def _signed_in(self, request: Request) -> Response:
         response = RedirectResponse("/", status_code=303, headers={"cache-control": "no-store"})
         response.headers["referrer-policy"] = SECURITY_HEADERS["referrer-policy"]
         response.set_cookie(
