@@ -318,7 +318,7 @@ async def test_reopen_sees_everything_committed(opener: Opener) -> None:
     await first.set_route("q1", EventStatus.PARALLEL, "parallel", "quick")
     await first.set_parallel_answer("q1", "noon")
     await first.consume("main", ["e1"], [msg("e1")])
-    record = ModelCallRecord("main", "r", "m", 1.5, 3, 4, 0, "stop", "ok")
+    record = ModelCallRecord("main", "r", "m", 1.5, 3, 4, 0, "stop", "ok", "user", 1.7e9)
     await first.record_model_call(record)
     await first.aclose()
 
