@@ -202,8 +202,63 @@ def test_stop_interrupts_a_long_reply_and_the_cancel_is_on_the_timeline(
     )
     assert "cancel" in interrupt[0]["text"]
     wait_for(lambda: "Stopped." in bubbles(browser, "assistant"), what="the answer after stop")
-    assert not any("and then" in t for t in bubbles(browser, "assistant"))
+    # The unfinished text stays where it was read, and says it was not kept.
+    (stopped,) = texts(browser, ".msg.assistant.discarded")
+    assert "stopped" in stopped.split("\n", 1)[0]
+    assert "and then" in stopped
+    assert "Not kept (an urgent user.interrupt arrived" in stopped
+    kept = bubbles(browser, "assistant:not(.discarded)")
+    assert kept == ["Stopped."], kept
+    assert not any("and then" in t for t in kept)
     wait_for(lambda: not find(browser, "#stop").is_displayed(), what="Stop hidden when idle")
+    browser.save_screenshot(str(SHOTS / "stopped.png"))
+
+
+def test_the_timeline_follows_new_entries_unless_the_reader_scrolled_up(
+    daemon: DaemonProcess, model: FakeModelServer, browser: WebDriver
+) -> None:
+    session = "web-follow"
+    replies = 14
+    model.push(*(Reply(text=f"answer {n}") for n in range(replies + 2)))
+    open_page(browser, daemon.url, session)
+    for n in range(replies):  # enough entries that the side panel scrolls
+        daemon.send(f"question {n}", session=session)  # one at a time: one reply each
+        wait_for(
+            lambda: bubbles(browser, "assistant")[-1:] == [f"answer {n}"],  # noqa: B023
+            what=f"answer {n}",
+        )
+    aside = find(browser, "aside")
+    geometry = "const a = arguments[0]; return [a.scrollTop, a.scrollHeight, a.clientHeight]"
+
+    def at_bottom() -> bool:
+        top, height, client = browser.execute_script(geometry, aside)
+        return bool(height - top - client < 2)
+
+    def newest_in_view() -> bool:
+        script = (
+            "const last = document.querySelector('#timeline').lastElementChild;"
+            "const box = arguments[0].getBoundingClientRect(), r = last.getBoundingClientRect();"
+            "return r.bottom <= box.bottom + 1 && r.top >= box.top - 1;"
+        )
+        return bool(browser.execute_script(script, aside))
+
+    _, height, client = browser.execute_script(geometry, aside)
+    assert height > client * 1.5, "the panel does not scroll: the test proves nothing"
+    browser.execute_script("arguments[0].scrollTop = arguments[0].scrollHeight", aside)
+    entries = len(timeline(browser))
+    daemon.send(f"question {replies}", session=session)
+    wait_for(lambda: len(timeline(browser)) > entries, what="a new entry")
+    wait_for(lambda: newest_in_view() and at_bottom(), what="the newest entry in view")
+    wait_for(lambda: bubbles(browser, "assistant")[-1:] == [f"answer {replies}"], what="it")
+    wait_for(lambda: newest_in_view() and at_bottom(), what="the run's last entry in view")
+    browser.save_screenshot(str(SHOTS / "timeline-follows.png"))
+    # One who scrolled up to read is left where they are.
+    browser.execute_script("arguments[0].scrollTop = 0", aside)
+    entries = len(timeline(browser))
+    daemon.send(f"question {replies + 1}", session=session)
+    wait_for(lambda: bubbles(browser, "assistant")[-1:] == [f"answer {replies + 1}"], what="it")
+    assert len(timeline(browser)) > entries
+    assert browser.execute_script("return arguments[0].scrollTop", aside) == 0
 
 
 def test_a_stopped_tool_call_shows_its_placeholder_and_the_late_result_that_pays_it(

@@ -82,10 +82,23 @@ function longText(label, text) {
   return el("details", {}, el("summary", { text: `${label} (${text.length} characters)` }), el("pre", { text }));
 }
 
+// The box that scrolls a list: the list itself (#messages), a panel around it (the
+// timeline scrolls with its <aside>), or the page (a phone's one column).
+function scroller(node) {
+  for (let box = node; box && box !== document.body; box = box.parentElement) {
+    const overflow = getComputedStyle(box).overflowY;
+    if (overflow === "auto" || overflow === "scroll") return box;
+  }
+  return document.scrollingElement;
+}
+
+// Add to a list and keep its newest entry in view, if the reader was at the bottom;
+// one who scrolled up to read stays where they are.
 function follow(list, add) {
-  const atBottom = list.scrollHeight - list.scrollTop - list.clientHeight < 40;
+  const box = scroller(list);
+  const atBottom = box.scrollHeight - box.scrollTop - box.clientHeight < 40;
   add();
-  if (atBottom) list.scrollTop = list.scrollHeight;
+  if (atBottom) box.scrollTop = box.scrollHeight;
 }
 
 // --- chat ------------------------------------------------------------------------
@@ -121,9 +134,17 @@ function streamDelta(text, at) {
   follow($("messages"), () => { body.textContent += text; });
 }
 
-function dropStreaming() {
-  state.streaming?.remove();
+// A streamed reply that was not finished (Stop, a failed call) stays where it was read,
+// marked as not kept: the model never sees it as said, and the reader is told so.
+function retractStreaming(cause) {
+  const bubble = state.streaming;
   state.streaming = null;
+  if (!bubble) return;
+  bubble.classList.replace("streaming", "discarded");
+  bubble.removeAttribute("aria-busy");
+  bubble.querySelector(".meta").append(el("span", { class: "badge", text: "stopped" }));
+  const why = `Not kept (${cause}): this unfinished reply is not part of the conversation.`;
+  follow($("messages"), () => bubble.append(el("span", { class: "why", text: why })));
 }
 
 function showReply(message) {
@@ -766,7 +787,7 @@ async function onFeed(type, item) {
     case "event": await refreshEvents(); break; // awaited: what follows comes after it
     case "delta": streamDelta(item.delta, item.at); break;
     case "discarded":
-      dropStreaming();
+      retractStreaming(item.cause);
       note(`the streamed reply (${item.chars} characters) was discarded: ${item.cause}`, "alert");
       break;
     case "reply": showReply(item); break;
