@@ -159,7 +159,7 @@ def test_readme_commands_run_as_written(copy_dir: Path, tmp_path: Path) -> None:
             elif " send " in command:
                 assert _run(line, copy_dir, env).stdout.startswith("accepted ")
             elif " status " in command:
-                assert "events_accepted: 1" in _run(line, copy_dir, env).stdout
+                assert "events: 1 accepted" in _run(line, copy_dir, env).stdout
             else:
                 _run(line, copy_dir, env)
     finally:

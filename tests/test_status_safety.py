@@ -12,22 +12,24 @@ from pathlib import Path
 
 import pytest
 
-from tests.daemon_harness import harness, watch_feed
+from tests.daemon_harness import daemon_settings, harness, watch_feed
 from tests.fakes.model_server import FakeModelServer, Reply, ToolCallSpec, text_reply
 from tests.test_approvals import settings_for, tainted_call
 from tests.test_chat_foundation import run_cli, write_cli_config
 
 pytestmark = pytest.mark.anyio
+NOTHING = "needs you: nothing (no approval waiting, no session tainted, no breaker tripped)\n"
 
 
 async def test_status_lists_pending_approvals_tainted_sessions_and_tripped_breakers(
-    tmp_path: Path, model_server: FakeModelServer
+    tmp_path: Path, model_server: FakeModelServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # A wide terminal: the lines are compared whole (the 80-column layout is the next test's).
+    monkeypatch.setenv("COLUMNS", "240")
     async with harness(settings_for(tmp_path, model_server, breaker_denials=1)) as h:
         config = write_cli_config(tmp_path, h.running.url)
         calm = await run_cli(["-c", str(config), "status"])
-        assert "  pending approvals: 0\n" in calm
-        assert "  tainted sessions: -\n" in calm and "  tripped breakers: -\n" in calm
+        assert NOTHING in calm
 
         approval = await tainted_call(h, model_server)
         model_server.push(
@@ -40,12 +42,15 @@ async def test_status_lists_pending_approvals_tainted_sessions_and_tripped_break
 
         out = await run_cli(["-c", str(config), "status"])
         lines = out.splitlines()
-        safety = lines[lines.index("safety:") :]
-        assert "  pending approvals: 1 (`wakeful approvals` lists them)" in safety
-        tainted = [line for line in safety if line.startswith("    - main: since ")]
+        # What needs the owner comes before the parts, one line each with its command.
+        start = lines.index("needs you:")
+        assert start < next(i for i, line in enumerate(lines) if line.startswith("parts: "))
+        safety = lines[start:]
+        assert "  - 1 approval waiting (`wakeful approvals` lists them)" in safety
+        tainted = [line for line in safety if line.startswith("  - tainted main: since ")]
         assert len(tainted) == 1 and "webhook.received from forms" in tainted[0]
         assert tainted[0].endswith("(`wakeful taint clear main` trusts it again)")
-        assert "    - ops: 1 denied calls (`wakeful breaker reset ops`)" in safety
+        assert "  - tripped breaker ops: 1 denied calls (`wakeful breaker reset ops`)" in safety
         status = (await h.client.get("/api/status")).json()
         assert status["safety"] == (await h.client.get("/api/safety")).json()
         assert status["safety"]["pending_approvals"] == 1 and approval["session"] == "main"
@@ -56,10 +61,35 @@ async def test_status_lists_pending_approvals_tainted_sessions_and_tripped_break
             await feed.wait_for(lambda i: i["type"] == "run" and i["state"] == "idle")
         denied = await run_cli(["-c", str(config), "status"])
         # The owner's own no counts towards the breaker too.
-        assert "    - main: 1 denied calls (`wakeful breaker reset main`)" in denied
+        assert "  - tripped breaker main: 1 denied calls (`wakeful breaker reset main`)" in denied
         await run_cli(["-c", str(config), "taint", "clear", "main"])
         for session in ("main", "ops"):
             await run_cli(["-c", str(config), "breaker", "reset", session])
         after = await run_cli(["-c", str(config), "status"])
-        assert "  tainted sessions: -\n" in after and "  tripped breakers: -\n" in after
-        assert "  pending approvals: 0\n" in after
+        assert NOTHING in after
+
+
+async def test_status_on_the_defaults_reads_top_down_in_a_screen_of_80_columns(
+    tmp_path: Path, model_server: FakeModelServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The daemon's own sections on its defaults: the model, then the sessions, then
+    what needs the owner, each other part in one line; a screen, not 76 lines."""
+    monkeypatch.setenv("COLUMNS", "80")  # the terminal, whatever runs the tests
+    async with harness(daemon_settings(tmp_path, model_server.base_url)) as h:
+        config = write_cli_config(tmp_path, h.running.url)
+        for session in ("main", "ops"):
+            model_server.push(text_reply(f"hello {session}"))
+            async with watch_feed(h, session) as feed:
+                await h.send("hi", session=session)
+                await feed.wait_for(lambda i: i["type"] == "run" and i["state"] == "idle")
+        lines = (await run_cli(["-c", str(config), "status"])).splitlines()
+    assert lines[0] == "wakeful: running"
+    heads = [line.split(":")[0] for line in lines if not line.startswith(" ")]
+    assert heads[:6] == ["wakeful", "model", "sessions", "needs you", "events", "store"], heads
+    assert lines[lines.index("sessions: 2") + 1].startswith("  main: idle, context ")
+    assert lines[1].startswith("model: ")
+    assert lines[2].startswith("  health: ok, last success ")
+    assert len(lines) <= 22, "\n".join(lines)
+    too_wide = [line for line in lines if len(line) > 80]
+    assert too_wide == [], too_wide
+    assert lines[-1] == "(`wakeful status --all`: every field; `--json`: as the daemon says it)"

@@ -163,7 +163,10 @@ async def test_crash_before_consume_quarantines_only_the_poison_event(
         await wait_until(feed, lambda: _has_status(h, poison, "quarantined"), timeout_s=30)
         await wait_until(feed, lambda: _has_status(h, other, "consumed"))
         await wait_until(feed, answered(h, "an innocent message"))
-        assert (await event_status(h, other))["attempts"] == 2  # the crashed batch, then alone
+        # At most one crashed take (the batch it shared with the poison, if the take was
+        # not made before it arrived), then alone: never counted again once the first
+        # event of that batch is answered (an innocent one behind the poison was).
+        assert (await event_status(h, other))["attempts"] in (1, 2)
         assert (await event_status(h, poison))["attempts"] == 4  # 3 crashed takes + the last
         shown = [m["content"] for m in await h.trajectory() if m["role"] == "user"]
         assert [text for text in shown if "poison" in text and "quarantined" not in text] == []
@@ -375,7 +378,7 @@ async def test_wakeful_events_retry_puts_a_quarantined_event_back(
         config = str(cli_config(h, tmp_path))
         assert await anyio.to_thread.run_sync(main, ["-c", config, "status"]) == 0
         shown = capsys.readouterr().out
-        assert "quarantined:" in shown and "held:1" in shown and "3 times" in shown
+        assert "1 quarantined" in shown and "held:1" in shown and "3 times" in shown
         async with watch_feed(h, "side") as feed:
             code = await anyio.to_thread.run_sync(main, ["-c", config, "events", "retry", "held:1"])
             assert code == 0

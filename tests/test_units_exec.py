@@ -162,7 +162,7 @@ def test_user_unit_exec_start_runs_verbatim(tmp_path: Path) -> None:
             text=True,
         )
         assert status.returncode == 0, status.stderr
-        assert "events_accepted: 0" in status.stdout, status.stdout
+        assert "events: 0 accepted" in status.stdout, status.stdout
         check_serves_and_stops(proc, notify, port)
     assert (state / "wakeful.db").is_file()
     assert not (home / ".local" / "share" / "wakeful").exists()  # no stray second data dir

@@ -8,10 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from tests.support import Step, build_core, calls, fails, reply, tool_call
+from tests.support import Step, build_core, calls, fails, opened_store, reply, tool_call
 from tests.trajectory_validator import validate_openai
 from wakeful.core.context.compaction import COMPACTION_PROMPT
+from wakeful.core.loop.supervisor import PoisonGate
 from wakeful.core.provider import ContextTooLong, ModelRequest, ModelUnavailable
+from wakeful.kernel.events import Event, user_message
 
 pytestmark = pytest.mark.anyio
 
@@ -117,3 +119,43 @@ async def test_too_long_with_nothing_to_shrink_stops_and_keeps_the_event(
     assert [m["role"] for m in messages] == ["user"]
     assert any("context cannot fit the model's window" in a for a in core.alerts())
     assert core.channel.texts() == []
+
+
+async def test_a_crashed_batch_is_taken_one_at_a_time_until_each_of_it_is_settled(
+    tmp_path: Path,
+) -> None:
+    """[first, poison, innocent] crash before consume. The next takes are one event each
+    until every one of that batch is answered or quarantined: the innocent one behind
+    the poison is counted for the one crashed batch only (it used to share the poison's
+    next batch as soon as the first was answered, and crash with it again)."""
+    async with opened_store(tmp_path) as store:
+        events = [user_message(text, session="main") for text in ("first", "poison", "innocent")]
+        for event in events:
+            await store.append(event)
+        submitted: list[Event] = []
+
+        async def submit(event: Event) -> None:
+            submitted.append(event)
+
+        gate = PoisonGate("main", store, 3, submit)
+
+        async def take() -> list[str]:
+            return [s.event.content.text for s in await gate.admit(await store.pending("main"))]
+
+        assert await take() == ["first", "poison", "innocent"]
+        await gate.before_restart(store_outage=False)  # crashed before consume
+        assert await take() == ["first"]
+        gate.consumed()
+        gate.answered()
+        await store.consume("main", [events[0].id], [])
+        for _ in range(2):  # the poison alone, twice more
+            assert await take() == ["poison"]
+            await gate.before_restart(store_outage=False)
+        assert await take() == []  # its fourth take: quarantined instead of run
+        assert await take() == ["innocent"]
+        gate.consumed()
+        gate.answered()
+        attempts = {s.event.content.text: s.attempts for s in await store.pending("main")}
+        assert attempts == {"innocent": 2}
+        assert [e.id for e in submitted] == [f"alert:quarantine:{events[1].id}"]
+        assert not gate.one_at_a_time

@@ -9,9 +9,10 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -24,6 +25,7 @@ from wakeful.cli import usage as cli_usage
 from wakeful.cli.client import CliError, DaemonClient
 from wakeful.cli.events import require_session, show_events
 from wakeful.cli.status import compact_status
+from wakeful.cli.status_text import status_lines, tree_lines
 from wakeful.cli.wait import AnswerWatch, answered, finish
 from wakeful.kernel.config_files import ConfigError, find_config_file
 from wakeful.kernel.session_names import SESSION_RULE, is_session_name
@@ -170,11 +172,12 @@ def cmd_status(args: argparse.Namespace) -> int:
         print(json.dumps(status, indent=2, ensure_ascii=False))
         return 0
     model = status.get("model")
-    shown = compact_status(status)
     if isinstance(model, dict) and "how_to_configure" in model:
         # Printed once, whole, below rather than squeezed into the summary.
-        shown = {**shown, "model": {k: v for k, v in model.items() if k != "how_to_configure"}}
-    for line in _pretty(shown):
+        status = {**status, "model": {k: v for k, v in model.items() if k != "how_to_configure"}}
+    width = shutil.get_terminal_size().columns
+    lines = tree_lines(compact_status(status)) if args.all else status_lines(status, width)
+    for line in lines:
         print(line)
     if _model_missing(status):
         print()
@@ -187,32 +190,6 @@ def _how_to(status: dict[str, Any]) -> str:
     if isinstance(model, dict) and isinstance(model.get("how_to_configure"), str):
         return str(model["how_to_configure"])
     return NO_MODEL_HELP
-
-
-def _pretty(value: Any, indent: int = 0) -> Iterator[str]:
-    pad = "  " * indent
-    if isinstance(value, dict):
-        for key, item in value.items():
-            if isinstance(item, dict | list) and item:
-                yield f"{pad}{key}:"
-                yield from _pretty(item, indent + 1)
-            else:
-                yield f"{pad}{key}: {_scalar(item)}"
-    elif isinstance(value, list):
-        for item in value:
-            if isinstance(item, dict | list):
-                yield f"{pad}-"
-                yield from _pretty(item, indent + 1)
-            else:
-                yield f"{pad}- {_scalar(item)}"
-    else:
-        yield f"{pad}{_scalar(value)}"
-
-
-def _scalar(value: Any) -> str:
-    if value is None or value == {} or value == []:
-        return "-"
-    return str(value)
 
 
 def _model_missing(status: dict[str, Any]) -> bool:
@@ -346,6 +323,7 @@ def _parser() -> argparse.ArgumentParser:
     send.add_argument("text", help="the message")
     status = _add(sub, "status", cmd_status, "sessions, queue, recent tasks and model health")
     status.add_argument("--json", action="store_true", help="everything, as the daemon says it")
+    status.add_argument("--all", action="store_true", help="every field, as an indented tree")
     events = _add(sub, "events", cmd_events, "show the event log")
     events.add_argument("--session", "-s", help="only this session (default: all)")
     events.add_argument("--follow", "-f", action="store_true", help="keep printing new events")

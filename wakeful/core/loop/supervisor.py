@@ -17,8 +17,10 @@ Which events crashed it (:class:`PoisonGate`):
   the run starts (arq's habit), so a crash that takes the whole process down
   counts too; an event taken once more after ``max_event_crashes`` failed
   takes is quarantined instead of run. After a batch of several crashed, the
-  events are taken one at a time until one is answered, so the innocent
-  ones in it are not counted with the poison one.
+  events are taken one at a time until each of that batch is answered or
+  quarantined, so the innocent ones in it are not counted with the poison one
+  (stopping at the first answered one let an innocent event queued behind
+  the poison crash with it again).
 - *after* they were consumed (the model call or what follows crashed before
   the model answered them): the restarted loop owes them a reply and calls
   the model again. Each such retry counts one attempt for them; past the
@@ -92,11 +94,19 @@ class PoisonGate:
         self.taken: list[StoredEvent] = []  # admitted, not yet consumed
         self.carried: list[StoredEvent] = []  # consumed, not yet answered by the model
         self.last_failure = "the session crashed while handling it"
-        self.one_at_a_time = False
+        # The events of a crashed batch of several, not yet answered or quarantined:
+        # while any is pending, events are taken one at a time.
+        self.suspects: set[str] = set()
         self.held_back: list[StoredEvent] = []  # what the last admit left in the queue
+
+    @property
+    def one_at_a_time(self) -> bool:
+        return bool(self.suspects)
 
     async def admit(self, batch: list[StoredEvent]) -> list[StoredEvent]:
         """The part of a fresh batch that may run now; poison is quarantined instead."""
+        # A suspect no longer pending (answered elsewhere, cancelled) is no suspect.
+        self.suspects &= {s.event.id for s in batch}
         self.held_back = batch[1:] if self.one_at_a_time else []
         if self.one_at_a_time:
             batch = batch[:1]  # the rest stays pending, uncounted, for the next safe point
@@ -112,8 +122,8 @@ class PoisonGate:
         self.taken = []
 
     def answered(self) -> None:
+        self.suspects -= {s.event.id for s in self.taken + self.carried}
         self.taken, self.carried = [], []
-        self.one_at_a_time = False
 
     async def before_restart(self, store_outage: bool) -> list[StoredEvent]:
         """Count the retry of events the crashed run consumed; the ones quarantined.
@@ -130,8 +140,8 @@ class PoisonGate:
             return []
         if len(self.taken) > 1:
             # Several events crashed before they were consumed: take them one at a
-            # time until the model answers one, so only the poison one counts up.
-            self.one_at_a_time = True
+            # time until each is answered, so only the poison one counts up.
+            self.suspects |= {s.event.id for s in self.taken}
         self.taken = []
         if not self.carried:
             return []
@@ -149,6 +159,7 @@ class PoisonGate:
             f" (last: {self.last_failure})"
         )
         moved = set(await self.queue.quarantine([s.event.id for s in events], failure))
+        self.suspects -= moved
         for stored in events:
             if stored.event.id not in moved:
                 continue
