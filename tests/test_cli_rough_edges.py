@@ -3,13 +3,16 @@ send --wait's exit code and its replies, against a real HTTP server."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
 
-from tests.daemon_harness import daemon_settings, harness
+from tests.daemon_harness import ADMIN_TOKEN, daemon_settings, harness
+from tests.daemon_process import DaemonProcess, free_port
 from tests.test_cli import _isolated as _isolated  # autouse: no WAKEFUL_* settings
 from tests.test_cli import app_for, run_cli
 from tests.test_http_api import MemoryDaemon, serve
@@ -124,6 +127,7 @@ async def test_send_wait_exits_1_when_the_model_failed(capsys: pytest.CaptureFix
             assert await run_cli(url, "send", "--wait", "hi") == 1
     err = capsys.readouterr().err
     assert "no reply: model call failed: 401 invalid api key" in err
+    assert err.count("401 invalid api key") == 1, err  # said once, as the reason
 
 
 @pytest.mark.anyio
@@ -211,3 +215,30 @@ async def test_events_pages_a_real_daemon_log_with_reasons(
     assert ["note 2" in lines[0], "note 3" in lines[1]] == [True, True]
     assert "2 older events not shown" in captured.err
     assert all("[pending/" in line and ": " in line.split("[pending/")[1] for line in lines)
+
+
+def test_one_model_failure_is_said_once_by_send_wait(tmp_path: Path) -> None:
+    """A daemon on its defaults whose model endpoint is down: the run retries and stops;
+    `send --wait` says the error once (last, as the reason for exit 1) and that the run
+    stopped, instead of the same error three to five times."""
+    port = free_port()
+    dead = f"http://127.0.0.1:{free_port()}/v1"  # nothing listens there
+    config = tmp_path / "wakeful.toml"  # the defaults, retries and backoff included
+    config.write_text(
+        f'[daemon]\ndata_dir = "{tmp_path}"\n'
+        f'[server]\nbind = "127.0.0.1:{port}"\nadmin_token = "{ADMIN_TOKEN}"\n'
+        f'[llm]\nbase_url = "{dead}"\nmodel = "m"\n',
+        encoding="utf-8",
+    )
+    with DaemonProcess(config, port):
+        done = subprocess.run(
+            [sys.executable, "-m", "wakeful", "-c", str(config), "send", "--wait", "hi"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    assert done.returncode == 1 and done.stdout == ""
+    lines = done.stderr.splitlines()
+    assert done.stderr.count("cannot reach the model endpoint") == 1, done.stderr
+    assert lines[-1].startswith("wakeful: no reply: model call failed: cannot reach"), lines
+    assert len(lines) == 2 and lines[0].startswith("[alert] run stopped: the model failed 3 times")

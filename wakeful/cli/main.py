@@ -152,7 +152,8 @@ def _send_and_wait(client: DaemonClient, session: str, text: str, kind: str, tim
             reply = watch.take(item)
             if reply is not None:
                 screen.show([reply])
-            _print_feed_item(item)
+            if not watch.reports(item):  # the failure that ends the wait is said once, last
+                _print_feed_item(item)
             idle = item.get("type") == "run" and item.get("state") == "idle"
             if idle and answered(client, session, watch):
                 return finish(watch)

@@ -55,6 +55,11 @@ class AnswerWatch:
         answers = item.get("answers")
         return answers == self.event_id or answers in self.batched_after
 
+    def reports(self, item: dict[str, Any]) -> bool:
+        """True for a model call's failure: :func:`finish` says it, as its last line."""
+        text = str(item.get("text", ""))
+        return item.get("type") == "alert" and text.startswith(FAILURE_PREFIXES[0])
+
     def failure(self) -> str | None:
         """Why the run gave no answer, when the model failed."""
         if self.replies or not self.failures:

@@ -29,6 +29,7 @@ class Run:
     started_at: float = field(default_factory=time.monotonic)
     model_calls: int = 0
     consecutive_failures: int = 0
+    last_failure: str | None = None  # the failure watchers were last told of
     interrupts: int = 0
     refused: str | None = None  # the model refused our key: retrying cannot help
     context_full: str | None = None  # the request cannot be made to fit: the run stops

@@ -323,6 +323,7 @@ class SessionLoop:
             await self._record_call(run, None, time.monotonic() - started, "interrupted")
             return None
         run.consecutive_failures = 0
+        run.last_failure = None
         if response.usage.prompt_tokens:
             self.context.observe(response.usage.prompt_tokens)
         await self.context.fitted()
@@ -498,7 +499,12 @@ class SessionLoop:
             self.deps.model_health.key_refused()
             await self._record_call(run, None, elapsed, f"error: {exc}")
             return
-        self._publish({"type": "alert", "text": f"model call failed: {exc}"})
+        # Watchers are told a failure once: its retries fail the same way, and the run's
+        # end says how many times ("run stopped: the model failed 3 times in a row").
+        # One failure used to print the same error three to five times.
+        if str(exc) != run.last_failure:
+            run.last_failure = str(exc)
+            self._publish({"type": "alert", "text": f"model call failed: {exc}"})
         await self._record_call(run, None, elapsed, f"error: {exc}")
         if run.exceeded() is None:
             with self._interruptible():
