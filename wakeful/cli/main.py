@@ -16,6 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from wakeful.cli import backup as cli_backup
 from wakeful.cli import budget as cli_budget
 from wakeful.cli import context as cli_context
 from wakeful.cli import memory as cli_memory
@@ -301,6 +302,16 @@ def cmd_usage(args: argparse.Namespace) -> int:
     return cli_usage.run(args, _client(args))
 
 
+def cmd_backup(args: argparse.Namespace) -> int:
+    settings = _settings(args)
+    data_dir = settings.daemon.data_dir_path()
+    return cli_backup.run_backup(args, data_dir, settings.store.backend)
+
+
+def cmd_restore(args: argparse.Namespace) -> int:
+    return cli_backup.run_restore(args, _settings(args).daemon.data_dir_path())
+
+
 # --- argument parsing ---------------------------------------------------------
 
 
@@ -367,6 +378,8 @@ def _parser() -> argparse.ArgumentParser:
     cli_context.add_arguments(sub, lambda where, name, text: _add(where, name, cmd_context, text))
     cli_budget.add_arguments(sub, lambda where, name, text: _add(where, name, cmd_budget, text))
     cli_memory.add_arguments(sub, lambda where, name, text: _add(where, name, cmd_memory, text))
+    commands = {"backup": cmd_backup, "restore": cmd_restore}
+    cli_backup.add_arguments(sub, lambda where, name, text: _add(where, name, commands[name], text))
     cli_usage.add_arguments(sub, lambda where, name, text: _add(where, name, cmd_usage, text))
     web = _add(sub, "open", cmd_open, "print the web page's log-in link (and open it on a desktop)")
     web.add_argument("--no-browser", action="store_true", help="only print the link")
