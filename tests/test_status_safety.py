@@ -90,6 +90,7 @@ async def test_status_on_the_defaults_reads_top_down_in_a_screen_of_80_columns(
     assert lines[1].startswith("model: ")
     assert lines[2].startswith("  health: ok, last success ")
     assert len(lines) <= 22, "\n".join(lines)
-    too_wide = [line for line in lines if len(line) > 80]
+    # Wider only where one word is (a long path cannot be broken).
+    too_wide = [line for line in lines if len(line) > 80 and " " in line.strip()]
     assert too_wide == [], too_wide
     assert lines[-1] == "(`wakeful status --all`: every field; `--json`: as the daemon says it)"

@@ -8,6 +8,7 @@ with ``kill_on_timeout``).
 
 from __future__ import annotations
 
+import itertools
 import json
 import sys
 import threading
@@ -450,7 +451,10 @@ async def test_rss_over_its_limit_alerts_the_configured_session_and_status_lists
     where = lines.index("  alerts:")
     assert any(line.startswith("system: ") for line in lines[:where])
     assert lines[where + 1].startswith("    - memory: since ")
-    assert "rss_max_mb = 1" in lines[where + 1]
+    # The alert's text, with the rows it was wrapped onto (indented deeper) below it.
+    rows = [lines[where + 1]]
+    rows += itertools.takewhile(lambda row: row.startswith("        "), lines[where + 2 :])
+    assert "rss_max_mb = 1" in " ".join(row.strip() for row in rows)
 
 
 async def test_each_kernel_stall_wakes_a_check_at_once(
