@@ -153,7 +153,9 @@ async def test_email_triage_scenario(
         report = await feed.wait_for(lambda i: FACTS in (i.get("text") or ""), timeout_s=30)
         smtp_sink.wait_for(1, timeout_s=30)
         with anyio.fail_after(30):
-            while not imap_server.uids("Archive"):  # noqa: ASYNC110 - the server has no event
+            # The mailbox actions reach the server after their tool results (under CI's
+            # load the flag was looked for before it had landed).
+            while not (imap_server.uids("Archive") and imap_server.uids("INBOX", ["FLAGGED"])):  # noqa: ASYNC110 - the server has no event
                 await anyio.sleep(0.05)
         await feed.wait_for(lambda i: i.get("text") == "Triage done.", timeout_s=30)
     assert report["type"] == "reply"

@@ -78,6 +78,7 @@ class FakeModelServer(ServesWhileOpen):
         self.context_window: int | None = None
         self.too_long: list[int] = []  # indexes of the requests refused as too long
         self._queue: deque[Reply] = deque()
+        self.models_status = 200  # GET /models answers this (401: the key refused)
         self._cond = threading.Condition()
         self._http = LoopbackHttpServer(self, "fake model server", port)
         self.port: int = self._http.port
@@ -204,6 +205,10 @@ class FakeModelServer(ServesWhileOpen):
         self, scope: HTTPScope, receive: ASGIReceiveCallable, send: ASGISendCallable
     ) -> None:
         if scope["method"] == "GET" and scope["path"].rstrip("/").endswith("/models"):
+            if self.models_status != 200:  # a test's refused key, as OpenAI answers it
+                error = {"message": "Incorrect API key provided", "type": "invalid_request_error"}
+                await _send_json(send, self.models_status, {"error": error})
+                return
             await _send_json(send, 200, {"object": "list", "data": [{"id": "fake-model"}]})
             return
         if scope["method"] != "POST" or not scope["path"].endswith("/chat/completions"):
