@@ -190,25 +190,19 @@ def test_the_guides_commands_run_as_written(tmp_path: Path, model: FakeModelServ
     port = free_port()
     config = write_config(tmp_path / "live", model.base_url, port)
     restored, data, _ = restored_config(tmp_path)
-    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
     with DaemonProcess(config, port) as daemon:
         daemon.send("hello")
-        done = subprocess.run(
-            ["bash", "-c", backup_line],
-            cwd=tmp_path,
-            env={**env, "WAKEFUL_CONFIG": str(config)},
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
-        assert done.returncode == 0, done.stderr
+        as_written(backup_line, config, tmp_path)
+    as_written(restore_line, restored, tmp_path)
+    assert (data / "wakeful.db").is_file()
+
+
+def as_written(line: str, config: Path, cwd: Path) -> None:
+    """One documented line through bash, the config found by $WAKEFUL_CONFIG, the
+    installed `wakeful` first on PATH; it must succeed."""
+    path = f"{Path(sys.executable).parent}:{os.environ['PATH']}"
+    env = {**os.environ, "PATH": path, "WAKEFUL_CONFIG": str(config)}
     done = subprocess.run(
-        ["bash", "-c", restore_line],
-        cwd=tmp_path,
-        env={**env, "WAKEFUL_CONFIG": str(restored)},
-        capture_output=True,
-        text=True,
-        timeout=60,
+        ["bash", "-c", line], cwd=cwd, env=env, capture_output=True, text=True, timeout=60
     )
     assert done.returncode == 0, done.stderr
-    assert (data / "wakeful.db").is_file()

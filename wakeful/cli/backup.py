@@ -26,10 +26,10 @@ import tarfile
 import tempfile
 import time
 from collections.abc import Iterator
-from contextlib import ExitStack, contextmanager
+from contextlib import nullcontext
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from wakeful.cli.client import CliError
 from wakeful.kernel.data_dir_lock import LOCK_FILE, DataDirLocked, hold_data_dir_lock
@@ -69,8 +69,7 @@ def run_backup(args: argparse.Namespace, data_dir: Path, store_backend: str) -> 
             for path in _data_files(data_dir, exclude={target.resolve(), partial.resolve()}):
                 name = path.relative_to(data_dir).as_posix()
                 copy = _consistent_copy(path, Path(scratch))
-                files[name] = {**_describe(copy), "sqlite": copy != path}
-                archive.add(copy, arcname=f"data/{name}", recursive=False)
+                files[name] = {**_archived(archive, copy, f"data/{name}"), "sqlite": copy != path}
             manifest = {
                 "format": FORMAT,
                 "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
@@ -106,22 +105,33 @@ def run_restore(args: argparse.Namespace, data_dir: Path) -> int:
         archive = tarfile.open(source, "r:*")  # noqa: SIM115 (closed by the with below)
     except (OSError, tarfile.TarError) as exc:
         raise CliError(f"{source}: not a wakeful backup ({exc})") from None
-    with archive, _stopped_daemon(data_dir):
-        manifest = _manifest(archive, source)
-        if _holds_data(data_dir) and not args.force:
-            raise CliError(
-                f"{data_dir} already holds data; use --force to replace it"
-                " (what is there is moved aside, not deleted)"
-            )
-        data_dir.parent.mkdir(parents=True, exist_ok=True)
-        staging = Path(tempfile.mkdtemp(prefix=f".{data_dir.name}.restore-", dir=data_dir.parent))
-        try:
-            _extract_checked(archive, manifest, source, staging)
-            aside = _move_aside(data_dir)
-            os.chmod(staging / "data", 0o700)
-            os.replace(staging / "data", data_dir)
-        finally:
-            shutil.rmtree(staging, ignore_errors=True)
+    # Held while data_dir is swapped: no daemon may be running on it, or start.
+    lock = hold_data_dir_lock(data_dir) if data_dir.is_dir() else nullcontext()
+    try:
+        with archive, lock:
+            return _restore(args, archive, source, data_dir)
+    except DataDirLocked as exc:
+        raise CliError(str(exc)) from None
+
+
+def _restore(
+    args: argparse.Namespace, archive: tarfile.TarFile, source: Path, data_dir: Path
+) -> int:
+    manifest = _manifest(archive, source)
+    if _holds_data(data_dir) and not args.force:
+        raise CliError(
+            f"{data_dir} already holds data; use --force to replace it"
+            " (what is there is moved aside, not deleted)"
+        )
+    data_dir.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{data_dir.name}.restore-", dir=data_dir.parent))
+    try:
+        _extract_checked(archive, manifest, source, staging)
+        aside = _move_aside(data_dir)
+        os.chmod(staging / "data", 0o700)
+        os.replace(staging / "data", data_dir)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
     print(
         f"restored {len(manifest['files'])} files from {source} (taken"
         f" {manifest['created_at']}) into {data_dir}"
@@ -157,6 +167,28 @@ def _consistent_copy(path: Path, scratch: Path) -> Path:
         target.close()
         source.close()
     return copy
+
+
+class _Hashing(io.RawIOBase):
+    """A file read once: into the archive, and through SHA-256 on the way."""
+
+    def __init__(self, file: BinaryIO) -> None:
+        self.file = file
+        self.digest = hashlib.sha256()
+
+    def read(self, size: int = -1) -> bytes:
+        block = self.file.read(size)
+        self.digest.update(block)
+        return block
+
+
+def _archived(archive: tarfile.TarFile, path: Path, name: str) -> dict[str, Any]:
+    """Add ``path`` as ``name``; its size and SHA-256, from the one read that added it."""
+    info = archive.gettarinfo(path, arcname=name)
+    with path.open("rb") as file:
+        reader = _Hashing(file)
+        archive.addfile(info, reader)
+    return {"size": info.size, "sha256": reader.digest.hexdigest()}
 
 
 def _describe(path: Path) -> dict[str, Any]:
@@ -206,20 +238,6 @@ def _extract_checked(
         if got["sha256"] != want["sha256"]:
             raise CliError(f"{source}: {name} does not match its checksum; the file is damaged")
     (staging / "data").mkdir(exist_ok=True)  # a backup of an empty data_dir
-
-
-@contextmanager
-def _stopped_daemon(data_dir: Path) -> Iterator[None]:
-    """Held while data_dir is swapped: no daemon may be running on it, or start."""
-    if not data_dir.is_dir():
-        yield
-        return
-    with ExitStack() as stack:
-        try:
-            stack.enter_context(hold_data_dir_lock(data_dir))
-        except DataDirLocked as exc:
-            raise CliError(f"{exc}") from None
-        yield
 
 
 def _holds_data(data_dir: Path) -> bool:

@@ -23,7 +23,10 @@ from typing import TYPE_CHECKING, Any
 
 import httpx
 
+from wakeful.cli.endpoint import base_url
+from wakeful.kernel.config_files import split_bind
 from wakeful.kernel.data_dir_lock import DataDirLocked, hold_data_dir_lock
+from wakeful.kernel.data_dir_perms import exposed_paths
 
 if TYPE_CHECKING:
     from wakeful.app.config import Settings
@@ -104,7 +107,8 @@ def _data_dir(data_dir: Path) -> Iterator[Finding]:
             "chown it to the daemon's user, or set [daemon] data_dir to a writable one",
         )
         return
-    exposed = [p for p in _tree(data_dir) if p.lstat().st_mode & (stat.S_IRWXG | stat.S_IRWXO)]
+    # What the daemon warns of at start-up; the fix is the same `chmod -R`.
+    exposed = exposed_paths(data_dir)
     if exposed:
         yield Finding(
             False,
@@ -112,25 +116,21 @@ def _data_dir(data_dir: Path) -> Iterator[Finding]:
             f"{len(exposed)} paths in {data_dir} are open to other users (it holds"
             " trajectories and the admin token)",
             f"chmod -R go-rwx {data_dir}",
-            repair=lambda: _make_private(exposed),
+            repair=lambda: _make_private(data_dir),
         )
     else:
         yield Finding(True, "data_dir", f"{data_dir}: writable, private")
 
 
-def _tree(root: Path) -> Iterator[Path]:
-    yield root
-    for folder, dirs, names in os.walk(root):
-        for name in dirs + names:
-            path = Path(folder) / name
-            if not path.is_symlink():
-                yield path
-
-
-def _make_private(paths: list[Path]) -> None:
+def _make_private(data_dir: Path) -> None:
+    """``chmod -R go-rwx data_dir`` (links are left alone: their targets are elsewhere)."""
+    paths = [data_dir]
+    for folder, dirs, names in os.walk(data_dir):
+        paths += [Path(folder) / name for name in dirs + names]
     for path in paths:
-        mode = path.lstat().st_mode
-        os.chmod(path, stat.S_IMODE(mode) & ~(stat.S_IRWXG | stat.S_IRWXO))
+        if not path.is_symlink():
+            mode = path.lstat().st_mode
+            os.chmod(path, stat.S_IMODE(mode) & ~(stat.S_IRWXG | stat.S_IRWXO))
 
 
 def _daemon(settings: Settings, data_dir: Path) -> Finding:
@@ -145,7 +145,7 @@ def _daemon(settings: Settings, data_dir: Path) -> Finding:
 
 
 def _readiness(settings: Settings) -> Finding:
-    url = f"http://{settings.server.bind}/readyz"
+    url = f"{base_url(split_bind(settings.server.bind))}/readyz"  # as every client reaches it
     try:
         answer = httpx.get(url, timeout=TIMEOUT_S)
     except httpx.HTTPError as exc:

@@ -10,7 +10,7 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-from wakeful.cli.status import compact_status
+from wakeful.cli.status import compact_safety, compact_status
 
 MAX_SESSIONS = 12
 # Shown in the order of this list, each in its own way; every other key gets a line.
@@ -34,20 +34,17 @@ def status_lines(status: dict[str, Any], width: int = 80) -> list[str]:
 
 
 def wrapped(line: str, width: int) -> list[str]:
-    """``line`` broken at spaces (never inside a word, a path or a URL) to ``width``."""
+    """``line`` broken at spaces (never inside a word, a path or a URL) to ``width``, the
+    rows after the first indented deeper. Not :func:`wakeful.cli.wrap.wrap`, the chat's:
+    that one cuts a word wider than a row, and a path cut in two cannot be copied."""
     if len(line) <= width:
         return [line]
     pad = " " * (len(line) - len(line.lstrip()) + 4)
+    # The line's own indent stays on its first row (textwrap keeps leading space).
     rows = textwrap.wrap(
-        line,
-        width,
-        subsequent_indent=pad,
-        break_long_words=False,
-        break_on_hyphens=False,
-        drop_whitespace=True,
+        line, width, subsequent_indent=pad, break_long_words=False, break_on_hyphens=False
     )
-    first_pad = line[: len(line) - len(line.lstrip())]
-    return [first_pad + rows[0].lstrip(), *rows[1:]] if rows else [line]
+    return rows or [line]
 
 
 def _lines(status: dict[str, Any]) -> list[str]:
@@ -55,7 +52,7 @@ def _lines(status: dict[str, Any]) -> list[str]:
     lines = [_headline(shown)]
     lines += _model_lines(shown.get("model"))
     lines += _session_lines(shown.get("sessions"))
-    lines += _owner_lines(shown.get("safety"))
+    lines += _owner_lines(status.get("safety"))
     lines += _event_lines(shown)
     lines += _store_lines(shown.get("store"))
     lines += _component_lines(shown.get("components"))
@@ -90,7 +87,7 @@ def tree_lines(value: Any, indent: int = 0) -> Iterator[str]:
 def scalar(value: Any) -> str:
     if value is None or value == {} or value == []:
         return "-"
-    if value is True or value is False:
+    if isinstance(value, bool):
         return "yes" if value else "no"
     return str(value)
 
@@ -206,13 +203,17 @@ def _for_how_long(since: Any) -> str:
 
 
 def _owner_lines(safety: Any) -> list[str]:
+    """From the daemon's own figures (not the --all tree's sentences about them)."""
     if not isinstance(safety, dict):
         return []
-    count, _, how = str(safety.get("pending approvals") or "0").partition(" ")
-    waiting = f"{count} approval{'' if count == '1' else 's'} waiting {how}".rstrip()
-    lines = [f"  - {waiting}"] if count != "0" else []
-    lines += [f"  - tainted {line}" for line in safety.get("tainted sessions") or []]
-    lines += [f"  - tripped breaker {line}" for line in safety.get("tripped breakers") or []]
+    pending = safety.get("pending_approvals") or 0
+    lines = []
+    if pending:
+        plural = "" if pending == 1 else "s"
+        lines.append(f"  - {pending} approval{plural} waiting (`wakeful approvals` lists them)")
+    shown = compact_safety(safety)
+    lines += [f"  - tainted {line}" for line in shown["tainted sessions"]]
+    lines += [f"  - tripped breaker {line}" for line in shown["tripped breakers"]]
     if not lines:
         return ["needs you: nothing (no approval waiting, no session tainted, no breaker tripped)"]
     return ["needs you:", *lines]

@@ -105,7 +105,8 @@ class PoisonGate:
 
     async def admit(self, batch: list[StoredEvent]) -> list[StoredEvent]:
         """The part of a fresh batch that may run now; poison is quarantined instead."""
-        # A suspect no longer pending (answered elsewhere, cancelled) is no suspect.
+        # A suspect no longer pending (quarantined, answered elsewhere, cancelled) is no
+        # suspect: the one place a quarantined event leaves the set.
         self.suspects &= {s.event.id for s in batch}
         self.held_back = batch[1:] if self.one_at_a_time else []
         if self.one_at_a_time:
@@ -159,7 +160,6 @@ class PoisonGate:
             f" (last: {self.last_failure})"
         )
         moved = set(await self.queue.quarantine([s.event.id for s in events], failure))
-        self.suspects -= moved
         for stored in events:
             if stored.event.id not in moved:
                 continue
