@@ -36,7 +36,9 @@ def signal() -> Iterator[FakeSignalCli]:
 
 
 def account_config(fake: FakeSignalCli, **overrides: Any) -> dict[str, Any]:
-    """A ``[[chat.signal]]`` entry for this fake; quick retries so outages pass fast."""
+    """A ``[[chat.signal]]`` entry for this fake. The retries are quicker than the defaults
+    (1 s doubling to 60 s) so outages pass fast; test_the_defaults_answer_a_message runs
+    the defaults."""
     entry: dict[str, Any] = {
         "name": "phone",
         "url": fake.base_url,
@@ -82,6 +84,49 @@ async def test_an_owners_message_is_answered_once_and_marked_read(
     ]
     assert "hello from signal" in event["content"]
     assert len(model_server.requests) == 1 and len(signal.sent) == 1
+
+
+async def test_the_defaults_answer_a_message(
+    tmp_path: Path, model_server: FakeModelServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Only what must be said (name, url, allowed_users), against a daemon with signal-cli's
+    own 15 s keep-alive."""
+    model_server.responder = echo
+    with FakeSignalCli() as fake:
+        entry = {"name": "phone", "url": fake.base_url, "allowed_users": [OWNER.number]}
+        settings = daemon_settings(
+            tmp_path / "data", model_server.base_url, chat={"signal": [entry]}
+        )
+        async with harness(settings):
+            await fake.until(lambda: fake.open_streams > 0, what="the event stream")
+            fake.user_says(OWNER, "defaults")
+            [sent] = await fake.await_sent(1)
+    assert (sent.to, sent.text) == (OWNER.number, "answer to defaults")
+    assert fake.authorizations == {None}  # no token configured, none sent
+
+
+async def test_a_proxy_token_is_sent_and_never_logged(
+    tmp_path: Path,
+    model_server: FakeModelServer,
+    signal: FakeSignalCli,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    token = "proxy-token-0123456789abcdef"
+    (tmp_path / "signal-token").write_text(token + "\n")
+    model_server.responder = echo
+    async with daemon(
+        tmp_path, model_server, signal, auth_token_file=str(tmp_path / "signal-token")
+    ) as h:
+        signal.stop()  # a broken stream is logged: the token must not be in that line
+        await until_status(h, lambda s: not s["components"]["chat.signal:phone"]["ok"])
+        signal.start()
+        await until_status(h, lambda s: s["components"]["chat.signal:phone"]["ok"])
+        signal.user_says(OWNER, "hello")
+        await signal.await_sent(1)
+    assert signal.authorizations == {f"Bearer {token}"}
+    captured = capsys.readouterr()
+    assert "signal event stream down" in captured.out + captured.err
+    assert token not in captured.out + captured.err
 
 
 async def test_the_owner_may_be_listed_by_aci_and_hide_their_number(

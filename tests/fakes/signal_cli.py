@@ -111,6 +111,7 @@ class FakeSignalCli(ServesWhileOpen):
         self.calls: list[Call] = []
         self.stream_opens: list[str | None] = []  # the Last-Event-ID of each stream opened
         self.open_streams = 0
+        self.authorizations: set[str | None] = set()  # Authorization headers seen
         self.waiting: list[dict[str, Any]] = []  # said while down: held by "Signal's server"
         self._run = _Run(self._new_prefix())
         self._failing: _Failing | None = None
@@ -243,6 +244,9 @@ class FakeSignalCli(ServesWhileOpen):
         if scope["type"] != "http":
             return
         path, method = scope["path"], scope["method"]
+        authorization = dict(scope["headers"]).get(b"authorization")
+        with self._cond:
+            self.authorizations.add(authorization.decode() if authorization else None)
         if path == "/api/v1/events":
             if method != "GET":
                 await _send(send, 405, b"")
