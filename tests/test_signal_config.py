@@ -53,6 +53,16 @@ def test_an_account_loads_with_its_defaults(tmp_path: Path) -> None:
     assert (account.retry_min_s, account.retry_max_s) == (1.0, 60.0)
 
 
+@pytest.mark.parametrize(
+    "url", ["tcp://127.0.0.1:7583", "tcp://[::1]:7583", "unix:///run/signal-cli/socket"]
+)
+def test_the_socket_modes_load(tmp_path: Path, url: str) -> None:
+    [account] = load(
+        tmp_path, GOOD.replace("allowed_users", f'url = "{url}"\nallowed_users')
+    ).chat.signal
+    assert account.url == url
+
+
 def test_an_aci_is_kept_in_lower_case(tmp_path: Path) -> None:
     text = GOOD.replace('"+15552223333"', '"0D2E5F4C-7B1A-4C3E-9F6D-2A8B1C0E3D4F"')
     [account] = load(tmp_path, text).chat.signal
@@ -63,10 +73,20 @@ def test_an_aci_is_kept_in_lower_case(tmp_path: Path) -> None:
     ("change", "expected"),
     [
         (('"+15552223333"', '"015552223333"'), "neither a phone number with its country code"),
-        (("allowed_users", 'url = "127.0.0.1:8080"\nallowed_users'), "daemon's HTTP address"),
+        (
+            ("allowed_users", 'url = "127.0.0.1:8080"\nallowed_users'),
+            "not where a signal-cli daemon listens",
+        ),
         (("allowed_users", 'account = "me"\nallowed_users'), "country code, e.g. +15550001111"),
         (("allowed_users", 'allowed_groups = ["family"]\nallowed_users'), "listGroups"),
         (('name = "phone"', 'name = "My Phone"'), "chat.signal"),
+        (
+            (
+                "allowed_users",
+                'url = "tcp://127.0.0.1:7583"\nauth_token_file = "/t"\nallowed_users',
+            ),
+            "take no token",
+        ),
         (("allowed_users", "sms = true\nallowed_users"), "sms"),
     ],
 )

@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import itertools
 import json
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import httpx
 
@@ -70,8 +70,49 @@ def _retry_after(error: dict[str, Any]) -> float | None:
     return max(waits) if waits else None
 
 
+def request_body(method: str, params: dict[str, Any], rid: int, account: str | None) -> Any:
+    if account is not None:
+        params = {**params, "account": account}
+    return {"jsonrpc": "2.0", "method": method, "params": params, "id": rid}
+
+
+def response_result(body: Any) -> Any:
+    """A JSON-RPC response's result; its error as a SignalError."""
+    if not isinstance(body, dict):
+        raise SignalError(INTERNAL_ERROR, "signal-cli answered something not a JSON object")
+    error = body.get("error")
+    if isinstance(error, dict):
+        code = error.get("code")
+        raise SignalError(
+            code if isinstance(code, int) else INTERNAL_ERROR,
+            str(error.get("message") or "")[:300],
+            _retry_after(error),
+        )
+    return body.get("result")
+
+
+OnOpen = Callable[[], None]
+Handle = Callable[[StreamEvent], Awaitable[None]]
+
+
+class DaemonApi(Protocol):
+    """What the channel needs of the daemon, whichever way it is reached."""
+
+    url: str
+
+    async def call(self, method: str, params: dict[str, Any]) -> Any:
+        """One JSON-RPC call; its result, or SignalError."""
+        ...
+
+    async def listen(self, last_event_id: str | None, on_open: OnOpen, handle: Handle) -> None:
+        """Receive events until the connection ends: raises SignalError then."""
+        ...
+
+    async def aclose(self) -> None: ...
+
+
 class SignalApi:
-    """One daemon's calls and event stream."""
+    """One daemon's calls and event stream, over HTTP (``daemon --http``)."""
 
     def __init__(self, url: str, *, account: str | None, token: str | None) -> None:
         self.url = url
@@ -86,9 +127,7 @@ class SignalApi:
         await self._http.aclose()
 
     async def call(self, method: str, params: dict[str, Any]) -> Any:
-        if self._account is not None:
-            params = {**params, "account": self._account}
-        request = {"jsonrpc": "2.0", "method": method, "params": params, "id": next(self._ids)}
+        request = request_body(method, params, next(self._ids), self._account)
         try:
             response = await self._http.post(RPC_PATH, json=request)
         except httpx.HTTPError as exc:  # refused, reset, timed out: the daemon may be restarting
@@ -101,20 +140,15 @@ class SignalApi:
             body = response.json()
         except ValueError:
             raise SignalError(INTERNAL_ERROR, "signal-cli answered something not JSON") from None
-        if not isinstance(body, dict):
-            raise SignalError(INTERNAL_ERROR, "signal-cli answered something not a JSON object")
-        error = body.get("error")
-        if isinstance(error, dict):
-            code = error.get("code")
-            raise SignalError(
-                code if isinstance(code, int) else INTERNAL_ERROR,
-                str(error.get("message") or "")[:300],
-                _retry_after(error),
-            )
-        return body.get("result")
+        return response_result(body)
+
+    async def listen(self, last_event_id: str | None, on_open: OnOpen, handle: Handle) -> None:
+        """Hand each event of the stream to ``handle`` until the stream ends (SignalError)."""
+        async for event in self.events(last_event_id, on_open):
+            await handle(event)
 
     async def events(
-        self, last_event_id: str | None, on_open: Callable[[], None] = lambda: None
+        self, last_event_id: str | None, on_open: OnOpen = lambda: None
     ) -> AsyncIterator[StreamEvent]:
         """The event stream from after ``last_event_id`` until it ends (SignalError);
         ``on_open`` is called once the daemon has accepted the stream."""
@@ -160,7 +194,7 @@ async def _parse_sse(lines: AsyncIterator[str]) -> AsyncIterator[StreamEvent]:
 
 def receive_params(event: StreamEvent) -> dict[str, Any] | None:
     """The ``{"envelope": …, "account": …}`` of a ``receive`` event; None for anything else.
-    (A JSON-RPC notification around it, as the --tcp mode sends, is unwrapped too.)"""
+    (A JSON-RPC notification around it, as the socket modes send, is unwrapped too.)"""
     if event.event not in ("receive", "message"):
         return None
     try:
@@ -168,5 +202,7 @@ def receive_params(event: StreamEvent) -> dict[str, Any] | None:
     except ValueError:
         return None
     if isinstance(data, dict) and isinstance(data.get("params"), dict):
-        data = data["params"]
+        data = data["params"]  # a notification, as --tcp and --socket send them
+    if isinstance(data, dict) and isinstance(data.get("result"), dict):
+        data = data["result"]  # a subscription's (subscribeReceive, --receive-mode manual)
     return data if isinstance(data, dict) and isinstance(data.get("envelope"), dict) else None

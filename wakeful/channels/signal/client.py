@@ -17,7 +17,7 @@ import time
 
 import structlog
 
-from wakeful.channels.signal.api import RATE_LIMITED, UNTRUSTED_KEY, SignalApi, SignalError
+from wakeful.channels.signal.api import RATE_LIMITED, UNTRUSTED_KEY, DaemonApi, SignalError
 from wakeful.channels.signal.envelopes import recipient_params
 from wakeful.core.outbox.channels import NeverDeliverable, TryLater
 
@@ -36,7 +36,7 @@ class SignalClient:
     max_chars = MAX_CHARS
     resend_safe = False  # no idempotency key: see the module's docstring
 
-    def __init__(self, api: SignalApi) -> None:
+    def __init__(self, api: DaemonApi) -> None:
         self._api = api
         self._resume_at = 0.0  # monotonic: a rate limit's end, not yet passed
 

@@ -17,10 +17,17 @@ from anyio.abc import TaskStatus
 from wakeful.channels.chat.inbound import ChatInbound, Received
 from wakeful.channels.chat.outgoing import ChatChannel
 from wakeful.channels.chat.typing_indicator import TypingIndicator
-from wakeful.channels.signal.api import SignalApi, SignalError, StreamEvent, receive_params
+from wakeful.channels.signal.api import (
+    DaemonApi,
+    SignalApi,
+    SignalError,
+    StreamEvent,
+    receive_params,
+)
 from wakeful.channels.signal.client import SignalClient
 from wakeful.channels.signal.config import SignalConfig
 from wakeful.channels.signal.envelopes import SignalMessage, parse_envelope
+from wakeful.channels.signal.socket_api import SignalSocketApi
 from wakeful.channels.signal.stream import EventStream
 from wakeful.channels.telegram.health import BotHealth
 from wakeful.core.components.context import ComponentHealth, ComponentSetup
@@ -44,7 +51,11 @@ class SignalComponent:
         token = config.auth_token()
         if token is not None:
             add_secrets([token])  # before anything can fail and log
-        self.api = SignalApi(config.url, account=config.account, token=token)
+        self.api: DaemonApi = (
+            SignalApi(config.url, account=config.account, token=token)
+            if config.url.startswith(("http://", "https://"))
+            else SignalSocketApi(config.url, account=config.account)
+        )
         setup.resources.push_async_callback(self.api.aclose)
         self.client = SignalClient(self.api)
         self.inbound = ChatInbound(

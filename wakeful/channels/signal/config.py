@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
 from wakeful.channels.chat.config import ChatPlatformConfig
 from wakeful.kernel.config_base import read_secret_file
@@ -15,6 +15,7 @@ NUMBER = re.compile(r"^\+[1-9][0-9]{6,14}$")
 ACI = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")
 # Group ids are 32 bytes, base64: 44 characters ending in '='.
 GROUP_ID = re.compile(r"^[A-Za-z0-9+/]{43}=$")
+TCP_URL = re.compile(r"^tcp://(\[[0-9a-fA-F:]+\]|[A-Za-z0-9.-]+):[0-9]{1,5}$")
 
 
 class SignalConfig(ChatPlatformConfig):
@@ -24,8 +25,10 @@ class SignalConfig(ChatPlatformConfig):
         default="http://127.0.0.1:8080",
         examples=["http://127.0.0.1:8080"],
         description=(
-            "The signal-cli daemon's HTTP address (`signal-cli -a +NUMBER daemon --http "
-            "127.0.0.1:8080`): events from <url>/api/v1/events, calls to <url>/api/v1/rpc."
+            "Where the signal-cli daemon listens: its HTTP address (`daemon --http "
+            "127.0.0.1:8080`; events from <url>/api/v1/events, calls to <url>/api/v1/rpc), "
+            "or tcp://127.0.0.1:7583 (`daemon --tcp`), or unix:///run/signal-cli/socket "
+            "(`daemon --socket`)."
         ),
     )
     account: str | None = Field(
@@ -81,12 +84,15 @@ class SignalConfig(ChatPlatformConfig):
 
     @field_validator("url")
     @classmethod
-    def _http_url(cls, value: str) -> str:
-        if not value.startswith(("http://", "https://")):
-            raise ValueError(
-                f"must be the daemon's HTTP address, e.g. 'http://127.0.0.1:8080', not {value!r}"
-            )
-        return value.rstrip("/")
+    def _daemon_url(cls, value: str) -> str:
+        if value.startswith(("http://", "https://")):
+            return value.rstrip("/")
+        if TCP_URL.match(value) or (value.startswith("unix:///") and len(value) > 8):
+            return value
+        raise ValueError(
+            f"{value!r} is not where a signal-cli daemon listens: give its HTTP address "
+            "'http://127.0.0.1:8080', or 'tcp://127.0.0.1:7583', or 'unix:///path/to/socket'"
+        )
 
     @field_validator("account")
     @classmethod
@@ -118,6 +124,15 @@ class SignalConfig(ChatPlatformConfig):
                 "`signal-cli listGroups` shows"
             )
         return value
+
+    @model_validator(mode="after")
+    def _token_needs_http(self) -> SignalConfig:
+        if self.auth_token_file is not None and not self.url.startswith(("http://", "https://")):
+            raise ValueError(
+                "auth_token_file is for an HTTP url (a proxy in front of `daemon --http`); "
+                "the tcp:// and unix:// modes take no token: remove it"
+            )
+        return self
 
     def auth_token(self) -> str | None:
         if self.auth_token_file is None:

@@ -17,7 +17,7 @@ from collections.abc import Awaitable, Callable
 import anyio
 import structlog
 
-from wakeful.channels.signal.api import SignalApi, SignalError, StreamEvent
+from wakeful.channels.signal.api import DaemonApi, SignalError, StreamEvent
 from wakeful.channels.telegram.health import BotHealth
 from wakeful.store.base import ChannelState, Cursor
 
@@ -31,7 +31,7 @@ class EventStream:
 
     def __init__(
         self,
-        api: SignalApi,
+        api: DaemonApi,
         state: ChannelState,
         cursor_key: str,
         handle: Handle,
@@ -51,15 +51,19 @@ class EventStream:
         while True:
             last = await self._state.get_state(self.cursor_key)
             try:
-                async for event in self._api.events(last, self._opened):
-                    cursor = Cursor(self.cursor_key, event.id) if event.id else None
-                    await self._handle(event, cursor)
-                    self.events += 1
+                await self._api.listen(last, self._opened, self._one)
             except SignalError as exc:
                 wait_s = self._health.failed("event stream", str(exc))
                 log.warning("signal event stream down", url=self._api.url, error=str(exc),
                             retry_s=round(wait_s, 2))  # fmt: skip
                 await anyio.sleep(wait_s)
+
+    async def _one(self, event: StreamEvent) -> None:
+        # An event without an id (the socket modes) has no cursor: its id in the store
+        # (Signal's sender + timestamp) is what keeps it from being taken twice.
+        cursor = Cursor(self.cursor_key, event.id) if event.id else None
+        await self._handle(event, cursor)
+        self.events += 1
 
     def _opened(self) -> None:
         self.connects += 1
