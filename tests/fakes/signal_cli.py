@@ -27,11 +27,14 @@ restarted signal-cli); :meth:`fail` makes calls answer an error until
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
+import socket
 import threading
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Literal
 
 import anyio
@@ -449,3 +452,164 @@ async def _send(
     headers = [(b"content-type", content_type), (b"content-length", str(len(body)).encode())]
     await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": body, "more_body": False})
+
+
+class FakeSignalCliSocket(FakeSignalCli):
+    """``daemon --tcp --receive-mode manual`` (or ``--socket`` with ``unix_path``):
+    newline-delimited JSON-RPC both ways on each connection. Nothing is fetched from
+    "Signal's server" until a connection calls ``subscribeReceive``; then each new event
+    goes to every subscribed connection as a ``receive`` notification wrapped in the
+    subscription (``{"subscription": 0, "result": {"envelope": …}}``), without ids."""
+
+    def __init__(self, account: str = ACCOUNT, unix_path: Path | None = None) -> None:
+        super().__init__(account)
+        if self._http is not None:  # the HTTP port the base class reserved: not served here
+            self._http.close()
+            self._http = None
+        self.unix_path = unix_path
+        self.subscribers = 0
+        self._listener: socket.socket | None = None
+        self._connections: list[socket.socket] = []
+        self._threads: list[threading.Thread] = []
+        self._listener = self._bind()
+
+    def _bind(self) -> socket.socket:
+        if self.unix_path is not None:
+            self.unix_path.unlink(missing_ok=True)
+            listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            listener.bind(str(self.unix_path))
+        else:
+            listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            listener.bind(("127.0.0.1", getattr(self, "port", 0)))
+            self.port = listener.getsockname()[1]
+        return listener
+
+    @property
+    def base_url(self) -> str:
+        if self.unix_path is not None:
+            return f"unix://{self.unix_path}"
+        return f"tcp://127.0.0.1:{self.port}"
+
+    def deliver(self, envelope: dict[str, Any]) -> None:
+        with self._cond:
+            if self.up and self.subscribers > 0:
+                self._add_event(envelope)
+            else:
+                self.waiting.append(envelope)  # manual mode: still on Signal's server
+            self._cond.notify_all()
+
+    def start(self) -> FakeSignalCliSocket:
+        with self._cond:
+            if self.up:
+                raise RuntimeError("the fake signal-cli is up already")
+            self._closing = False
+            self._run = _Run(self._new_prefix())
+            self.up = True
+        if self._listener is None:
+            self._listener = self._bind()
+        self._listener.listen()
+        self._spawn(self._accept, self._listener)
+        return self
+
+    def stop(self) -> None:
+        with self._cond:
+            self._closing = True
+            self.up = False
+            connections, self._connections = self._connections, []
+            self._cond.notify_all()
+        for sock in [self._listener, *connections]:
+            if sock is not None:
+                with contextlib.suppress(OSError):
+                    sock.shutdown(socket.SHUT_RDWR)
+                sock.close()
+        self._listener = None
+        for thread in self._threads:
+            thread.join(timeout=10.0)
+        self._threads.clear()
+
+    def _spawn(self, target: Any, *args: Any) -> None:
+        thread = threading.Thread(target=target, args=args, daemon=True, name="fake-signal-cli")
+        self._threads.append(thread)
+        thread.start()
+
+    def _accept(self, listener: socket.socket) -> None:
+        while True:
+            try:
+                connection, _ = listener.accept()
+            except OSError:
+                return  # stopped
+            with self._cond:
+                if self._closing:
+                    connection.close()
+                    return
+                self._connections.append(connection)
+            self._spawn(self._serve, connection)
+
+    def _serve(self, connection: socket.socket) -> None:
+        write = threading.Lock()
+        alive = threading.Event()
+        alive.set()
+        subscribed = False
+        try:
+            for raw in connection.makefile("rb"):
+                request = _json_or_none(raw)
+                if isinstance(request, dict) and request.get("method") == "subscribeReceive":
+                    subscribed = True
+                    self._spawn(self._push, connection, write, alive, self._subscribe())
+                    answer: dict[str, Any] = {
+                        "jsonrpc": "2.0",
+                        "result": 0,
+                        "id": request.get("id"),
+                    }
+                else:
+                    answer = self._rpc(raw)
+                with write:
+                    connection.sendall((json.dumps(answer) + "\n").encode())
+        except OSError:
+            pass  # cut off by stop(), or the client went away
+        finally:
+            alive.clear()
+            with self._cond:
+                if subscribed:
+                    self.subscribers -= 1
+                    self.open_streams -= 1
+                self._cond.notify_all()
+
+    def _subscribe(self) -> int:
+        """The daemon starts fetching: what waited on Signal's server becomes events."""
+        with self._cond:
+            self.subscribers += 1
+            self.open_streams += 1
+            self.stream_opens.append(None)
+            after = self._run.events[-1][0] if self._run.events else 0
+            for envelope in self.waiting:
+                self._add_event(envelope)
+            self.waiting.clear()
+            self._cond.notify_all()
+            return after
+
+    def _push(
+        self, connection: socket.socket, write: threading.Lock, alive: threading.Event, after: int
+    ) -> None:
+        run = self._run
+        while alive.is_set():
+            batch = self._events_after(run, after)
+            if batch is None:
+                return
+            for n, data in batch:
+                params = {"subscription": 0, "result": json.loads(data)}
+                line = json.dumps({"jsonrpc": "2.0", "method": "receive", "params": params})
+                try:
+                    with write:
+                        connection.sendall((line + "\n").encode())
+                except OSError:
+                    return
+                after = n
+
+
+def _json_or_none(raw: bytes) -> Any:
+    try:
+        return json.loads(raw)
+    except ValueError:
+        return None
