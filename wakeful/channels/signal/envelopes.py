@@ -50,6 +50,26 @@ def attachment_line(attachment: dict[str, Any]) -> str:
     return f"[attachment: {', '.join(parts)}]"
 
 
+def with_mentions(text: str, mentions: Any) -> str:
+    """Signal puts U+FFFC where a person is mentioned and lists who in ``mentions``
+    (start and length in UTF-16 code units, as the apps count): each becomes @name."""
+    if not isinstance(mentions, list) or not text:
+        return text
+    units = text.encode("utf-16-le")
+    spans = [
+        (m["start"], m["length"], _text(m.get("name")) or _text(m.get("number")) or "someone")
+        for m in mentions
+        if isinstance(m, dict)
+        and isinstance(m.get("start"), int)
+        and isinstance(m.get("length"), int)
+    ]
+    for start, length, name in sorted(spans, reverse=True):
+        if start >= 0 and start + length <= len(units) // 2:
+            before, after = units[: 2 * start], units[2 * (start + length) :]
+            units = before + f"@{name}".encode("utf-16-le") + after
+    return units.decode("utf-16-le", errors="replace")
+
+
 def identity_of(envelope: dict[str, Any]) -> str | None:
     """The sender as Signal knows them for good: the ACI, else the number (old envelopes)."""
     aci = _text(envelope.get("sourceUuid")).lower()
@@ -77,7 +97,8 @@ def parse_envelope(params: dict[str, Any], allowed: Collection[str]) -> SignalMe
     timestamp = envelope.get("timestamp")
     if user is None or identity is None or not isinstance(timestamp, int):
         return None
-    lines = [_text(data.get("message"))] if _text(data.get("message")) else []
+    said = with_mentions(_text(data.get("message")), data.get("mentions"))
+    lines = [said] if said else []
     attachments = data.get("attachments")
     if isinstance(attachments, list):
         lines += [attachment_line(a) for a in attachments if isinstance(a, dict)]
