@@ -11,6 +11,7 @@ from pydantic import BaseModel, Field, ValidationInfo, field_validator
 
 from wakeful.channels.chat.config import ChatPlatformConfig
 from wakeful.channels.matrix.config import MatrixConfig
+from wakeful.channels.signal.config import SignalConfig
 from wakeful.channels.slack.config import SlackConfig
 from wakeful.channels.telegram.config import TelegramConfig
 from wakeful.kernel.config_base import Section, reject_repeated_names
@@ -30,8 +31,12 @@ class ChatSection(Section):
     matrix: list[MatrixConfig] = Field(
         default_factory=list, description="Matrix accounts, one [[chat.matrix]] table each."
     )
+    signal: list[SignalConfig] = Field(
+        default_factory=list,
+        description="Signal accounts through a signal-cli daemon, one [[chat.signal]] table each.",
+    )
 
-    @field_validator("telegram", "slack", "matrix")
+    @field_validator("telegram", "slack", "matrix", "signal")
     @classmethod
     def _unique_names(
         cls, entries: list[ChatPlatformConfig], info: ValidationInfo
