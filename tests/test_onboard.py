@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import io
 import os
+import signal
 import stat
 import subprocess
 import sys
@@ -20,10 +21,10 @@ import pyte
 import pytest
 
 from tests.daemon_process import DaemonProcess, free_port
-from tests.matrix_daemon import wait_until
 from tests.fakes.model_replies import Reply
 from tests.fakes.model_server import FakeModelServer
 from tests.fakes.telegram_api import FakeTelegramApi
+from tests.matrix_daemon import wait_until
 
 ROWS, COLUMNS = 200, 80
 MODEL_KEY = "sk-onboard-right-key-0123456789abcdef"
@@ -336,3 +337,90 @@ def test_onboard_again_keeps_or_replaces_only_when_told(
     assert (bot.name, bot.api_base, bot.allowed_user_ids) == ("tg", telegram.base_url, [OWNER])
     assert bot.bot_token_file.read_text().strip() == telegram.token
     assert MODEL_KEY not in transcript(child) and telegram.token not in transcript(child)
+
+
+@pytest.fixture
+def systemctl(tmp_path: Path) -> Iterator[Path]:
+    """A `systemctl` on PATH (tests/fake_systemctl.py); the unit it starts is stopped after."""
+    record = tmp_path / "systemctl"
+    (record / "bin").mkdir(parents=True)
+    script = record / "bin" / "systemctl"
+    root = Path(__file__).resolve().parent.parent
+    script.write_text(
+        f'#!/bin/sh\ncd {root} && exec {sys.executable} -m tests.fake_systemctl "$@"\n'
+    )
+    script.chmod(0o755)
+    yield record
+    pid_file = record / "unit.pid"
+    if pid_file.exists():
+        pid = int(pid_file.read_text())
+        try:
+            os.kill(pid, signal.SIGTERM)
+        except ProcessLookupError:
+            return
+        wait_until(lambda: not Path(f"/proc/{pid}").exists() or None, "the unit's stop")
+
+
+def test_systemd_user_unit_is_installed_started_and_the_page_link_printed(
+    tmp_path: Path, model_server: FakeModelServer, systemctl: Path
+) -> None:
+    home, port = tmp_path / "home", free_port()
+    env = clean_env(
+        home,
+        PATH=f"{systemctl / 'bin'}:{os.environ['PATH']}",
+        FAKE_SYSTEMCTL_DIR=str(systemctl),
+        OPENAI_API_KEY=MODEL_KEY,
+    )
+    done = onboard(
+        env, "--non-interactive", "--systemd", "--base-url", model_server.base_url,
+        "--model", "fake-model", "--bind", f"127.0.0.1:{port}",
+        "--data-dir", str(tmp_path / "data"),
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr + (systemctl / "unit.log").read_text()
+    config = home / ".config" / "wakeful" / "wakeful.toml"
+    assert (systemctl / "calls.txt").read_text().splitlines() == [
+        "--user daemon-reload",
+        "--user enable --now wakeful.service",
+    ]
+    # The shipped unit, only its command and config (and docs) put in.
+    installed = (home / ".config" / "systemd" / "user" / "wakeful.service").read_text()
+    shipped = (Path(__file__).parents[1] / "deploy" / "user" / "wakeful.service").read_text()
+    changed = [
+        (old, new)
+        for old, new in zip(shipped.splitlines(), installed.splitlines(), strict=True)
+        if old != new
+    ]
+    wakeful = Path(sys.executable).with_name("wakeful")
+    assert [new for _old, new in changed] == [
+        f"Documentation=file:{sys.prefix}/share/doc/wakeful/operations.md",
+        f"ExecStart={wakeful} run -c {config}",
+    ]
+    [link] = [line for line in done.stdout.splitlines() if "/login?code=" in line]
+    url = link.split(": ", 1)[1]
+    assert url.startswith(f"http://127.0.0.1:{port}/login?code=")
+    assert httpx.get(url).status_code == 303  # the one-time code logs the page in
+    token = (tmp_path / "data" / "admin-token").read_text().strip()
+    assert token not in done.stdout + done.stderr and MODEL_KEY not in done.stdout
+
+
+def test_a_systemctl_that_fails_is_one_line_and_the_way_to_start_by_hand(
+    tmp_path: Path, model_server: FakeModelServer, systemctl: Path
+) -> None:
+    env = clean_env(
+        tmp_path / "home",
+        PATH=f"{systemctl / 'bin'}:{os.environ['PATH']}",
+        FAKE_SYSTEMCTL_DIR=str(systemctl),
+        FAKE_SYSTEMCTL_FAIL="1",
+    )
+    config = tmp_path / "c.toml"
+    done = onboard(
+        env, "--non-interactive", "--systemd", "-c", str(config), "--base-url",
+        model_server.base_url, "--model", "fake-model", "--data-dir", str(tmp_path / "data"),
+    )  # fmt: skip
+    assert done.returncode == 1
+    assert (
+        "the service was not started: systemctl --user daemon-reload failed: Failed to connect "
+        "to bus: No medium found"
+    ) in done.stdout
+    assert f"start the daemon yourself: wakeful run -c {config}" in done.stdout
+    assert config.is_file()  # the config stays: it is right, only the service is not
