@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import io
 import os
+import shlex
 import signal
 import stat
 import subprocess
@@ -25,12 +26,14 @@ from tests.fakes.model_replies import Reply
 from tests.fakes.model_server import FakeModelServer
 from tests.fakes.telegram_api import FakeTelegramApi
 from tests.matrix_daemon import wait_until
+from tests.test_documented_commands import shell_lines
 
 ROWS, COLUMNS = 200, 80
 MODEL_KEY = "sk-onboard-right-key-0123456789abcdef"
 WRONG_KEY = "sk-onboard-wrong-key-9876543210fedcba"
 WRONG_BOT_TOKEN = "999999:wrong-telegram-bot-token-XYZxyz"
 OWNER = 42
+GUIDE = shell_lines(Path(__file__).parents[1] / "docs" / "onboarding.md")
 
 
 @pytest.fixture
@@ -54,17 +57,23 @@ def clean_env(home: Path, **extra: str) -> dict[str, str]:
     }
 
 
-def spawn_onboard(env: dict[str, str], *args: str) -> pexpect.spawn:
+def spawn_onboard(env: dict[str, str], line: str) -> pexpect.spawn:
+    """A command line on a pty at 80 columns, through bash, this install's `wakeful` first
+    on PATH (as the guide's lines are typed)."""
     child = pexpect.spawn(
-        sys.executable,
-        ["-m", "wakeful", "onboard", *args],
-        env={**env, "TERM": "xterm"},
+        "bash",
+        ["-c", line],
+        env=with_wakeful({**env, "TERM": "xterm"}),
         encoding="utf-8",
         timeout=20,
         dimensions=(ROWS, COLUMNS),
     )
     child.logfile_read = io.StringIO()
     return child
+
+
+def with_wakeful(env: dict[str, str]) -> dict[str, str]:
+    return {**env, "PATH": f"{Path(sys.executable).parent}:{env['PATH']}"}
 
 
 def transcript(child: pexpect.spawn) -> str:
@@ -98,7 +107,8 @@ def test_onboard_on_a_terminal_to_a_daemon_answering_on_the_web_and_telegram(
     home = tmp_path / "home"
     config = home / ".config" / "wakeful" / "wakeful.toml"  # the first default location
     port = free_port()
-    child = spawn_onboard(clean_env(home))
+    assert GUIDE[0] == "wakeful onboard"
+    child = spawn_onboard(clean_env(home), GUIDE[0])
     answer(child, "Model server base URL [https://api.openai.com/v1]: ", model_server.base_url)
     answer(child, "Model name [gpt-4.1-mini]: ", "fake-model")
     answer(child, "(not shown) [none]: ", WRONG_KEY)
@@ -178,9 +188,14 @@ def said_last(url: str, headers: dict[str, str], text: str) -> bool | None:
 
 def onboard(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
     """`wakeful onboard ARGS` without a terminal (stdin is /dev/null), as a script runs it."""
+    return as_written(shlex.join(["wakeful", "onboard", *args]), env)
+
+
+def as_written(line: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """A command line through bash, no terminal, this install's `wakeful` first on PATH."""
     return subprocess.run(
-        [sys.executable, "-m", "wakeful", "onboard", *args],
-        env=env,
+        ["bash", "-c", line],
+        env=with_wakeful(env),
         stdin=subprocess.DEVNULL,
         capture_output=True,
         text=True,
@@ -196,12 +211,13 @@ def test_non_interactive_from_the_environment_alone_then_run_without_it(
     env = clean_env(
         home,
         WAKEFUL_LLM__BASE_URL=model_server.base_url,
-        WAKEFUL_LLM__MODEL="fake-model",
         WAKEFUL_DAEMON__DATA_DIR=str(tmp_path / "data"),
         WAKEFUL_SERVER__BIND=f"127.0.0.1:{port}",
         OPENAI_API_KEY=MODEL_KEY,
     )
-    done = onboard(env, "--non-interactive")
+    # The guide's line as written: the model in it, the rest in the environment.
+    assert GUIDE[1] == "WAKEFUL_LLM__MODEL=gpt-4.1-mini wakeful onboard --non-interactive"
+    done = as_written(GUIDE[1], env)
     assert done.returncode == 0, done.stderr
     config = home / ".config" / "wakeful" / "wakeful.toml"
     assert f"wrote {config}" in done.stdout
@@ -311,12 +327,12 @@ def test_onboard_again_keeps_or_replaces_only_when_told(
     assert again.returncode == 1 and "--force replaces it" in again.stderr
     assert config.read_text() == written
     # On a terminal: the default is no.
-    child = spawn_onboard(clean_env(home), "-c", str(config))
+    child = spawn_onboard(clean_env(home), f"wakeful onboard -c {config}")
     answer(child, f"{config} exists. Replace it? (y/n) [n]: ", "")
     assert finished(child) == 1
     assert config.read_text() == written
     # Yes: every default is the current config's, its key and its bot kept as they are.
-    child = spawn_onboard(clean_env(home), "-c", str(config))
+    child = spawn_onboard(clean_env(home), f"wakeful onboard -c {config}")
     answer(child, "Replace it? (y/n) [n]: ", "y")
     answer(child, f"Model server base URL [{model_server.base_url}]: ", "")
     answer(child, "Model name [fake-model]: ", "")
@@ -370,12 +386,13 @@ def test_systemd_user_unit_is_installed_started_and_the_page_link_printed(
         PATH=f"{systemctl / 'bin'}:{os.environ['PATH']}",
         FAKE_SYSTEMCTL_DIR=str(systemctl),
         OPENAI_API_KEY=MODEL_KEY,
+        WAKEFUL_LLM__BASE_URL=model_server.base_url,
+        WAKEFUL_LLM__MODEL="fake-model",
+        WAKEFUL_SERVER__BIND=f"127.0.0.1:{port}",
+        WAKEFUL_DAEMON__DATA_DIR=str(tmp_path / "data"),
     )
-    done = onboard(
-        env, "--non-interactive", "--systemd", "--base-url", model_server.base_url,
-        "--model", "fake-model", "--bind", f"127.0.0.1:{port}",
-        "--data-dir", str(tmp_path / "data"),
-    )  # fmt: skip
+    assert GUIDE[2] == "wakeful onboard --non-interactive --systemd"
+    done = as_written(GUIDE[2], env)
     assert done.returncode == 0, done.stdout + done.stderr + (systemctl / "unit.log").read_text()
     config = home / ".config" / "wakeful" / "wakeful.toml"
     assert (systemctl / "calls.txt").read_text().splitlines() == [
@@ -424,3 +441,34 @@ def test_a_systemctl_that_fails_is_one_line_and_the_way_to_start_by_hand(
     ) in done.stdout
     assert f"start the daemon yourself: wakeful run -c {config}" in done.stdout
     assert config.is_file()  # the config stays: it is right, only the service is not
+
+
+def test_the_guides_chat_entry_is_what_onboard_writes(tmp_path: Path) -> None:
+    """docs/onboarding.md's [[chat.telegram]] example, as written, is onboard's own output
+    for those answers, and loads."""
+    from wakeful.app.config import load_settings
+    from wakeful.cli.onboard_config import Answers, ChatAccount, render
+
+    guide = (Path(__file__).parents[1] / "docs" / "onboarding.md").read_text()
+    example = guide.split("```toml\n", 1)[1].split("```", 1)[0]
+    bot = ChatAccount(
+        "telegram", "tg", {"allowed_user_ids": [123456789]}, {"bot_token_file": "t"},
+        "@my_wakeful_bot",
+    )  # fmt: skip
+    answers = Answers("https://api.openai.com/v1", "m", None, tmp_path, "127.0.0.1:8787", [bot])
+    assert example in render(Path("/home/me/.config/wakeful/wakeful.toml"), answers)
+    path = tmp_path / "wakeful.toml"
+    path.write_text(example)
+    [entry] = load_settings(path).chat.telegram
+    assert entry.allowed_user_ids == [123456789]
+
+
+def test_the_help_shows_every_option_the_guide_and_the_readme_row_name() -> None:
+    done = as_written("wakeful onboard --help", clean_env(Path("/nonexistent")))
+    assert done.returncode == 0
+    for option in (
+        "--non-interactive", "--force", "--base-url", "--model", "--data-dir", "--bind",
+        "--telegram", "--telegram-user", "--telegram-api", "--slack", "--slack-user",
+        "--slack-api", "--matrix-homeserver", "--matrix-user", "--systemd", "--no-check", "-c",
+    ):  # fmt: skip
+        assert f"{option} " in done.stdout or f"{option}\n" in done.stdout, option
