@@ -472,3 +472,33 @@ def test_the_help_shows_every_option_the_guide_and_the_readme_row_name() -> None
         "--slack-api", "--matrix-homeserver", "--matrix-user", "--systemd", "--no-check", "-c",
     ):  # fmt: skip
         assert f"{option} " in done.stdout or f"{option}\n" in done.stdout, option
+
+
+def test_no_check_writes_without_reaching_anything_but_matrix_needs_its_check(
+    tmp_path: Path,
+) -> None:
+    env = clean_env(
+        tmp_path / "home",
+        WAKEFUL_LLM__BASE_URL="http://127.0.0.1:9/v1",
+        MATRIX_ACCESS_TOKEN="syt_offline_token",
+    )
+    config = tmp_path / "offline.toml"
+    common = ("--non-interactive", "--no-check", "--model", "m", "--data-dir", str(tmp_path / "d"))
+    matrix = onboard(env, *common, "-c", str(config), "--matrix-homeserver", "https://m.example")
+    assert matrix.returncode == 2 and "drop --no-check" in matrix.stderr
+    assert not config.exists()
+    done = onboard(env, *common, "-c", str(config))  # nothing listens at the base URL
+    assert done.returncode == 0, done.stderr
+    assert "ok   model" not in done.stdout and config.is_file()
+
+
+def test_a_broken_config_being_replaced_offers_the_defaults(tmp_path: Path) -> None:
+    config = tmp_path / "wakeful.toml"
+    config.write_text("[llm\n")
+    child = spawn_onboard(clean_env(tmp_path / "home"), f"wakeful onboard -c {config}")
+    answer(child, "Replace it? (y/n) [n]: ", "y")
+    child.expect_exact("is not valid TOML")
+    child.expect_exact("Model server base URL [https://api.openai.com/v1]: ")
+    child.sendcontrol("c")
+    assert finished(child) != 0
+    assert config.read_text() == "[llm\n"  # stopped: nothing written

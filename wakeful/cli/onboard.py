@@ -35,7 +35,7 @@ from wakeful.cli.onboard_config import (
     ChatAccount,
     write_all,
 )
-from wakeful.kernel.config_files import config_search_path, find_config_file
+from wakeful.kernel.config_files import ConfigError, config_search_path, find_config_file
 
 OPENAI_BASE_URL = "https://api.openai.com/v1"
 SUGGESTED_MODEL = "gpt-4.1-mini"  # offered only for OpenAI's own endpoint
@@ -148,7 +148,11 @@ class Interview:
             print(f"left {self.config} as it is")
             return 1
         print(f"The config will be {self.config}.\n")
-        current = _current(self.config)
+        try:
+            current = _current(self.config)
+        except ConfigError as exc:  # the file being replaced is broken: offer the defaults
+            print(f"({self.config} does not load: {exc}; the defaults are offered)")
+            current = _current(None)
         answers = self.model(current)
         answers.data_dir = self.ask_checked(
             "Data directory (events, conversations, the admin token)",
@@ -305,8 +309,6 @@ class Interview:
 
 
 def _current_key(current: Any) -> str | None:
-    from wakeful.kernel.config_files import ConfigError
-
     try:
         key: str | None = current.llm.resolve_api_key()
     except ConfigError:  # its file is gone: ask for the key
@@ -362,6 +364,8 @@ def _non_interactive(args: argparse.Namespace, config: Path) -> int:
         bind=args.bind or current.server.bind,
         chats=_chat_flags(args),
     )
+    if args.no_check and args.matrix_homeserver:
+        _missing("a live check for Matrix (its user id comes from whoami): drop --no-check")
     if not args.no_check:
         _check_all(answers)
     written = write_all(config, answers)
@@ -423,8 +427,6 @@ def _check_all(answers: Answers) -> None:
             print(f"ok   {chat.platform}: {chat.checked}")
     except checks.CheckFailed as exc:
         raise CliError(f"nothing written: {exc}", exit_code=1) from None
-    if any(c.platform == "matrix" and "user_id" not in c.keys for c in answers.chats):
-        _missing("a live check for Matrix (its user id comes from whoami): drop --no-check")
 
 
 # --- the end: what was written, how to start it, the web page --------------------------------
