@@ -86,6 +86,8 @@ class FakeModelServer(ServesWhileOpen):
         self.embedded: list[list[str]] = []
         self.embeddings_status = 200
         self.embedding_dims = 64  # a benchmark sets a real model's (1536)
+        # Set: GET /models refuses any other bearer token, as OpenAI refuses a wrong key.
+        self.api_key: str | None = None
         self._cond = threading.Condition()
         self._http = LoopbackHttpServer(self, "fake model server", port)
         self.port: int = self._http.port
@@ -212,9 +214,11 @@ class FakeModelServer(ServesWhileOpen):
         self, scope: HTTPScope, receive: ASGIReceiveCallable, send: ASGISendCallable
     ) -> None:
         if scope["method"] == "GET" and scope["path"].rstrip("/").endswith("/models"):
-            if self.models_status != 200:  # a test's refused key, as OpenAI answers it
+            given = dict(scope["headers"]).get(b"authorization", b"").decode("latin-1")
+            wrong_key = self.api_key is not None and given != f"Bearer {self.api_key}"
+            if self.models_status != 200 or wrong_key:  # a refused key, as OpenAI answers it
                 error = {"message": "Incorrect API key provided", "type": "invalid_request_error"}
-                await _send_json(send, self.models_status, {"error": error})
+                await _send_json(send, 401 if wrong_key else self.models_status, {"error": error})
                 return
             await _send_json(send, 200, {"object": "list", "data": [{"id": "fake-model"}]})
             return
