@@ -13,6 +13,7 @@ from wakeful.channels.chat.config import ChatPlatformConfig
 from wakeful.channels.matrix.config import MatrixConfig
 from wakeful.channels.slack.config import SlackConfig
 from wakeful.channels.telegram.config import TelegramConfig
+from wakeful.channels.whatsapp.config import WhatsAppConfig
 from wakeful.kernel.config_base import Section, reject_repeated_names
 
 
@@ -30,8 +31,13 @@ class ChatSection(Section):
     matrix: list[MatrixConfig] = Field(
         default_factory=list, description="Matrix accounts, one [[chat.matrix]] table each."
     )
+    whatsapp: list[WhatsAppConfig] = Field(
+        default_factory=list,
+        description="WhatsApp business numbers (Cloud API), one [[chat.whatsapp]] table each "
+        "(their webhook Callback URL is /chat/whatsapp/<name>/webhook).",
+    )
 
-    @field_validator("telegram", "slack", "matrix")
+    @field_validator("telegram", "slack", "matrix", "whatsapp")
     @classmethod
     def _unique_names(
         cls, entries: list[ChatPlatformConfig], info: ValidationInfo
