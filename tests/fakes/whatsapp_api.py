@@ -65,6 +65,7 @@ class Sent:
     type: str  # text | interactive | template
     body: dict[str, Any]
     message_id: str
+    received_at: float = field(default_factory=time.monotonic)  # benchmarks' clock
 
     @property
     def text(self) -> str:
