@@ -360,3 +360,28 @@ async def test_on_redis_a_redelivery_is_one_event_and_the_window_is_kept(
         assert answers == [["submitted"], ["duplicate"]]
         [sent] = await api.await_sent(1)
     assert sent.text == "*got* on redis" and len(model.requests) == 1
+
+
+async def test_a_template_whatsapp_refuses_fails_the_reply_with_the_key_to_fix(
+    tmp_path: Path, model: FakeModelServer, api: FakeGraphApi
+) -> None:
+    async with whatsapp_daemon(tmp_path, model, api, template_name="never_approved") as wa:
+        await wa.says("old news", at=time.time() - 25 * 3600)
+        [reply] = await wa.until_outbox(lambda ms: any(m["state"] == "failed" for m in ms))
+    assert "132001" in reply["last_error"] and "check template_name" in reply["last_error"]
+    assert api.snapshot() == []
+
+
+async def test_the_window_outlives_a_restart(
+    tmp_path: Path, model: FakeModelServer, api: FakeGraphApi
+) -> None:
+    """The last message time is in the store: after a restart, a message Meta redelivers
+    a day late (its timestamp 25 h old) is answered, because the user wrote today —
+    with the defaults (no template) a closed window would fail the reply."""
+    async with whatsapp_daemon(tmp_path, model, api) as wa:
+        await wa.says("today")
+        await api.await_sent(1)
+    async with whatsapp_daemon(tmp_path, model, api) as wa:
+        await wa.says("yesterday's", at=time.time() - 25 * 3600)
+        sent = await api.await_sent(2)
+    assert [s.text for s in sent] == ["*got* today", "*got* yesterday's"]

@@ -103,7 +103,11 @@ def test_an_approve_button_reply_is_a_decision() -> None:
             "[shared a location: Home, 51.5, -0.12]",
         ),
         ("reaction", {"message_id": "wamid.OUT1", "emoji": "👍"}, "[reacted 👍 to a message]"),
-        ("unsupported", {}, "[sent a unsupported message, which this channel cannot show]"),
+        (
+            "unsupported",
+            {},
+            "[sent a message of type 'unsupported', which this channel cannot show]",
+        ),
     ],
 )
 def test_other_kinds_become_a_short_description(

@@ -176,7 +176,7 @@ def describe(kind: object, message: dict[str, Any]) -> str:
         return f"[shared a location: {where}]"
     if kind == "contacts":
         return "[shared a contact card, which this channel cannot show]"
-    return f"[sent a {kind} message, which this channel cannot show]"
+    return f"[sent a message of type {kind!r}, which this channel cannot show]"
 
 
 def _interactive(part: object) -> tuple[str, DecisionRequest | None]:

@@ -148,8 +148,11 @@ class WindowedChannel:
         if not await self._window.template_sent(user):
             try:
                 await self._client.send_template(user, self._template.name, self._template.language)
-            except WindowClosed as exc:  # a template is never refused for the window
-                raise NeverDeliverable(str(exc)) from None
+            except NeverDeliverable as exc:  # not approved, misspelt, another language
+                raise NeverDeliverable(
+                    f"{exc}; the reply was for {user}, whose 24-hour window is closed: check "
+                    "template_name and template_language (an approved template)"
+                ) from None
             await self._window.mark_template_sent(user)
         await self._window.keep(user, message, text)
         self.kept += 1
