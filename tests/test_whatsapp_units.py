@@ -24,6 +24,7 @@ from wakeful.channels.chat.decisions import DecisionRequest
 from wakeful.channels.whatsapp.client import (
     MAX_TEXT_CHARS,
     BadCredentials,
+    PairRateLimited,
     WindowClosed,
     sorted_error,
     to_whatsapp,
@@ -173,7 +174,7 @@ def graph_error(
     ("status", "code", "kind", "wait"),
     [
         (400, 130429, TryLater, 2.0),
-        (400, 131056, TryLater, 6.0),
+        (400, 131056, PairRateLimited, 6.0),
         (429, 4, TryLater, 2.0),
         (503, None, TryLater, None),
         (500, 131000, TryLater, None),

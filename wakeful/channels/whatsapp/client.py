@@ -42,6 +42,7 @@ RATE_LIMIT_CODES = frozenset({4, 80007, 130429, 131056})
 TRANSIENT_CODES = frozenset({1, 2, 131000, 131016, 133004})
 # The token: authentication (0), expired or invalid (190), permission (10, 200-299).
 CREDENTIAL_CODES = frozenset({0, 10, 190, *range(200, 300)})
+PAIR_RATE_CODE = 131056
 WINDOW_CLOSED_CODE = 131047  # "re-engagement message": >24 h since the user wrote
 # WhatsApp documents about one message every 6 s to one user; its 131056 carries no wait.
 PAIR_RATE_WAIT_S = 6.0
@@ -52,6 +53,10 @@ APPROVE, DENY = "approve", "deny"
 
 class WindowClosed(NeverDeliverable):
     """131047: only a template may be sent until the user writes again."""
+
+
+class PairRateLimited(TryLater):
+    """131056: too many messages to this one user; others may be written to meanwhile."""
 
 
 class BadCredentials(NeverDeliverable):
@@ -78,8 +83,11 @@ def sorted_error(what: str, response: httpx.Response) -> NeverDeliverable | TryL
     said = message + (f" ({details})" if details and details not in message else "")
     status = response.status_code
     if status == 429 or code in RATE_LIMIT_CODES:
-        wait = _retry_after_s(response) or (PAIR_RATE_WAIT_S if code == 131056 else RATE_WAIT_S)
-        return TryLater(f"WhatsApp {what}: rate limited: {said}", retry_after_s=wait)
+        kind = PairRateLimited if code == PAIR_RATE_CODE else TryLater
+        wait = _retry_after_s(response) or (
+            PAIR_RATE_WAIT_S if code == PAIR_RATE_CODE else RATE_WAIT_S
+        )
+        return kind(f"WhatsApp {what}: rate limited: {said}", retry_after_s=wait)
     if status >= 500 or code in TRANSIENT_CODES:
         return TryLater(f"WhatsApp {what}: {said}")
     if code == WINDOW_CLOSED_CODE:
@@ -158,7 +166,9 @@ class WhatsAppClient:
                     self._report(None)
                 return answer if isinstance(answer, dict) else {}
             failure = sorted_error(what, response)
-        if isinstance(failure, TryLater) and failure.retry_after_s is not None:
+        # A number-wide limit holds every send back; a pair limit only that user's message.
+        held = isinstance(failure, TryLater) and not isinstance(failure, PairRateLimited)
+        if held and isinstance(failure, TryLater) and failure.retry_after_s is not None:
             self._resume_at = time.monotonic() + failure.retry_after_s
         if report:
             self._report(failure)
