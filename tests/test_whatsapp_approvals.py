@@ -29,6 +29,7 @@ from tests.fakes.whatsapp_api import (
 )
 from tests.test_approvals import runs, tainted_call, wait_for_request_with
 from tests.test_whatsapp_channel import OWNER, STRANGER, whatsapp_entry
+from wakeful.channels.whatsapp.client import WhatsAppClient
 
 pytestmark = pytest.mark.anyio
 
@@ -124,9 +125,6 @@ async def test_a_notice_past_a_button_messages_body_goes_as_text_then_buttons(
 ) -> None:
     """The body of a button message holds 1,024 characters: a longer notice is sent as
     text, the buttons under a short line naming the approval."""
-    from wakeful.channels.whatsapp.client import WhatsAppClient
-
-    sent: list[dict[str, Any]] = []
 
     def report(_: object) -> None:
         return None
