@@ -14,6 +14,7 @@ from wakeful.channels.matrix.config import MatrixConfig
 from wakeful.channels.signal.config import SignalConfig
 from wakeful.channels.slack.config import SlackConfig
 from wakeful.channels.telegram.config import TelegramConfig
+from wakeful.channels.whatsapp.config import WhatsAppConfig
 from wakeful.kernel.config_base import Section, reject_repeated_names
 
 
@@ -36,7 +37,13 @@ class ChatSection(Section):
         description="Signal accounts through a signal-cli daemon, one [[chat.signal]] table each.",
     )
 
-    @field_validator("telegram", "slack", "matrix", "signal")
+    whatsapp: list[WhatsAppConfig] = Field(
+        default_factory=list,
+        description="WhatsApp business numbers (Cloud API), one [[chat.whatsapp]] table each "
+        "(their webhook Callback URL is /chat/whatsapp/<name>/webhook).",
+    )
+
+    @field_validator("telegram", "slack", "matrix", "signal", "whatsapp")
     @classmethod
     def _unique_names(
         cls, entries: list[ChatPlatformConfig], info: ValidationInfo
