@@ -10,6 +10,7 @@ from __future__ import annotations
 from pydantic import BaseModel, Field, ValidationInfo, field_validator
 
 from wakeful.channels.chat.config import ChatPlatformConfig
+from wakeful.channels.discord.config import DiscordConfig
 from wakeful.channels.matrix.config import MatrixConfig
 from wakeful.channels.slack.config import SlackConfig
 from wakeful.channels.telegram.config import TelegramConfig
@@ -30,8 +31,11 @@ class ChatSection(Section):
     matrix: list[MatrixConfig] = Field(
         default_factory=list, description="Matrix accounts, one [[chat.matrix]] table each."
     )
+    discord: list[DiscordConfig] = Field(
+        default_factory=list, description="Discord bots, one [[chat.discord]] table each."
+    )
 
-    @field_validator("telegram", "slack", "matrix")
+    @field_validator("telegram", "slack", "matrix", "discord")
     @classmethod
     def _unique_names(
         cls, entries: list[ChatPlatformConfig], info: ValidationInfo

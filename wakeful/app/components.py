@@ -70,6 +70,9 @@ COMPONENTS: list[Registration] = [
     ),
     Registration("wakeful.channels.slack.component:SlackComponent", each=lambda s: s.chat.slack),
     Registration("wakeful.channels.matrix.component:MatrixComponent", each=lambda s: s.chat.matrix),
+    Registration(
+        "wakeful.channels.discord.component:DiscordComponent", each=lambda s: s.chat.discord
+    ),
     Registration("wakeful.mcp.component:McpComponent", when=lambda s: bool(s.mcp.servers)),
     Registration("wakeful.budget.component:BudgetComponent", when=lambda s: s.budget.configured),
     Registration("wakeful.budget.usage_component:UsageComponent"),
