@@ -200,7 +200,9 @@ async def test_a_dropped_connection_is_resumed_and_nothing_is_lost_or_doubled(
         sent = await discord.await_sent(3)
         status = (await component_status(h))["chat.discord:dc"]
     assert [m.content for m in sent] == [
-        "answer to before", "answer to while dropped", "answer to after"
+        "answer to before",
+        "answer to while dropped",
+        "answer to after",
     ]
     [resume] = discord.ops(6)
     assert resume["d"]["session_id"] == session.id and resume["d"]["seq"] >= 2
@@ -271,7 +273,7 @@ async def test_a_429_is_waited_out_and_the_reply_arrives_once(
 ) -> None:
     """POST messages answers 429 with retry_after (global too): retried after it, once."""
     model_server.push(Reply(text="eventually"))
-    discord.fail("429", paths=r"/messages$", retry_after=0.3, is_global=True)
+    discord.fail("429", paths=r"^POST .*/messages$", retry_after=0.3, is_global=True)
     async with daemon(tmp_path, model_server, discord):
         discord.user_says(OWNER, "hello")
         await discord.until(lambda: any(c.status == 429 for c in discord.calls))

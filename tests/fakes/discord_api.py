@@ -328,7 +328,8 @@ class FakeDiscord(ServesWhileOpen):
         retry_after: float = 1.0,
         is_global: bool = False,
     ) -> None:
-        """REST calls (whose path matches the regex ``paths``, else all) fail until recover."""
+        """REST calls fail until :meth:`recover`: all, or those whose ``"<METHOD> <path>"``
+        (path without /api/v10) the regex ``paths`` finds."""
         with self._cond:
             pattern = re.compile(paths) if paths else None
             self._failure = _FailureMode(kind, pattern, retry_after, is_global)
@@ -480,7 +481,9 @@ class FakeDiscord(ServesWhileOpen):
 
     # --- REST ------------------------------------------------------------------
 
-    async def _rest(self, scope: Scope, receive: ASGIReceiveCallable, send: ASGISendCallable) -> None:
+    async def _rest(
+        self, scope: Scope, receive: ASGIReceiveCallable, send: ASGISendCallable
+    ) -> None:
         raw = await _read_body(receive)
         method, path = scope["method"], scope["path"].removeprefix(_API)
         query = {k: v[-1] for k, v in parse_qs(scope.get("query_string", b"").decode()).items()}
@@ -515,7 +518,8 @@ class FakeDiscord(ServesWhileOpen):
     def _maybe_fail(self, method: str, path: str, extra: dict[str, str]) -> None:
         with self._cond:
             failure = self._failure
-        if failure is None or (failure.paths is not None and not failure.paths.search(path)):
+        call = f"{method} {path}"
+        if failure is None or (failure.paths is not None and not failure.paths.search(call)):
             return
         if failure.kind == "down":
             raise _Down
@@ -620,9 +624,7 @@ class FakeDiscord(ServesWhileOpen):
             "x-ratelimit-bucket": f"messages-{channel_id}",
         }
 
-    def _interaction_callback(
-        self, interaction_id: str, token: str, body: Any
-    ) -> tuple[int, Any]:
+    def _interaction_callback(self, interaction_id: str, token: str, body: Any) -> tuple[int, Any]:
         """Under the lock."""
         known = self._interactions.get(interaction_id)
         if known is None or known[0] != token:
