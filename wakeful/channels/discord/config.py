@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import importlib.util
 from pathlib import Path
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
 from wakeful.channels.chat.config import ChatPlatformConfig
 
@@ -71,3 +72,12 @@ class DiscordConfig(ChatPlatformConfig):
         if not value.startswith(("http://", "https://")):
             raise ValueError(f"must start with http:// or https://, not {value!r}")
         return value.rstrip("/")
+
+    @model_validator(mode="after")
+    def _websockets_installed(self) -> DiscordConfig:
+        if importlib.util.find_spec("websockets") is None:
+            raise ValueError(
+                f"chat.discord '{self.name}': the Gateway client needs the websockets "
+                "package, which is not installed; install it with: pip install 'wakeful[discord]'"
+            )
+        return self
