@@ -372,3 +372,23 @@ async def test_the_bot_never_answers_its_own_messages(
         await discord.await_sent(2)
     assert [said(r.body) for r in model_server.requests] == ["one", "two"]
     assert all(m.channel_id == OWNER_DM for m in discord.sent) and BOT_ID
+
+
+async def test_the_channel_on_its_defaults_answers_a_dm(
+    tmp_path: Path, model_server: FakeModelServer, discord: FakeDiscord
+) -> None:
+    """Every key on its default but the address (the fake's, not discord.com): the bot
+    connects, is answered and answers, and its health is ok."""
+    model_server.responder = echo
+    token = tmp_path / "token"
+    token.write_text(discord.token)
+    entry = {"name": "dc", "bot_token_file": str(token), "api_base": discord.api_base,
+             "allowed_user_ids": [OWNER]}  # fmt: skip
+    settings = daemon_settings(tmp_path / "data", model_server.base_url, chat={"discord": [entry]})
+    async with harness(settings) as h:
+        await discord.until(discord.connected)
+        discord.user_says(OWNER, "defaults")
+        [sent] = await discord.await_sent(1)
+        health = (await component_status(h))["components"]["chat.discord:dc"]
+    assert sent.content == "answer to defaults"
+    assert health["ok"] and "connected" in health["detail"]

@@ -469,8 +469,12 @@ class FakeDiscord(ServesWhileOpen):
                 frames, connection.outgoing = connection.outgoing, []
                 close = connection.close_code if not frames else None
                 closing = self._closing
-            for frame in frames:
-                await send({"type": "websocket.send", "text": json.dumps(frame)})
+            try:
+                for frame in frames:
+                    await send({"type": "websocket.send", "text": json.dumps(frame)})
+            except OSError:  # uvicorn's ClientDisconnected: the client left, the reader ends
+                scope.cancel()
+                return
             if close is not None or closing:
                 with contextlib.suppress(Exception):
                     await send({"type": "websocket.close", "code": close or 1001})
