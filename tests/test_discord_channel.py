@@ -204,6 +204,7 @@ async def test_a_dropped_connection_is_resumed_and_nothing_is_lost_or_doubled(
         "answer to while dropped",
         "answer to after",
     ]
+    await discord.until(lambda: len(discord.ops(6)) == 1, what="a RESUME")
     [resume] = discord.ops(6)
     assert resume["d"]["session_id"] == session.id and resume["d"]["seq"] >= 2
     assert discord.connection_paths[-1].startswith(f"/resume/{session.id}")

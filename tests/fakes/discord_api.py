@@ -31,6 +31,7 @@ Gateway misbehaves on request: :meth:`drop` (the server closes the connection),
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import itertools
 import json
@@ -135,6 +136,8 @@ class _Connection:
     close_code: int | None = None  # set: the server closes with it
     session: _Session | None = None
     closed: bool = False
+    loop: asyncio.AbstractEventLoop | None = None  # uvicorn's, where the writer waits
+    wake: asyncio.Event = field(default_factory=asyncio.Event)
 
 
 @dataclass
@@ -265,6 +268,13 @@ class FakeDiscord(ServesWhileOpen):
             )
             return interaction_id
 
+    def _notify(self) -> None:
+        """Under the lock: wake the tests waiting and every connection's writer."""
+        self._cond.notify_all()
+        for connection in self._connections:
+            if not connection.closed and connection.loop is not None:
+                connection.loop.call_soon_threadsafe(connection.wake.set)
+
     def _dm(self, user_id: str) -> _Channel:
         channel_id = dm_channel_of(user_id)
         if channel_id not in self.channels:
@@ -278,9 +288,10 @@ class FakeDiscord(ServesWhileOpen):
             return  # nobody has a session: it is only in the channel's history
         payload = {"op": 0, "t": name, "s": len(session.events) + 1, "d": data}
         session.events.append(payload)
-        if session.connection is not None:
-            session.connection.outgoing.append(payload)
-        self._cond.notify_all()
+        connection = session.connection
+        if connection is not None and connection.close_code is None:  # else: for the RESUME
+            connection.outgoing.append(payload)
+        self._notify()
 
     # --- the Gateway misbehaving ----------------------------------------------
 
@@ -294,7 +305,7 @@ class FakeDiscord(ServesWhileOpen):
         """The server closes the open connection (the session stays resumable)."""
         with self._cond:
             self._live().close_code = code
-            self._cond.notify_all()
+            self._notify()
 
     def send_invalid_session(self, *, resumable: bool) -> None:
         with self._cond:
@@ -302,12 +313,12 @@ class FakeDiscord(ServesWhileOpen):
             if not resumable and connection.session is not None:
                 self._forget(connection.session)
             connection.outgoing.append({"op": 9, "d": resumable})
-            self._cond.notify_all()
+            self._notify()
 
     def send_reconnect(self) -> None:
         with self._cond:
             self._live().outgoing.append({"op": 7, "d": None})
-            self._cond.notify_all()
+            self._notify()
 
     def forget_sessions(self) -> None:
         """Every session expires (as after a long outage): a RESUME gets INVALID_SESSION."""
@@ -337,7 +348,7 @@ class FakeDiscord(ServesWhileOpen):
     def recover(self) -> None:
         with self._cond:
             self._failure = None
-            self._cond.notify_all()
+            self._notify()
 
     # --- what the bot did ------------------------------------------------------
 
@@ -398,12 +409,13 @@ class FakeDiscord(ServesWhileOpen):
         query = parse_qs(scope.get("query_string", b"").decode())
         with self._cond:
             connection = _Connection(len(self._connections) + 1, scope["path"])
+            connection.loop = asyncio.get_running_loop()
             self._connections.append(connection)
             self.connection_paths.append(scope["path"])
             if query.get("v") != ["10"] or query.get("encoding") != ["json"]:
                 connection.close_code = 4012  # invalid API version
             connection.outgoing.append({"op": 10, "d": {"heartbeat_interval": self.heartbeat_ms}})
-            self._cond.notify_all()
+            self._notify()
         try:
             async with anyio.create_task_group() as group:
                 group.start_soon(self._write, connection, send, group.cancel_scope)
@@ -414,7 +426,7 @@ class FakeDiscord(ServesWhileOpen):
                 connection.closed = True
                 if connection.session is not None and connection.session.connection is connection:
                     connection.session.connection = None
-                self._cond.notify_all()
+                self._notify()
 
     async def _read(self, connection: _Connection, receive: ASGIReceiveCallable) -> None:
         while True:
@@ -425,7 +437,7 @@ class FakeDiscord(ServesWhileOpen):
             with self._cond:
                 self.frames.append(frame)
                 self._on_frame(connection, frame)
-                self._cond.notify_all()
+                self._notify()
 
     def _on_frame(self, connection: _Connection, frame: dict[str, Any]) -> None:
         """Under the lock: answer one client frame."""
@@ -480,8 +492,9 @@ class FakeDiscord(ServesWhileOpen):
                     await send({"type": "websocket.close", "code": close or 1001})
                 scope.cancel()
                 return
-            # A fake's own pacing (the client under test waits on nothing here).
-            await anyio.sleep(0.005)
+            with anyio.move_on_after(1.0):  # woken by _notify; the timeout only rechecks
+                await connection.wake.wait()
+            connection.wake.clear()
 
     # --- REST ------------------------------------------------------------------
 
@@ -517,7 +530,7 @@ class FakeDiscord(ServesWhileOpen):
     def _record(self, method: str, path: str, status: int, body: Any) -> None:
         with self._cond:
             self.calls.append(Call(method, path, status, time.monotonic(), body))
-            self._cond.notify_all()
+            self._notify()
 
     def _maybe_fail(self, method: str, path: str, extra: dict[str, str]) -> None:
         with self._cond:
@@ -654,7 +667,7 @@ class FakeDiscord(ServesWhileOpen):
     def close(self) -> None:
         with self._cond:
             self._closing = True
-            self._cond.notify_all()
+            self._notify()
         # Let the writers send their close frames before uvicorn cuts everything off.
         with self._cond:
             self._cond.wait_for(lambda: all(c.closed for c in self._connections), 2.0)
