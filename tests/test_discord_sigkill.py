@@ -11,7 +11,6 @@ answered exactly once in the DM: none twice, none lost.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -22,7 +21,13 @@ from tests.daemon_process import DaemonProcess, free_port, write_config
 from tests.fakes.discord_api import FakeDiscord, SentMessage, bot_config, dm_channel_of
 from tests.fakes.model_server import FakeModelServer, Reply
 from tests.test_telegram_channel import said
-from tests.test_telegram_sigkill import toml_table
+from tests.test_telegram_sigkill import Conversation as TelegramConversation
+from tests.test_telegram_sigkill import (
+    kill_after_the_answer_arrived,
+    kill_at_once,
+    kill_mid_stream,
+    toml_table,
+)
 
 OWNER = "80351110224678912"
 FILLER = " and more" * 20  # streamed slowly, so a kill can land mid-stream
@@ -32,8 +37,9 @@ def slow_echo(body: dict[str, Any]) -> Reply:
     return Reply(text=f"answer to {said(body)}{FILLER}", token_delay_s=0.02)
 
 
-class Conversation:
-    """The owner, Discord, the model and a daemon that keeps being killed."""
+class Conversation(TelegramConversation):
+    """The owner, Discord, the model and a daemon that keeps being killed (the waits,
+    the outbox check and the restart are the Telegram conversation's)."""
 
     def __init__(self, tmp_path: Path, discord: FakeDiscord, model: FakeModelServer) -> None:
         self.discord, self.model = discord, model
@@ -52,7 +58,7 @@ class Conversation:
         self.said.append(text)
         self.discord.user_says(OWNER, text)
 
-    def answers_to(self, text: str) -> list[SentMessage]:
+    def answers_to(self, text: str) -> list[SentMessage]:  # type: ignore[override]
         return [
             m
             for m in self.discord.sent_to(dm_channel_of(OWNER))
@@ -62,50 +68,11 @@ class Conversation:
     def wait_until_answered(self, text: str, timeout_s: float = 30.0) -> None:
         self.discord.wait_for(lambda: bool(self.answers_to(text)), timeout_s, f"answer to {text}")
 
-    def model_heard(self, text: str) -> None:
-        deadline = time.monotonic() + 20
-        while not any(said(r.body) == text for r in self.model.requests):
-            self.model.wait_for_requests(len(self.model.requests) + 1, deadline - time.monotonic())
-
-    def wait_for_failed_attempt(self, text: str, timeout_s: float = 20.0) -> None:
-        """Until the answer to ``text`` waits for a retry: failed once, not being sent now."""
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
-            with self.daemon.client() as client:
-                messages = client.get("/api/sessions/main/outbox").json()["messages"]
-            for message in messages:
-                waiting = message["state"] == "pending" and message["attempts"] >= 1
-                if waiting and message["text"].startswith(f"answer to {text} "):
-                    return
-            # The outbox has no long poll; the next attempt is seconds away, this is not.
-            time.sleep(0.05)
-        raise TimeoutError(f"the answer to {text!r} never waited for a retry")
-
-    def restart(self, *, while_dead: Callable[[], None] = lambda: None) -> None:
-        self.daemon.kill()
-        self.earlier_logs += self.daemon.lines
-        while_dead()
-        self.daemon = DaemonProcess(self.config, self.port).start()
-
-
-def kill_mid_stream(c: Conversation, text: str) -> None:
-    c.model_heard(text)
-    c.restart()
-
-
-def kill_after_the_answer_arrived(c: Conversation, text: str) -> None:
-    c.wait_until_answered(text)
-    c.restart()
-
 
 def kill_while_discord_is_down(c: Conversation, text: str) -> None:
     c.discord.fail("down", paths=r"^POST .*/messages$")
     c.wait_for_failed_attempt(text)
     c.restart(while_dead=c.discord.recover)  # the new daemon's first try succeeds
-
-
-def kill_at_once(c: Conversation, text: str) -> None:
-    c.restart()  # the message may or may not have been read and committed
 
 
 KILL_POINTS: list[Callable[[Conversation, str], None]] = [
