@@ -9,6 +9,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -17,6 +18,8 @@ from tests.daemon_harness import Harness, daemon_settings, harness
 from tests.fakes.discord_api import BOT_ID, FakeDiscord, bot_config, dm_channel_of
 from tests.fakes.model_server import FakeModelServer, Reply
 from tests.redis_server import REDIS_URL
+from tests.test_budget import _run_lines
+from tests.test_chat_foundation import write_cli_config
 from tests.test_telegram_channel import echo, said
 from wakeful.channels.chat.chunking import split_message
 from wakeful.channels.discord.client import MAX_MESSAGE_CHARS
@@ -119,8 +122,12 @@ async def test_an_unknown_sender_is_paired_before_anything_reaches_the_model(
         assert "pairing code" in asked.content.lower()
         assert model_server.requests == []
         code = next(line for line in asked.content.splitlines() if re.fullmatch(r"\w{4}-\w+", line))
-        answer = await h.client.post(f"/api/pairing/discord/{code}", json={"decision": "approve"})
-        assert answer.status_code == 200, answer.text
+        # The owner approves it as docs/discord.md says, with the CLI.
+        config = write_cli_config(tmp_path, h.running.url)
+        lines = ["wakeful pairing list", f"wakeful pairing approve discord {code}"]
+        listed, approved = await anyio.to_thread.run_sync(_run_lines, config, lines)
+        assert listed[0] == 0 and code in listed[1] and "discord" in listed[1], listed
+        assert approved[0] == 0, approved
         await discord.await_sent(2)  # "you're paired"
         discord.user_says(STRANGER, "now?", username="stranger")
         [*_, reply] = await discord.await_sent(3)
@@ -393,3 +400,28 @@ async def test_the_channel_on_its_defaults_answers_a_dm(
         health = (await component_status(h))["components"]["chat.discord:dc"]
     assert sent.content == "answer to defaults"
     assert health["ok"] and "connected" in health["detail"]
+
+
+async def test_intents_the_portal_did_not_allow_show_in_health_until_switched_on(
+    tmp_path: Path, model_server: FakeModelServer, discord: FakeDiscord
+) -> None:
+    """Close code 4014: health says which switch to turn on; the daemon stays up and the
+    bot connects once it is on."""
+    model_server.responder = echo
+    discord.message_content_allowed = False
+    entry = bot_config(discord, tmp_path, allowed_user_ids=[OWNER])
+    settings = daemon_settings(tmp_path / "data", model_server.base_url, chat={"discord": [entry]})
+    async with harness(settings) as h:
+        await discord.until(lambda: len(discord.ops(2)) >= 1)
+        await discord.until(lambda: not discord.connected() and bool(discord.connection_paths))
+        detail = ""
+        with anyio.fail_after(10):
+            while "4014" not in detail:
+                detail = (await component_status(h))["components"]["chat.discord:dc"]["detail"]
+                await anyio.sleep(0.05)  # health has no long poll
+        assert "MESSAGE CONTENT INTENT" in detail
+        discord.message_content_allowed = True
+        await discord.until(discord.connected)
+        discord.user_says(OWNER, "now?")
+        [sent] = await discord.await_sent(1)
+    assert sent.content == "answer to now?"

@@ -58,6 +58,7 @@ GUILD_ID = "1200000000000000001"
 MAX_CONTENT = 2000
 DISCORD_HEARTBEAT_MS = 41250  # what Discord's HELLO says
 DM, GUILD_TEXT, PUBLIC_THREAD = 1, 0, 11
+MESSAGE_CONTENT = 1 << 15  # a privileged intent
 Failure = Literal["down", "429", "500"]
 _API = "/api/v10"
 
@@ -161,6 +162,9 @@ class FakeDiscord(ServesWhileOpen):
         self.token = token
         self.heartbeat_ms = heartbeat_ms
         self.withhold_acks = False
+        # The portal's "MESSAGE CONTENT INTENT" switch; off: an IDENTIFY asking for it is
+        # closed with 4014 (disallowed intents).
+        self.message_content_allowed = True
         self.bucket: tuple[int, float] | None = None  # (limit, window s) per channel's POSTs
         self.channels: dict[str, _Channel] = {}
         self.sent: list[SentMessage] = []
@@ -448,6 +452,9 @@ class FakeDiscord(ServesWhileOpen):
         elif op == 2:
             if not isinstance(data, dict) or data.get("token") != self.token:
                 connection.close_code = 4004
+                return
+            if data.get("intents", 0) & MESSAGE_CONTENT and not self.message_content_allowed:
+                connection.close_code = 4014
                 return
             session = _Session(f"session{next(self._ids)}")
             self._sessions[session.id] = session

@@ -211,6 +211,8 @@ class Gateway:
         if name == "READY":
             self._health.working("connected (new session)")
             await self._on_ready()
+            # Again: a catch-up that had to wait for REST showed as failing meanwhile.
+            self._health.working("connected (new session)")
         elif name == "RESUMED":
             self._health.working("connected (resumed)")
         else:
