@@ -59,6 +59,7 @@ FATAL_CLOSES = {
 }
 NEW_SESSION_CLOSES = frozenset({4007, 4009})  # invalid seq, session timed out: identify again
 HELLO_TIMEOUT_S = 20.0
+RESUME_ATTEMPTS = 3  # failures in a row at resume_gateway_url before identifying afresh
 MAX_FRAME_BYTES = 8 * 1024 * 1024  # READY of a bot in many guilds is large
 
 Dispatch = Callable[[str, dict[str, Any]], Awaitable[None]]
@@ -128,6 +129,9 @@ class Gateway:
             except Exception as exc:  # network, handshake, the REST call for the URL, a bug
                 what = f"{type(exc).__name__}: {exc}"
                 log.info("discord gateway connection failed", error=what)
+                if self.session is not None and self._health.failures >= RESUME_ATTEMPTS:
+                    # The session's own address keeps failing: start over at the main one.
+                    self.session = None
                 await anyio.sleep(self._health.failed("gateway", what))
 
     async def _connect(self, url: str) -> None:
