@@ -79,6 +79,7 @@ async def test_the_notice_has_buttons_and_the_owners_press_runs_the_call_once(
         answer = await answer_to(discord, pressed)
         await wait_for_request_with(model_server, "approved by the owner and run once")
         decided = await approval_state(h, aid)
+    assert discord.answered_after[pressed] < 3.0  # Discord's deadline for the first answer
     assert answer["type"] == 7  # UPDATE_MESSAGE: the notice itself shows the outcome
     assert answer["data"]["components"] == []
     assert answer["data"]["content"].endswith(

@@ -173,6 +173,9 @@ class FakeDiscord(ServesWhileOpen):
         self.frames: list[dict[str, Any]] = []  # every Gateway frame a client sent, in order
         self.connection_paths: list[str] = []
         self.interaction_answers: dict[str, dict[str, Any]] = {}
+        # interaction id → seconds from its dispatch to its callback (Discord allows 3)
+        self.answered_after: dict[str, float] = {}
+        self._pressed_at: dict[str, float] = {}
         self.session: _Session | None = None  # the live (latest identified) session
         self._sessions: dict[str, _Session] = {}
         self._connections: list[_Connection] = []
@@ -246,6 +249,7 @@ class FakeDiscord(ServesWhileOpen):
             interaction_id = snowflake(next(self._ids))
             token = f"interaction-token-{interaction_id}"
             self._interactions[interaction_id] = (token, message.message_id)
+            self._pressed_at[interaction_id] = time.monotonic()
             channel = self.channels[message.channel_id]
             user = {"id": user_id, "username": username, "global_name": username.title()}
             who = {"member": {"user": user, "roles": []}} if channel.guild_id else {"user": user}
@@ -658,6 +662,7 @@ class FakeDiscord(ServesWhileOpen):
         if not isinstance(body, dict) or body.get("type") not in (4, 6, 7):
             raise RestError(400, "Invalid Form Body: type", 50035)
         self.interaction_answers[interaction_id] = body
+        self.answered_after[interaction_id] = time.monotonic() - self._pressed_at[interaction_id]
         if body["type"] == 7:
             data = body.get("data") or {}
             for sent in self.sent:
