@@ -10,6 +10,7 @@ from __future__ import annotations
 from pydantic import BaseModel, Field, ValidationInfo, field_validator
 
 from wakeful.channels.chat.config import ChatPlatformConfig
+from wakeful.channels.discord.config import DiscordConfig
 from wakeful.channels.matrix.config import MatrixConfig
 from wakeful.channels.signal.config import SignalConfig
 from wakeful.channels.slack.config import SlackConfig
@@ -36,14 +37,16 @@ class ChatSection(Section):
         default_factory=list,
         description="Signal accounts through a signal-cli daemon, one [[chat.signal]] table each.",
     )
-
     whatsapp: list[WhatsAppConfig] = Field(
         default_factory=list,
         description="WhatsApp business numbers (Cloud API), one [[chat.whatsapp]] table each "
         "(their webhook Callback URL is /chat/whatsapp/<name>/webhook).",
     )
+    discord: list[DiscordConfig] = Field(
+        default_factory=list, description="Discord bots, one [[chat.discord]] table each."
+    )
 
-    @field_validator("telegram", "slack", "matrix", "signal", "whatsapp")
+    @field_validator("telegram", "slack", "matrix", "signal", "whatsapp", "discord")
     @classmethod
     def _unique_names(
         cls, entries: list[ChatPlatformConfig], info: ValidationInfo

@@ -74,6 +74,9 @@ COMPONENTS: list[Registration] = [
     Registration(
         "wakeful.channels.whatsapp.component:WhatsAppComponent", each=lambda s: s.chat.whatsapp
     ),
+    Registration(
+        "wakeful.channels.discord.component:DiscordComponent", each=lambda s: s.chat.discord
+    ),
     Registration("wakeful.mcp.component:McpComponent", when=lambda s: bool(s.mcp.servers)),
     Registration("wakeful.budget.component:BudgetComponent", when=lambda s: s.budget.configured),
     Registration("wakeful.budget.usage_component:UsageComponent"),
