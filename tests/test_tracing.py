@@ -1,0 +1,248 @@
+"""Traces (issue 25): one webhook → the run that answers it → a model call with a tool
+call → the reply is one trace, exported by the SDK's real OTLP/HTTP exporter to a
+receiver that decodes opentelemetry-proto; no text and no secret in any span; the
+default config imports and exports nothing; a collector that is down costs nothing
+the daemon's user sees."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from tests.daemon_process import DaemonProcess, free_port, write_config
+from tests.fakes.model_server import FakeModelServer, Reply, ToolCallSpec
+from tests.fakes.otlp_receiver import OtlpReceiver, ReceivedSpan
+from tests.otel_import_probe import PREFIX
+from tests.webhook_fixtures import NEW_SECRET, dumps, sign_standard
+from wakeful.kernel import tracing
+from wakeful.kernel.config_base import ConfigError
+from wakeful.telemetry.config import TelemetrySection
+
+PAYLOAD_MARK = "payload-words-9f3a"  # the webhook's own text: never in a span
+REPLY_TEXT = "It is half past nine, reply-words-77c1."
+COLLECTOR_KEY = "collector-api-key-5b2e"  # sent as a header from headers_file
+PRODUCER, CLIENT, INTERNAL = 4, 3, 1  # opentelemetry.proto Span.SpanKind
+
+
+def traced_config(
+    tmp_path: Path, model: FakeModelServer, port: int, telemetry: list[str] | None
+) -> Path:
+    """A daemon with one webhook and, unless ``telemetry`` is None, a [telemetry] table."""
+    config = write_config(tmp_path / "data", model.base_url, port)
+    lines = ["[[hooks]]", 'name = "deploys"', f'secret = "{NEW_SECRET}"']
+    if telemetry is not None:
+        lines += ["[telemetry]", *telemetry]
+    with config.open("a") as file:
+        file.write("\n".join(lines) + "\n")
+    return config
+
+
+def post_webhook(daemon: DaemonProcess, text: str) -> None:
+    body = dumps({"service": text})
+    headers = sign_standard(NEW_SECRET, body, "msg_trace_1")
+    response = httpx.post(f"{daemon.url}/hooks/deploys", content=body, headers=headers)
+    assert response.status_code == 202, response.text
+
+
+def wait_for_reply(daemon: DaemonProcess, text: str, timeout_s: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    with daemon.client() as client:
+        # The daemon has no "delivered" signal a test can await from outside: polled.
+        while time.monotonic() < deadline:
+            messages = client.get("/api/sessions/main/outbox").json()["messages"]
+            if any(m["text"] == text and m["state"] == "sent" for m in messages):
+                return
+            time.sleep(0.05)
+    raise TimeoutError(f"no reply {text!r} sent after {timeout_s} s")
+
+
+def one_tool_call_then_reply(model: FakeModelServer) -> None:
+    model.push(
+        Reply(tool_calls=[ToolCallSpec("get_time", {"timezone": "UTC"}, id="call_clock_1")]),
+        Reply(text=REPLY_TEXT),
+    )
+
+
+def by_name(spans: list[ReceivedSpan], prefix: str) -> list[ReceivedSpan]:
+    return [s for s in spans if s.name.startswith(prefix)]
+
+
+def all_attribute_text(spans: list[ReceivedSpan]) -> str:
+    return " ".join(repr(s.attributes) + repr(s.resource) for s in spans)
+
+
+def test_a_webhook_is_one_trace_from_event_to_reply(
+    tmp_path: Path, model_server: FakeModelServer
+) -> None:
+    headers_file = tmp_path / "otlp-headers"
+    headers_file.write_text(f"Authorization: Bearer {COLLECTOR_KEY}\n")
+    port = free_port()
+    with OtlpReceiver() as receiver:
+        telemetry = [
+            f'otlp_endpoint = "{receiver.endpoint}"',
+            f'headers_file = "{headers_file}"',
+            'service_name = "wakeful-test"',
+        ]
+        config = traced_config(tmp_path, model_server, port, telemetry)
+        one_tool_call_then_reply(model_server)
+        with DaemonProcess(config, port) as daemon:
+            post_webhook(daemon, f"deployed {PAYLOAD_MARK}")
+            wait_for_reply(daemon, REPLY_TEXT)
+            # The batch processor exports every few seconds; the stop flushes what is
+            # left (the default schedule), so after it every span is at the receiver.
+            assert daemon.stop() == 0
+        spans = receiver.wait_for(6, timeout_s=5)
+        logs = "\n".join(daemon.lines)
+
+    (event,) = by_name(spans, "event webhook")
+    (turn,) = by_name(spans, "invoke_agent")
+    chats = by_name(spans, "chat ")
+    (tool,) = by_name(spans, "execute_tool")
+    delivers = by_name(spans, "deliver ")
+    assert len(chats) == 2, [s.name for s in spans]
+    assert len(delivers) == 1, [s.name for s in spans]
+    (deliver,) = delivers
+    # One trace: the event's submit span is the root; the run that took it from the
+    # queue continues it; model calls, the tool call and the delivery are the run's.
+    trace = {event.trace_id}
+    assert {s.trace_id for s in (turn, *chats, tool, deliver)} == trace
+    assert event.parent_span_id == ""
+    assert turn.parent_span_id == event.span_id
+    assert all(c.parent_span_id == turn.span_id for c in chats)
+    assert tool.parent_span_id == turn.span_id
+    assert deliver.parent_span_id == turn.span_id
+    assert event.kind == PRODUCER and chats[0].kind == CLIENT and tool.kind == INTERNAL
+
+    assert event.attributes["wakeful.event.kind"].startswith("webhook")
+    assert event.attributes["wakeful.event.source"] == "webhook"
+    assert event.attributes["wakeful.route.strategy"] == "queue"
+    assert event.resource["service.name"] == "wakeful-test"
+    assert turn.attributes["gen_ai.operation.name"] == "invoke_agent"
+    assert turn.attributes["gen_ai.conversation.id"] == "main"
+    first, second = sorted(chats, key=lambda s: s.span_id != tool.parent_span_id)
+    for chat in chats:
+        assert chat.name == "chat fake-model"
+        assert chat.attributes["gen_ai.operation.name"] == "chat"
+        assert chat.attributes["gen_ai.provider.name"] == "openai"
+        assert chat.attributes["gen_ai.request.model"] == "fake-model"
+        assert chat.attributes["gen_ai.response.model"] == "fake-model"
+        assert chat.attributes["gen_ai.usage.input_tokens"] > 0
+        assert chat.attributes["gen_ai.usage.output_tokens"] >= 0
+    reasons = sorted(c.attributes["gen_ai.response.finish_reasons"] for c in chats)
+    assert reasons == [("stop",), ("tool_calls",)]
+    assert tool.name == "execute_tool get_time"
+    assert tool.attributes["gen_ai.tool.name"] == "get_time"
+    assert tool.attributes["gen_ai.tool.call.id"] == "call_clock_1"
+    assert tool.attributes["wakeful.tool.decision"] == "allowed"
+    assert tool.status_code != 2
+    assert deliver.attributes["wakeful.outbox.state"] == "sent"
+
+    # No third party's words, no model text, no tool arguments, no secret.
+    text = all_attribute_text(spans)
+    for words in (PAYLOAD_MARK, "reply-words-77c1", "timezone", COLLECTOR_KEY, NEW_SECRET):
+        assert words not in text
+    # The collector got its key as a header; the daemon's log never shows it.
+    assert all(h["authorization"] == f"Bearer {COLLECTOR_KEY}" for h in receiver.headers)
+    assert set(receiver.content_types) == {"application/x-protobuf"}
+    assert COLLECTOR_KEY not in logs
+
+
+def test_the_default_config_imports_and_exports_nothing(
+    tmp_path: Path, model_server: FakeModelServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    port = free_port()
+    with OtlpReceiver() as receiver:
+        # The SDK's own variable points at a live receiver: without [telemetry] the
+        # daemon still sends nothing (it never reads it: the SDK is not loaded).
+        monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", receiver.endpoint)
+        config = traced_config(tmp_path, model_server, port, telemetry=None)
+        one_tool_call_then_reply(model_server)
+        with DaemonProcess(config, port, module="tests.otel_import_probe") as daemon:
+            post_webhook(daemon, "deployed")
+            wait_for_reply(daemon, REPLY_TEXT)
+            assert daemon.stop() == 0
+            with daemon._cond:  # its output is read by a thread: wait for the last line
+                daemon._cond.wait_for(lambda: any(PREFIX in x for x in daemon.lines), 10)
+        assert receiver.spans == [] and receiver.headers == []
+    (line,) = [line for line in daemon.lines if line.startswith(PREFIX)]
+    assert line == f"{PREFIX} none"
+
+
+def test_importing_the_daemon_does_not_import_opentelemetry() -> None:
+    code = (
+        "import wakeful.app.lifespan, sys; "
+        "print(any(m.startswith('opentelemetry') for m in sys.modules))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert result.stdout.strip() == "False"
+
+
+def test_a_collector_that_is_down_never_blocks_or_fails_the_daemon(
+    tmp_path: Path, model_server: FakeModelServer
+) -> None:
+    port, dead = free_port(), free_port()  # nothing listens on ``dead``
+    telemetry = [f'otlp_endpoint = "http://127.0.0.1:{dead}"', "timeout_s = 1"]
+    config = traced_config(tmp_path, model_server, port, telemetry)
+    one_tool_call_then_reply(model_server)
+    with DaemonProcess(config, port) as daemon:
+        started = time.monotonic()
+        post_webhook(daemon, "deployed")
+        wait_for_reply(daemon, REPLY_TEXT)
+        assert httpx.get(f"{daemon.url}/readyz", timeout=5).status_code == 200
+        stopping = time.monotonic()
+        assert daemon.stop(timeout_s=20) == 0
+        # The last flush gives up after timeout_s (1 s here, to keep the test short).
+        assert time.monotonic() - stopping < 8, "the stop waited on the dead collector"
+    assert time.monotonic() - started < 30
+
+
+def test_the_noop_tracer_is_the_default_and_costs_no_allocation() -> None:
+    noop = tracing.tracer()
+    assert noop is tracing.NOOP and not noop.enabled
+    first = noop.span("a", {"k": 1})
+    with first as span:
+        span.set("k", 2)
+        span.link("event-id")
+    assert noop.span("b") is first  # one shared span object for every step
+
+
+def test_headers_file_errors_name_the_key_and_line(tmp_path: Path) -> None:
+    bad = tmp_path / "headers"
+    bad.write_text("Authorization Bearer x\n")
+    section = TelemetrySection(otlp_endpoint="http://127.0.0.1:4318", headers_file=bad)
+    with pytest.raises(ConfigError, match=r"telemetry.headers_file: line 1 .* 'Name: value'"):
+        section.headers()
+
+
+header_names = st.from_regex(r"[A-Za-z][A-Za-z0-9-]{0,20}", fullmatch=True)
+header_values = st.from_regex(r"[!-~]([ -~]{0,30}[!-~])?", fullmatch=True)
+
+
+@given(st.dictionaries(header_names, header_values, min_size=1, max_size=5))
+def test_headers_file_round_trips(headers: dict[str, Any]) -> None:
+    """Whatever headers are written one 'Name: value' a line are the headers sent
+    (names case-insensitive, as in HTTP)."""
+    lowered = {name.lower(): value for name, value in headers.items()}
+    lines = "\n".join(f"{name}: {value}" for name, value in lowered.items())
+    with tempfile.TemporaryDirectory() as directory:
+        path = Path(directory) / "headers"
+        path.write_text(lines + "\n")
+        section = TelemetrySection(otlp_endpoint="http://127.0.0.1:4318", headers_file=path)
+        assert section.headers() == lowered
+
+
+@given(st.sampled_from(["http://c:4318", "https://c.example/otlp", "http://c:4318/v1/traces"]))
+def test_spans_go_to_v1_traces_once(endpoint: str) -> None:
+    url = TelemetrySection(otlp_endpoint=endpoint).traces_url()
+    assert url.endswith("/v1/traces") and url.count("/v1/traces") == 1
