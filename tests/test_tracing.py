@@ -128,7 +128,13 @@ def test_a_webhook_is_one_trace_from_event_to_reply(
     assert event.resource["service.name"] == "wakeful-test"
     assert turn.attributes["gen_ai.operation.name"] == "invoke_agent"
     assert turn.attributes["gen_ai.conversation.id"] == "main"
-    first, second = sorted(chats, key=lambda s: s.span_id != tool.parent_span_id)
+    # In order: the call that asked for the tool, the tool, the call that answered, the
+    # delivery of its answer.
+    first, second = sorted(chats, key=lambda s: s.start_ns)
+    assert first.end_ns <= tool.start_ns and tool.end_ns <= second.start_ns
+    assert second.end_ns <= deliver.start_ns and deliver.end_ns <= turn.end_ns
+    assert first.attributes["gen_ai.response.finish_reasons"] == ("tool_calls",)
+    assert second.attributes["gen_ai.response.finish_reasons"] == ("stop",)
     for chat in chats:
         assert chat.name == "chat fake-model"
         assert chat.attributes["gen_ai.operation.name"] == "chat"
@@ -137,8 +143,6 @@ def test_a_webhook_is_one_trace_from_event_to_reply(
         assert chat.attributes["gen_ai.response.model"] == "fake-model"
         assert chat.attributes["gen_ai.usage.input_tokens"] > 0
         assert chat.attributes["gen_ai.usage.output_tokens"] >= 0
-    reasons = sorted(c.attributes["gen_ai.response.finish_reasons"] for c in chats)
-    assert reasons == [("stop",), ("tool_calls",)]
     assert tool.name == "execute_tool get_time"
     assert tool.attributes["gen_ai.tool.name"] == "get_time"
     assert tool.attributes["gen_ai.tool.call.id"] == "call_clock_1"

@@ -34,6 +34,8 @@ class ReceivedSpan:
     attributes: dict[str, Any]
     links: tuple[tuple[str, str], ...]  # (trace id, span id)
     status_code: int  # 0 unset, 1 ok, 2 error
+    start_ns: int
+    end_ns: int
     resource: dict[str, Any] = field(default_factory=dict)
 
 
@@ -106,6 +108,8 @@ class OtlpReceiver(ServesWhileOpen):
                 attributes=_attributes(span.attributes),
                 links=tuple((link.trace_id.hex(), link.span_id.hex()) for link in span.links),
                 status_code=span.status.code,
+                start_ns=span.start_time_unix_nano,
+                end_ns=span.end_time_unix_nano,
                 resource=_attributes(resource_spans.resource.attributes),
             )
             for resource_spans in request.resource_spans
