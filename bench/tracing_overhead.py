@@ -1,0 +1,155 @@
+"""What tracing costs: one span, and one event through the whole daemon.
+
+Per span: ``with tracer.span(name, attributes)`` on the no-op tracer (the default)
+and on the OpenTelemetry tracer (SDK, batch export to a live OTLP/HTTP receiver),
+next to the bare baseline in the same run: the same loop with an empty ``with``.
+
+Per event: a message that the model answers with one ``get_time`` call and then a
+reply (six spans: event, invoke_agent, two chat, execute_tool, deliver), sent ``--n``
+times one after the other to a real ``wakeful run``, the daemon's CPU time per event
+(utime + stime of its process, all threads: the exporter's thread counts) and the
+wall time per event: the default config (the no-op port), ``[telemetry]`` exporting
+every trace to the receiver, and ``sample_ratio = 0`` (the SDK loaded, nothing kept).
+"""
+
+from __future__ import annotations
+
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
+from pathlib import Path
+from typing import Any
+
+from bench.common import (
+    FakeModelServer,
+    iterations_parser,
+    percentile,
+    print_table,
+    proc_cpu_seconds,
+)
+from tests.daemon_process import DaemonProcess, free_port, write_config
+from tests.fakes.model_replies import Reply, ToolCallSpec
+from tests.fakes.otlp_receiver import OtlpReceiver
+from wakeful.kernel import tracing
+from wakeful.telemetry.config import TelemetrySection
+from wakeful.telemetry.otel import start_tracing
+
+ATTRS = {"gen_ai.operation.name": "chat", "gen_ai.request.model": "m"}
+
+
+class _Empty:
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+
+_EMPTY = _Empty()
+
+
+def per_span_ns(make: Callable[[], AbstractContextManager[Any]], n: int) -> float:
+    for _ in range(min(n, 1000)):
+        with make():
+            pass
+    started = time.perf_counter_ns()
+    for _ in range(n):
+        with make():
+            pass
+    return (time.perf_counter_ns() - started) / n
+
+
+def span_costs(n: int, receiver: OtlpReceiver) -> list[list[str]]:
+    otel = start_tracing(TelemetrySection(otlp_endpoint=receiver.endpoint))
+    dropped = start_tracing(TelemetrySection(otlp_endpoint=receiver.endpoint, sample_ratio=0))
+    try:
+        noop = tracing.NOOP
+        rows = [
+            ("baseline: an empty `with`", per_span_ns(lambda: _EMPTY, n)),
+            ("no-op tracer span (the default)", per_span_ns(lambda: noop.span("c", ATTRS), n)),
+            ("OpenTelemetry span, sampled out", per_span_ns(lambda: dropped.span("c", ATTRS), n)),
+            # The receiver decodes in this process: its thread competes for the GIL.
+            ("OpenTelemetry span, exported", per_span_ns(lambda: otel.span("c", ATTRS), n // 10)),
+        ]
+    finally:
+        otel.provider.shutdown()
+        dropped.provider.shutdown()
+    return [[name, f"{ns:,.0f}"] for name, ns in rows]
+
+
+def respond(body: dict[str, Any]) -> Reply:
+    if body["messages"][-2].get("role") == "tool" or body["messages"][-1].get("role") == "tool":
+        return Reply(text="It is nine.")
+    return Reply(tool_calls=[ToolCallSpec("get_time", {})])
+
+
+@contextmanager
+def daemon(
+    tmp: Path, name: str, model: FakeModelServer, telemetry: list[str]
+) -> Iterator[DaemonProcess]:
+    port = free_port()
+    config = write_config(tmp / name, model.base_url, port)
+    with config.open("a") as file:
+        file.write("\n".join(["[telemetry]", *telemetry] if telemetry else []) + "\n")
+    with DaemonProcess(config, port) as process:
+        yield process
+        process.stop(timeout_s=30)
+
+
+def per_event(process: DaemonProcess, model: FakeModelServer, n: int) -> tuple[float, list[float]]:
+    """CPU seconds of the daemon per event, and each event's wall time."""
+    assert process.proc is not None
+    walls = []
+    base = len(model.requests)
+    process.send("warm up")
+    model.wait_for_requests(base + 2, timeout_s=30)
+    base += 2
+    cpu = proc_cpu_seconds(process.proc.pid)
+    for i in range(n):
+        started = time.perf_counter()
+        process.send(f"what time is it? {i}")
+        model.wait_for_requests(base + 2 * (i + 1), timeout_s=30)
+        model.wait_for_completion(base + 2 * (i + 1) - 1, timeout_s=30)
+        walls.append(time.perf_counter() - started)
+    time.sleep(0.5)  # the last reply's delivery and export: counted in the CPU
+    return (proc_cpu_seconds(process.proc.pid) - cpu) / n, walls
+
+
+def main() -> None:
+    args = iterations_parser(__doc__ or "", 100).parse_args()
+    with (
+        OtlpReceiver() as receiver,
+        FakeModelServer() as model,
+        tempfile.TemporaryDirectory() as tmp,
+    ):
+        model.responder = respond
+        print_table(["one span", "ns"], span_costs(args.n * 500, receiver))
+        print()
+        rows = []
+        endpoint = f'otlp_endpoint = "{receiver.endpoint}"'
+        configs = [
+            ("default (no-op port)", []),
+            ("[telemetry] exported", [endpoint]),
+            ("[telemetry] sample_ratio = 0", [endpoint, "sample_ratio = 0"]),
+        ]
+        for name, telemetry in configs:
+            with daemon(Path(tmp), name.split()[0].strip("[]()"), model, telemetry) as process:
+                cpu, walls = per_event(process, model, args.n)
+            p50, p99 = percentile(walls, 50) * 1000, percentile(walls, 99) * 1000
+            rows.append([name, str(args.n), f"{cpu * 1000:.2f}", f"{p50:.2f}", f"{p99:.2f}"])
+        print_table(
+            [
+                "one event (2 model calls, 1 tool call)",
+                "n",
+                "CPU ms/event",
+                "wall p50 ms",
+                "wall p99 ms",
+            ],
+            rows,
+        )
+        print(f"\nspans received: {len(receiver.spans)}")
+
+
+if __name__ == "__main__":
+    main()
