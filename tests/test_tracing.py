@@ -250,3 +250,63 @@ def test_headers_file_round_trips(headers: dict[str, Any]) -> None:
 def test_spans_go_to_v1_traces_once(endpoint: str) -> None:
     url = TelemetrySection(otlp_endpoint=endpoint).traces_url()
     assert url.endswith("/v1/traces") and url.count("/v1/traces") == 1
+
+
+def test_an_event_that_waited_in_the_queue_is_one_trace_with_its_answer(
+    tmp_path: Path, model_server: FakeModelServer
+) -> None:
+    """A webhook that arrives while the loop answers a message waits for the next safe
+    point; the run's span for its batch still continues the webhook's own trace."""
+    port = free_port()
+    with OtlpReceiver() as receiver:
+        config = traced_config(
+            tmp_path, model_server, port, [f'otlp_endpoint = "{receiver.endpoint}"']
+        )
+        # The first answer streams slowly, so the webhook is queued behind it.
+        model_server.push(
+            Reply(text="first answer", token_delay_s=0.05), Reply(text="second answer")
+        )
+        with DaemonProcess(config, port) as daemon:
+            daemon.send("hello")
+            model_server.wait_for_requests(1)
+            post_webhook(daemon, "deployed while busy")
+            wait_for_reply(daemon, "second answer")
+            assert daemon.stop() == 0
+        spans = receiver.wait_for(8, timeout_s=5)
+    (message,) = by_name(spans, "event user")
+    (webhook,) = by_name(spans, "event webhook")
+    turns = by_name(spans, "invoke_agent")
+    assert len(turns) == 2, [s.name for s in spans]
+    for event in (message, webhook):
+        (turn,) = [t for t in turns if t.parent_span_id == event.span_id]
+        assert turn.trace_id == event.trace_id
+        (chat,) = [c for c in by_name(spans, "chat ") if c.parent_span_id == turn.span_id]
+        (deliver,) = [d for d in by_name(spans, "deliver ") if d.parent_span_id == turn.span_id]
+        assert chat.trace_id == deliver.trace_id == event.trace_id
+    assert message.trace_id != webhook.trace_id
+    # The webhook's batch was taken after the first answer was recorded.
+    (late,) = [t for t in turns if t.trace_id == webhook.trace_id]
+    assert late.start_ns >= min(d.end_ns for d in by_name(spans, "chat "))
+
+
+def test_a_missing_sdk_is_a_config_error_saying_how_to_install_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import anyio
+
+    from wakeful.telemetry.lifecycle import tracing_installed
+
+    # As if the otel extra were not installed: the SDK's exporter module cannot import.
+    monkeypatch.setitem(sys.modules, "opentelemetry.exporter.otlp.proto.http.trace_exporter", None)
+    monkeypatch.delitem(sys.modules, "wakeful.telemetry.otel", raising=False)
+    section = TelemetrySection(otlp_endpoint="http://127.0.0.1:4318")
+
+    async def start() -> None:
+        async with tracing_installed(section):
+            pass
+
+    with pytest.raises(
+        ConfigError, match=r"telemetry.otlp_endpoint: .*pip install 'wakeful\[otel\]'"
+    ):
+        anyio.run(start)
+    assert tracing.tracer() is tracing.NOOP
