@@ -310,3 +310,43 @@ def test_a_missing_sdk_is_a_config_error_saying_how_to_install_it(
     ):
         anyio.run(start)
     assert tracing.tracer() is tracing.NOOP
+
+
+def test_the_guides_example_config_loads_as_written(tmp_path: Path) -> None:
+    from tests.test_documented_commands import ROOT
+    from wakeful.app.config import load_settings
+
+    text = (ROOT / "docs" / "tracing.md").read_text()
+    path = tmp_path / "wakeful.toml"
+    path.write_text(text.split("```toml\n", 1)[1].split("```", 1)[0])
+    telemetry = load_settings(path).telemetry
+    assert telemetry.configured and telemetry.traces_url() == "http://127.0.0.1:4318/v1/traces"
+    assert telemetry.sample_ratio == 0.25 and telemetry.service_name == "wakeful"
+
+
+def test_the_default_config_has_no_telemetry(tmp_path: Path) -> None:
+    from wakeful.app.config import load_settings
+
+    path = tmp_path / "wakeful.toml"
+    path.write_text("")
+    assert not load_settings(path).telemetry.configured
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        ('otlp_endpoint = "127.0.0.1:4318"', "telemetry.otlp_endpoint"),
+        ("sample_ratio = 1.5", "telemetry.sample_ratio"),
+        ('protocol = "grpc"', "telemetry.protocol"),
+    ],
+)
+def test_bad_telemetry_config_is_one_line_naming_the_key(
+    tmp_path: Path, line: str, message: str
+) -> None:
+    from wakeful.app.config import load_settings
+
+    path = tmp_path / "wakeful.toml"
+    path.write_text(f"[telemetry]\n{line}\n")
+    with pytest.raises(ConfigError) as raised:
+        load_settings(path)
+    assert message in str(raised.value) and "\n" not in str(raised.value).strip()
