@@ -121,8 +121,14 @@ def per_event(process: DaemonProcess, model: FakeModelServer, n: int) -> tuple[f
     for i in range(n):
         started = time.perf_counter()
         process.send(f"what time is it? {i}")
-        model.wait_for_requests(base + 2 * (i + 1), timeout_s=30)
-        model.wait_for_completion(base + 2 * (i + 1) - 1, timeout_s=30)
+        try:
+            model.wait_for_requests(base + 2 * (i + 1), timeout_s=30)
+            model.wait_for_completion(base + 2 * (i + 1) - 1, timeout_s=30)
+        except TimeoutError:
+            last = model.requests[-1].body["messages"]
+            print("stuck at event", i, [(m["role"], str(m.get("content"))[:50]) for m in last[-4:]])
+            print("\n".join(process.lines[-12:]))
+            raise
         walls.append(time.perf_counter() - started)
     time.sleep(0.5)  # the last reply's delivery and export: counted in the CPU
     return (proc_cpu_seconds(process.proc.pid) - cpu) / n, walls

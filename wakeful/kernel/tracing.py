@@ -68,6 +68,11 @@ class Tracer(Protocol):
         """
         ...
 
+    def detached(self) -> AbstractContextManager[object]:
+        """No current span inside: a task started here (a session's loop, started by
+        the first event to it) belongs to no event's trace of its own accord."""
+        ...
+
 
 class _NoopSpan:
     """One instance serves every step: entering and leaving it does nothing."""
@@ -112,6 +117,9 @@ class NoopTracer:
         remember: str | None = None,
         continues: Sequence[str] = (),
     ) -> _NoopSpan:
+        return _NOOP_SPAN
+
+    def detached(self) -> _NoopSpan:
         return _NOOP_SPAN
 
 

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 
+from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk.resources import Resource
@@ -69,6 +70,9 @@ class OtelTracer:
     def remembered(self, key: str) -> SpanContext | None:
         return self._contexts.get(key)
 
+    def detached(self) -> AbstractContextManager[None]:
+        return _detached()
+
     @contextmanager
     def span(
         self,
@@ -105,6 +109,15 @@ class OtelTracer:
             except BaseException as exc:
                 wrapped.fail(type(exc).__name__)
                 raise
+
+
+@contextmanager
+def _detached() -> Iterator[None]:
+    token = otel_context.attach(otel_context.Context())
+    try:
+        yield
+    finally:
+        otel_context.detach(token)
 
 
 def start_tracing(section: TelemetrySection) -> OtelTracer:
