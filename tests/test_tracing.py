@@ -6,10 +6,13 @@ the daemon's user sees."""
 
 from __future__ import annotations
 
+import socket
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -192,23 +195,46 @@ def test_importing_the_daemon_does_not_import_opentelemetry() -> None:
     assert result.stdout.strip() == "False"
 
 
+@contextmanager
+def dead_collector(how: str) -> Iterator[int]:
+    """A port where no collector answers: nothing listens ("refused"), or a socket
+    takes the connection and never reads or answers ("hanging")."""
+    if how == "refused":
+        yield free_port()
+        return
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        sock.listen(64)  # connections complete in the backlog; nothing ever accepts them
+        yield sock.getsockname()[1]
+
+
+@pytest.mark.parametrize("how", ["refused", "hanging"])
 def test_a_collector_that_is_down_never_blocks_or_fails_the_daemon(
-    tmp_path: Path, model_server: FakeModelServer
+    tmp_path: Path, model_server: FakeModelServer, how: str
 ) -> None:
-    port, dead = free_port(), free_port()  # nothing listens on ``dead``
-    telemetry = [f'otlp_endpoint = "http://127.0.0.1:{dead}"', "timeout_s = 1"]
-    config = traced_config(tmp_path, model_server, port, telemetry)
-    one_tool_call_then_reply(model_server)
-    with DaemonProcess(config, port) as daemon:
-        started = time.monotonic()
-        post_webhook(daemon, "deployed")
-        wait_for_reply(daemon, REPLY_TEXT)
-        assert httpx.get(f"{daemon.url}/readyz", timeout=5).status_code == 200
-        stopping = time.monotonic()
-        assert daemon.stop(timeout_s=20) == 0
-        # The last flush gives up after timeout_s (1 s here, to keep the test short).
-        assert time.monotonic() - stopping < 8, "the stop waited on the dead collector"
-    assert time.monotonic() - started < 30
+    port = free_port()
+    with dead_collector(how) as dead:
+        # timeout_s = 1 (default 5) keeps the stop's last flush short; max_queue_size = 4
+        # (default 2048): the queue is full after one event and spans are dropped.
+        telemetry = [
+            f'otlp_endpoint = "http://127.0.0.1:{dead}"',
+            "timeout_s = 1",
+            "max_queue_size = 4",
+        ]
+        config = traced_config(tmp_path, model_server, port, telemetry)
+        one_tool_call_then_reply(model_server)
+        with DaemonProcess(config, port) as daemon:
+            post_webhook(daemon, "deployed")
+            wait_for_reply(daemon, REPLY_TEXT)
+            # Another event and its answer while the queue is full and exports hang.
+            model_server.push(Reply(text="second answer"))
+            daemon.send("and now?")
+            wait_for_reply(daemon, "second answer")
+            assert httpx.get(f"{daemon.url}/readyz", timeout=5).status_code == 200
+            stopping = time.monotonic()
+            assert daemon.stop(timeout_s=20) == 0
+            # The last flush gives up after timeout_s; the rest of the stop is the daemon's.
+            assert time.monotonic() - stopping < 8, "the stop waited on the dead collector"
 
 
 def test_the_noop_tracer_is_the_default_and_costs_no_allocation() -> None:
