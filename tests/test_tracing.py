@@ -21,7 +21,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tests.daemon_process import DaemonProcess, free_port, write_config
+from tests.daemon_process import DaemonProcess, free_port, run_to_exit, write_config
 from tests.fakes.model_server import FakeModelServer, Reply, ToolCallSpec
 from tests.fakes.otlp_receiver import OtlpReceiver, ReceivedSpan
 from tests.otel_import_probe import PREFIX
@@ -376,3 +376,17 @@ def test_bad_telemetry_config_is_one_line_naming_the_key(
     with pytest.raises(ConfigError) as raised:
         load_settings(path)
     assert message in str(raised.value) and "\n" not in str(raised.value).strip()
+
+
+def test_a_missing_headers_file_stops_the_start_with_one_line(
+    tmp_path: Path, model_server: FakeModelServer
+) -> None:
+    missing = tmp_path / "no-such-headers"
+    telemetry = ['otlp_endpoint = "http://127.0.0.1:4318"', f'headers_file = "{missing}"']
+    config = traced_config(tmp_path, model_server, free_port(), telemetry)
+    done = run_to_exit(config)
+    assert done.returncode == 2, done
+    assert done.stderr.strip() == (
+        f"wakeful: cannot start: telemetry.headers_file: cannot read {missing}: "
+        "No such file or directory"
+    )
