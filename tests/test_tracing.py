@@ -244,6 +244,7 @@ def test_the_noop_tracer_is_the_default_and_costs_no_allocation() -> None:
     with first as span:
         span.set("k", 2)
         span.link("event-id")
+        span.remember("event-id")
     assert noop.span("b") is first  # one shared span object for every step
 
 
@@ -282,7 +283,8 @@ def test_an_event_that_waited_in_the_queue_is_one_trace_with_its_answer(
     tmp_path: Path, model_server: FakeModelServer
 ) -> None:
     """A webhook that arrives while the loop answers a message waits for the next safe
-    point; the run's span for its batch still continues the webhook's own trace."""
+    point; the run's span for its batch still continues the webhook's own trace (the
+    one it was stored in, not its sender's retry that the store dropped)."""
     port = free_port()
     with OtlpReceiver() as receiver:
         config = traced_config(
@@ -296,11 +298,14 @@ def test_an_event_that_waited_in_the_queue_is_one_trace_with_its_answer(
             daemon.send("hello")
             model_server.wait_for_requests(1)
             post_webhook(daemon, "deployed while busy")
+            post_webhook(daemon, "deployed while busy")  # the sender's retry: a duplicate
             wait_for_reply(daemon, "second answer")
             assert daemon.stop() == 0
-        spans = receiver.wait_for(8, timeout_s=5)
+        spans = receiver.wait_for(9, timeout_s=5)
     (message,) = by_name(spans, "event user")
-    (webhook,) = by_name(spans, "event webhook")
+    webhook, repeat = by_name(spans, "event webhook")
+    assert "wakeful.event.duplicate" not in webhook.attributes
+    assert repeat.attributes["wakeful.event.duplicate"] is True
     turns = by_name(spans, "invoke_agent")
     assert len(turns) == 2, [s.name for s in spans]
     for event in (message, webhook):

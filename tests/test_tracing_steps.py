@@ -113,10 +113,12 @@ async def test_a_continued_span_joins_the_remembered_trace_and_links_the_rest(
     exported: InMemorySpanExporter,
 ) -> None:
     tracer = tracing.tracer()
-    with tracer.span("event a", remember="a"):
-        pass
-    with tracer.span("event b", remember="b"):
-        pass
+    with tracer.span("event a") as a_span:
+        a_span.remember("a")
+    with tracer.span("event b") as b_span:
+        b_span.remember("b")
+    with tracer.span("a repeat of b"):
+        pass  # not remembered: the store dropped it
     with tracer.span("outer"), tracer.span("run", continues=["a", "unknown", "b"]):
         await anyio.lowlevel.checkpoint()
     spans = {s.name: s for s in exported.get_finished_spans()}

@@ -95,8 +95,8 @@ class Dispatcher:
         # task it starts, which inherits this context) names it. Tokens rather than
         # ``bound_contextvars``, which copies the whole context twice per event.
         tokens = bind_contextvars(event_id=event.id, session=event.session)
-        # The root of the event's trace; remembered under its id so that the run which
-        # takes it from the queue continues this trace (wakeful/kernel/tracing.py).
+        # The root of the event's trace; once stored, remembered under its id so that
+        # the run which takes it from the queue continues it (wakeful/kernel/tracing.py).
         with tracing.tracer().span(
             f"event {event.kind}",
             {
@@ -106,7 +106,6 @@ class Dispatcher:
                 "wakeful.session": event.session,
             },
             kind="producer",
-            remember=event.id,
         ) as span:
             try:
                 return await self._submit(event, internal, cursor, span)
@@ -138,6 +137,8 @@ class Dispatcher:
             log.info("duplicate event dropped", event_id=event.id, kind=event.kind)
             return SubmitResult(event.id, duplicate=True)
         self.accepted += 1
+        # Not for a duplicate: the run continues the trace of the event it stored.
+        span.remember(event.id)
         metrics.EVENTS_ACCEPTED.inc(kind=event.kind, source=event.source.type)
         if decision is None:
             span.set("wakeful.route.by", "classifier")

@@ -9,7 +9,7 @@ method call and a ``with`` per step (``bench/tracing_overhead.py`` measures it).
 
 One event is one trace even though it waits in the queue between its submit
 and the run that answers it: the submit span is remembered under the event's
-id (:meth:`Tracer.span` ``remember=``), and the span the loop starts when it
+id (:meth:`Span.remember`), and the span the loop starts when it
 takes the event continues that trace (``continues=``).
 
 Attributes carry names, ids, counts and decisions; never message text, tool
@@ -43,6 +43,11 @@ class Span(Protocol):
         """Link the trace remembered under ``key`` (another event this step answers)."""
         ...
 
+    def remember(self, key: str) -> None:
+        """Keep this span's context under ``key`` (an event's id, once it is stored) for
+        a later span to continue (:meth:`Tracer.span` ``continues=``)."""
+        ...
+
 
 class Tracer(Protocol):
     @property
@@ -56,15 +61,13 @@ class Tracer(Protocol):
         attributes: Attributes | None = None,
         *,
         kind: SpanKind = "internal",
-        remember: str | None = None,
         continues: Sequence[str] = (),
     ) -> AbstractContextManager[Span]:
         """A span around the ``with`` block, a child of the current one.
 
-        ``remember``: keep this span's context under that key (an event id) for a
-        later ``continues``. ``continues``: keys of remembered contexts; the last one
-        found is the parent (the span joins that event's trace, whatever the current
-        span is), the others are linked.
+        ``continues``: keys of remembered contexts (:meth:`Span.remember`); the last
+        one found is the parent (the span joins that event's trace, whatever the
+        current span is), the others are linked.
         """
         ...
 
@@ -99,6 +102,9 @@ class _NoopSpan:
     def link(self, key: str) -> None:
         return None
 
+    def remember(self, key: str) -> None:
+        return None
+
 
 _NOOP_SPAN = _NoopSpan()
 
@@ -114,7 +120,6 @@ class NoopTracer:
         attributes: Attributes | None = None,
         *,
         kind: SpanKind = "internal",
-        remember: str | None = None,
         continues: Sequence[str] = (),
     ) -> _NoopSpan:
         return _NOOP_SPAN

@@ -56,6 +56,9 @@ class OtelSpan:
         if context is not None:
             self._span.add_link(context)
 
+    def remember(self, key: str) -> None:
+        self._tracer.keep(key, self._span.get_span_context())
+
 
 class OtelTracer:
     """Spans of one SDK ``TracerProvider``; the daemon owns it and shuts it down."""
@@ -70,6 +73,12 @@ class OtelTracer:
     def remembered(self, key: str) -> SpanContext | None:
         return self._contexts.get(key)
 
+    def keep(self, key: str, context: SpanContext) -> None:
+        self._contexts[key] = context
+        self._contexts.move_to_end(key)
+        while len(self._contexts) > REMEMBERED:
+            self._contexts.popitem(last=False)
+
     def detached(self) -> AbstractContextManager[None]:
         return _detached()
 
@@ -80,7 +89,6 @@ class OtelTracer:
         attributes: Attributes | None = None,
         *,
         kind: SpanKind = "internal",
-        remember: str | None = None,
         continues: Sequence[str] = (),
     ) -> Iterator[OtelSpan]:
         parent = None
@@ -93,11 +101,6 @@ class OtelTracer:
         span = self._tracer.start_span(
             name, context=parent, kind=_KINDS[kind], attributes=attributes, links=links
         )
-        if remember is not None:
-            self._contexts[remember] = span.get_span_context()
-            self._contexts.move_to_end(remember)
-            while len(self._contexts) > REMEMBERED:
-                self._contexts.popitem(last=False)
         # The exception's message is not recorded: it may quote a third party's words.
         # Its type is, by fail() below.
         with trace.use_span(
