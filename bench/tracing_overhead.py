@@ -6,10 +6,12 @@ next to the bare baseline in the same run: the same loop with an empty ``with``.
 
 Per event: a message that the model answers with one ``get_time`` call and then a
 reply (six spans: event, invoke_agent, two chat, execute_tool, deliver), sent ``--n``
-times one after the other to a real ``wakeful run``, the daemon's CPU time per event
-(utime + stime of its process, all threads: the exporter's thread counts) and the
-wall time per event: the default config (the no-op port), ``[telemetry]`` exporting
-every trace to the receiver, and ``sample_ratio = 0`` (the SDK loaded, nothing kept).
+times to each of three real ``wakeful run`` daemons in turn (round-robin, one event at
+a time, so the shared machine's load falls on all three alike): the default config
+(the no-op port), ``[telemetry]`` exporting every trace to the receiver, and
+``sample_ratio = 0`` (the SDK loaded, nothing kept). Printed: each daemon's CPU time
+per event (utime + stime of its process, all threads: the exporter's thread counts)
+and the wall time per event.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from __future__ import annotations
 import tempfile
 import time
 from collections.abc import Callable, Iterator
-from contextlib import AbstractContextManager, contextmanager
+from contextlib import AbstractContextManager, ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -109,65 +111,71 @@ def daemon(
         process.stop(timeout_s=30)
 
 
-def per_event(process: DaemonProcess, model: FakeModelServer, n: int) -> tuple[float, list[float]]:
-    """CPU seconds of the daemon per event, and each event's wall time."""
-    assert process.proc is not None
-    walls = []
-    base = len(model.requests)
-    process.send("warm up")
-    model.wait_for_requests(base + 2, timeout_s=30)
-    base += 2
-    cpu = proc_cpu_seconds(process.proc.pid)
-    for i in range(n):
+class Subject:
+    """One daemon under measurement, with a fake model of its own (its request count)."""
+
+    def __init__(self, name: str, process: DaemonProcess, model: FakeModelServer) -> None:
+        assert process.proc is not None
+        self.name, self.process, self.model, self.pid = name, process, model, process.proc.pid
+        self.events = 0
+        self.cpu_s = 0.0
+        self.walls: list[float] = []
+
+    def one_event(self, text: str, measured: bool = True) -> None:
+        """``text`` sent, then its two model calls answered; the wall time counted."""
         started = time.perf_counter()
-        # Not a quick question ("what time is it?"): one the router answers in parallel
-        # while the last run is still ending, which would be another path.
-        process.send(f"check the clock, note {i}")
+        self.events += 1
+        self.process.send(text)
         try:
-            model.wait_for_requests(base + 2 * (i + 1), timeout_s=30)
-            model.wait_for_completion(base + 2 * (i + 1) - 1, timeout_s=30)
+            self.model.wait_for_requests(2 * self.events, timeout_s=30)
+            self.model.wait_for_completion(2 * self.events - 1, timeout_s=30)
         except TimeoutError:
-            last = model.requests[-1].body["messages"]
-            print("stuck at event", i, [(m["role"], str(m.get("content"))[:50]) for m in last[-4:]])
-            print("\n".join(process.lines[-12:]))
+            last = self.model.requests[-1].body["messages"]
+            print("stuck:", self.name, [(m["role"], str(m.get("content"))[:50]) for m in last])
             raise
-        walls.append(time.perf_counter() - started)
-    time.sleep(0.5)  # the last reply's delivery and export: counted in the CPU
-    return (proc_cpu_seconds(process.proc.pid) - cpu) / n, walls
+        if measured:
+            self.walls.append(time.perf_counter() - started)
 
 
 def main() -> None:
     args = iterations_parser(__doc__ or "", 100).parse_args()
-    with (
-        OtlpReceiver() as receiver,
-        FakeModelServer() as model,
-        tempfile.TemporaryDirectory() as tmp,
-    ):
-        model.responder = respond
+    with OtlpReceiver() as receiver, tempfile.TemporaryDirectory() as tmp, ExitStack() as stack:
         print_table(["one span", "ns"], span_costs(args.n * 200, receiver))
         print()
-        rows = []
         endpoint = f'otlp_endpoint = "{receiver.endpoint}"'
         configs = [
             ("default (no-op port)", []),
             ("[telemetry] exported", [endpoint]),
             ("[telemetry] sample_ratio = 0", [endpoint, "sample_ratio = 0"]),
         ]
-        for name, telemetry in configs:
-            with daemon(Path(tmp), name.split()[0].strip("[]()"), model, telemetry) as process:
-                cpu, walls = per_event(process, model, args.n)
-            p50, p99 = percentile(walls, 50) * 1000, percentile(walls, 99) * 1000
-            rows.append([name, str(args.n), f"{cpu * 1000:.2f}", f"{p50:.2f}", f"{p99:.2f}"])
-        print_table(
-            [
-                "one event (2 model calls, 1 tool call)",
-                "n",
-                "CPU ms/event",
-                "wall p50 ms",
-                "wall p99 ms",
-            ],
-            rows,
-        )
+        subjects = []
+        for index, (name, telemetry) in enumerate(configs):
+            model = stack.enter_context(FakeModelServer())
+            model.responder = respond
+            process = stack.enter_context(daemon(Path(tmp), f"d{index}", model, telemetry))
+            subjects.append(Subject(name, process, model))
+        for subject in subjects:
+            subject.one_event("warm up", measured=False)
+        # Round-robin, one event at a time: whatever else loads the machine loads all
+        # three alike. Not a quick question ("what time is it?"), which the router may
+        # answer in parallel while the last run is still ending: another path.
+        # The daemons' CPU over the whole loop (each idles while the others work: alike
+        # for all three), so a reply's delivery and export after its model call count.
+        before = [proc_cpu_seconds(subject.pid) for subject in subjects]
+        for i in range(args.n):
+            for subject in subjects:
+                subject.one_event(f"check the clock, note {i}")
+        time.sleep(1.0)  # the last replies' delivery and export
+        for subject, cpu in zip(subjects, before, strict=True):
+            subject.cpu_s = proc_cpu_seconds(subject.pid) - cpu
+        rows = []
+        for subject in subjects:
+            # Clock ticks of 10 ms over n events: a resolution of 0.1 ms per event at n=100.
+            cpu_ms = subject.cpu_s / args.n * 1000
+            p50, p99 = percentile(subject.walls, 50) * 1000, percentile(subject.walls, 99) * 1000
+            rows.append([subject.name, str(args.n), f"{cpu_ms:.2f}", f"{p50:.2f}", f"{p99:.2f}"])
+        header = ["one event (2 model calls, 1 tool call)", "n", "CPU ms/event"]
+        print_table([*header, "wall p50 ms", "wall p99 ms"], rows)
         print(f"\nspans received: {len(receiver.spans)}")
 
 
