@@ -393,8 +393,10 @@ class SessionLoop:
             response = await self._guarded_complete(request, on_delta, estimate)
             # Names and counts only: no prompt or completion text (no secrets in spans).
             span.set("gen_ai.response.model", response.model)
-            span.set("gen_ai.usage.input_tokens", response.usage.prompt_tokens)
-            span.set("gen_ai.usage.output_tokens", response.usage.completion_tokens)
+            usage = response.usage
+            if usage.prompt_tokens or usage.completion_tokens:  # zeros: none was reported
+                span.set("gen_ai.usage.input_tokens", usage.prompt_tokens)
+                span.set("gen_ai.usage.output_tokens", usage.completion_tokens)
             if response.finish_reason:
                 span.set("gen_ai.response.finish_reasons", (response.finish_reason,))
             return response
