@@ -9,7 +9,6 @@ from __future__ import annotations
 import socket
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -18,7 +17,7 @@ from typing import Any
 
 import httpx
 import pytest
-from hypothesis import given
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.daemon_process import DaemonProcess, free_port, run_to_exit, write_config
@@ -260,17 +259,18 @@ header_names = st.from_regex(r"[A-Za-z][A-Za-z0-9-]{0,20}", fullmatch=True)
 header_values = st.from_regex(r"[!-~]([ -~]{0,30}[!-~])?", fullmatch=True)
 
 
-@given(st.dictionaries(header_names, header_values, min_size=1, max_size=5))
-def test_headers_file_round_trips(headers: dict[str, Any]) -> None:
+# One file under tmp_path, rewritten for each example (the fixture is not reset between
+# them, which this test does not need).
+@settings(suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(headers=st.dictionaries(header_names, header_values, min_size=1, max_size=5))
+def test_headers_file_round_trips(tmp_path: Path, headers: dict[str, Any]) -> None:
     """Whatever headers are written one 'Name: value' a line are the headers sent
     (names case-insensitive, as in HTTP)."""
     lowered = {name.lower(): value for name, value in headers.items()}
-    lines = "\n".join(f"{name}: {value}" for name, value in lowered.items())
-    with tempfile.TemporaryDirectory() as directory:
-        path = Path(directory) / "headers"
-        path.write_text(lines + "\n")
-        section = TelemetrySection(otlp_endpoint="http://127.0.0.1:4318", headers_file=path)
-        assert section.headers() == lowered
+    path = tmp_path / "headers"
+    path.write_text("\n".join(f"{name}: {value}" for name, value in lowered.items()) + "\n")
+    section = TelemetrySection(otlp_endpoint="http://127.0.0.1:4318", headers_file=path)
+    assert section.headers() == lowered
 
 
 @given(st.sampled_from(["http://c:4318", "https://c.example/otlp", "http://c:4318/v1/traces"]))
@@ -395,3 +395,19 @@ def test_a_missing_headers_file_stops_the_start_with_one_line(
         f"wakeful: cannot start: telemetry.headers_file: cannot read {missing}: "
         "No such file or directory"
     )
+
+
+def test_the_otel_extra_the_guide_names_installs_what_the_tracer_imports() -> None:
+    """`pip install 'wakeful[otel]'` (docs/tracing.md, and the missing-SDK error) names an
+    extra that holds the SDK and the OTLP/HTTP exporter; dev has them for the tests."""
+    import tomllib
+
+    from tests.test_documented_commands import ROOT
+
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"][
+        "optional-dependencies"
+    ]
+    names = {"opentelemetry-sdk", "opentelemetry-exporter-otlp-proto-http"}
+    for extra in ("otel", "dev"):
+        assert names <= {spec.split(">")[0].split("=")[0] for spec in extras[extra]}, extra
+    assert "pip install 'wakeful[otel]'" in (ROOT / "docs" / "tracing.md").read_text()
