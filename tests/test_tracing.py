@@ -411,3 +411,33 @@ def test_the_otel_extra_the_guide_names_installs_what_the_tracer_imports() -> No
     for extra in ("otel", "dev"):
         assert names <= {spec.split(">")[0].split("=")[0] for spec in extras[extra]}, extra
     assert "pip install 'wakeful[otel]'" in (ROOT / "docs" / "tracing.md").read_text()
+
+
+def test_a_failed_model_call_is_an_error_span_in_the_events_trace(
+    tmp_path: Path, model_server: FakeModelServer
+) -> None:
+    """The endpoint fails once (503), the loop retries after its back-off: both calls
+    are in the event's trace, the first with the error's type and not its message."""
+    port = free_port()
+    with OtlpReceiver() as receiver:
+        config = traced_config(
+            tmp_path, model_server, port, [f'otlp_endpoint = "{receiver.endpoint}"']
+        )
+        model_server.push(
+            Reply(status=503, error_message="overloaded-words-31d0"), Reply(text="after retry")
+        )
+        with DaemonProcess(config, port) as daemon:
+            daemon.send("hello")
+            wait_for_reply(daemon, "after retry")
+            assert daemon.stop() == 0
+        spans = receiver.wait_for(5, timeout_s=5)
+    (event,) = by_name(spans, "event user")
+    (turn,) = by_name(spans, "invoke_agent")
+    failed, answered = sorted(by_name(spans, "chat "), key=lambda s: s.start_ns)
+    assert turn.parent_span_id == event.span_id
+    assert failed.parent_span_id == answered.parent_span_id == turn.span_id
+    assert failed.status_code == 2 and answered.status_code != 2
+    assert failed.attributes["error.type"] == "ModelUnavailable"
+    assert "gen_ai.response.model" not in failed.attributes
+    assert answered.attributes["gen_ai.response.finish_reasons"] == ("stop",)
+    assert "overloaded-words-31d0" not in all_attribute_text(spans)
