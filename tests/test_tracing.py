@@ -150,6 +150,7 @@ def test_a_webhook_is_one_trace_from_event_to_reply(
     assert tool.attributes["gen_ai.tool.call.id"] == "call_clock_1"
     assert tool.attributes["wakeful.tool.decision"] == "allowed"
     assert tool.status_code != 2
+    assert deliver.name == "deliver chat:web"  # the local chat: no other channel here
     assert deliver.attributes["wakeful.outbox.state"] == "sent"
 
     # No third party's words, no model text, no tool arguments, no secret.
