@@ -23,6 +23,7 @@ from hypothesis import strategies as st
 from tests.daemon_process import DaemonProcess, free_port, run_to_exit, write_config
 from tests.fakes.model_server import FakeModelServer, Reply, ToolCallSpec
 from tests.fakes.otlp_receiver import OtlpReceiver, ReceivedSpan
+from tests.matrix_daemon import wait_until
 from tests.otel_import_probe import PREFIX
 from tests.webhook_fixtures import NEW_SECRET, dumps, sign_standard
 from wakeful.kernel import tracing
@@ -56,15 +57,14 @@ def post_webhook(daemon: DaemonProcess, text: str) -> None:
 
 
 def wait_for_reply(daemon: DaemonProcess, text: str, timeout_s: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    with daemon.client() as client:
-        # The daemon has no "delivered" signal a test can await from outside: polled.
-        while time.monotonic() < deadline:
+    """Until the outbox says ``text`` was sent (read again: nothing to await from here)."""
+
+    def sent() -> bool:
+        with daemon.client() as client:
             messages = client.get("/api/sessions/main/outbox").json()["messages"]
-            if any(m["text"] == text and m["state"] == "sent" for m in messages):
-                return
-            time.sleep(0.05)
-    raise TimeoutError(f"no reply {text!r} sent after {timeout_s} s")
+        return any(m["text"] == text and m["state"] == "sent" for m in messages)
+
+    wait_until(sent, f"the reply {text!r} sent", timeout_s)
 
 
 def one_tool_call_then_reply(model: FakeModelServer) -> None:
