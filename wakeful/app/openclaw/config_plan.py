@@ -224,12 +224,14 @@ def _api_key(
         path = plan.secret_file("llm-api-key", found.value)
         section.append(key_line("api_key_file", str(path), "mode 600"))
         plan.report.changed(what, f"the key is in {path} (mode 600), named by [llm] api_key_file")
-    elif found.file is not None:
+    elif found.file is not None and found.file.is_file():
         section.append(key_line("api_key_file", str(found.file)))
         plan.report.carried(what, f"the key stays in {found.file} ([llm] api_key_file)")
     elif found.env is not None:
         section.append(key_line("api_key_env", found.env, "the daemon's environment"))
         plan.report.carried(what, f"the key is read from ${found.env} as before")
+    else:
+        plan.report.dropped(what, f"{found.file} is not a file: set [llm] api_key_file")
 
 
 # --- agents: heartbeat, timezone, the rest -----------------------------------------------
@@ -427,6 +429,8 @@ def _secret_path(
     if found is None:
         return None, "not found"
     if found.file is not None:
+        if not found.file.is_file():
+            return None, f"{found.file} is not a file"
         return found.file, f"stays in {found.file}"
     value = found.value
     how = "written to"
@@ -481,8 +485,9 @@ def _telegram(
     source: OpenClawDir, plan: ConfigPlan, name: str, what: str, settings: dict[str, Any]
 ) -> list[str] | None:
     found = secret(source, settings.get("botToken"))
-    if found is None and isinstance(settings.get("tokenFile"), str):
-        found = Secret(file=source.path(settings["tokenFile"]))
+    token_file = settings.get("tokenFile")
+    if found is None and isinstance(token_file, str) and source.path(token_file) is not None:
+        found = Secret(file=source.path(token_file))
     if found is None and what == "channels.telegram":
         found = Secret(env="TELEGRAM_BOT_TOKEN")  # OpenClaw's fallback, default account only
     token, how = _secret_path(source, plan, found, f"telegram-{name}-token")

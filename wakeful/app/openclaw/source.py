@@ -58,9 +58,11 @@ class OpenClawDir:
                 return str(table[name])
         return None
 
-    def path(self, text: str) -> Path:
+    def path(self, text: str) -> Path | None:
         """A path the config names: ``~/.openclaw/…`` read inside root (the import may run
         on a copy, on another machine), other ``~`` paths expanded, relative to root."""
+        if not text or "\x00" in text or len(text) > 4096:
+            return None  # not a path the system could open
         if text.rstrip("/") == "~/.openclaw":
             return self.root
         if text.startswith("~/.openclaw/"):
@@ -92,7 +94,9 @@ def _read_config(path: Path) -> dict[str, Any]:
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
-        raise NotOpenClaw(f"{path} is not UTF-8 text (byte {exc.start})") from None
+        raise NotOpenClaw(
+            f"{path} is not UTF-8 text (byte {exc.start}): expected OpenClaw's JSON5 config"
+        ) from None
     try:
         data = json5.loads(text)
     except (ValueError, RecursionError) as exc:
@@ -107,7 +111,8 @@ def _read_config(path: Path) -> dict[str, Any]:
 
 def _workspace(source: OpenClawDir) -> Path | None:
     configured = source.defaults().get("workspace")
-    candidates = [source.path(configured)] if isinstance(configured, str) and configured else []
+    named = source.path(configured) if isinstance(configured, str) else None
+    candidates = [named] if named is not None else []
     candidates.append(source.root / WORKSPACE_DIR)
     return next((c for c in candidates if c.is_dir()), None)
 
@@ -137,7 +142,8 @@ def secret(source: OpenClawDir, raw: Any) -> Secret | None:
         if raw.get("source") == "env" and isinstance(raw.get("id"), str):
             return _from_env(source, raw["id"])
         if raw.get("source") == "file" and isinstance(raw.get("id"), str):
-            return Secret(file=source.path(raw["id"]))
+            path = source.path(raw["id"])
+            return Secret(file=path) if path is not None else None
         return None
     if not isinstance(raw, str) or not raw.strip():
         return None
