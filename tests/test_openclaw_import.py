@@ -164,6 +164,15 @@ def test_trusted_memory_is_in_memory_and_the_digest(
         daemon.send("hello")
         [request] = model_server.wait_for_requests(1, timeout_s=30)
         listing = memory_listing(daemon)
+        # A running daemon's data is refused, even with --force, before anything is written.
+        before = (data / "MEMORY.md").read_text()
+        refused = run_import(
+            str(source), "--path", str(config), "--data-dir", str(data), "--force"
+        )
+    assert refused.returncode == 1 and refused.stdout == ""
+    assert refused.stderr.count("\n") == 1 and "nothing was imported" in refused.stderr
+    assert (data / "MEMORY.md").read_text() == before
+    assert "[server]" in config.read_text()  # the config the test completed, untouched
     assert all(fact in system_prompt(request.body) for fact in FACTS)
     assert listing["review"] == 0 and {e["status"] for e in listing["entries"]} == {"approved"}
 

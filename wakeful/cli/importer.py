@@ -30,10 +30,15 @@ def add_arguments(sub: Any, add: Any) -> None:
         "source", metavar="DIR", help="OpenClaw's state directory, e.g. ~/.openclaw"
     )
     openclaw.add_argument(
-        "--path", default="wakeful.toml", help="the config file to write (default: ./wakeful.toml)"
+        "--path",
+        metavar="FILE",
+        help="the config file to write (default: the -c FILE given, else ./wakeful.toml)",
     )
     openclaw.add_argument(
-        "--data-dir", type=Path, help="wakeful's data directory (default: the daemon's default)"
+        "--data-dir",
+        type=Path,
+        metavar="DIR",
+        help="wakeful's data directory, written into the config (default: the daemon's)",
     )
     openclaw.add_argument(
         "--dry-run", action="store_true", help="print the report only; write nothing"
@@ -58,7 +63,7 @@ def run(args: argparse.Namespace) -> int:
             exit_code=BAD_INPUT,
         ) from None
     options = ImportOptions(
-        config_path=Path(args.path),
+        config_path=Path(args.path or getattr(args, "config", None) or "wakeful.toml"),
         data_dir=args.data_dir,
         dry_run=args.dry_run,
         force=args.force,

@@ -82,8 +82,9 @@ def import_openclaw(path: Path, options: ImportOptions, out: TextIO) -> int:
         source, targets, trust_memory=options.trust_memory, disabled=disabled_skills(source)
     )
     report = Report(config.report.items + data.report.items)
-    if not options.dry_run:
+    if not options.dry_run:  # written first: a refusal prints one line, not a report
         _refuse_overwrites(config, data, targets, config_path, options.force)
+        _write(config, data, targets, root, settings, text, config_path, options)
     print(_heading(source), file=out)
     for item in report.items:
         print(item.line(), file=out)
@@ -91,7 +92,6 @@ def import_openclaw(path: Path, options: ImportOptions, out: TextIO) -> int:
     if options.dry_run:
         print(f"{counts}; nothing written (--dry-run)", file=out)
     else:
-        _write(config, data, targets, root, settings, text, config_path, options)
         print(f"{counts}; wrote {config_path}", file=out)
         print(f"start it: wakeful run -c {config_path}", file=out)
     return 1 if report.partial else 0
