@@ -197,6 +197,9 @@ def test_the_report_says_what_could_not_be_carried_over_and_dry_run_writes_nothi
         extra_channels="discord: { token: 'dc-SECRET' },",
     )
     (source / "workspace" / "BOOTSTRAP.md").write_text("First run ritual.\n")
+    (source / "cron").mkdir()
+    job = {"name": "Morning brief", "schedule": {"kind": "cron", "expr": "0 7 * * *"}}
+    (source / "cron" / "jobs.json").write_text(json.dumps({"version": 1, "jobs": [job]}))
     out = tmp_path / "out"
     done = run_import(str(source), "--path", str(out / "wakeful.toml"), "--dry-run")
     assert done.returncode == 1, done.stdout + done.stderr  # partly: things left out
@@ -204,6 +207,10 @@ def test_the_report_says_what_could_not_be_carried_over_and_dry_run_writes_nothi
     assert "not carried over  channels.discord: wakeful has no discord channel" in lines
     assert any(line.startswith("not carried over  gateway: ") for line in lines)
     assert any(line.startswith("not carried over  cron: ") for line in lines)
+    assert (
+        "not carried over  cron/jobs.json 'Morning brief': 0 7 * * *: recreate it as a "
+        "[[timers]] entry (cron, interval or at; message; session)"
+    ) in lines
     assert any(line.startswith("not carried over  workspace/BOOTSTRAP.md: ") for line in lines)
     assert any(line.startswith("changed           workspace/SOUL.md: ") for line in lines)
     assert "SECRET" not in done.stdout + done.stderr

@@ -15,6 +15,7 @@ owner vouches for the files with ``--trust-memory``.
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass, field
 from datetime import date
@@ -350,9 +351,7 @@ def _skill(folder: Path, what: str, plan: DataPlan) -> SkillCopy | None:
 def _state_dir(source: OpenClawDir, plan: DataPlan) -> None:
     root = source.root
     if (root / "cron").is_dir():
-        plan.report.dropped(
-            "cron/", "OpenClaw's scheduled jobs: recreate them as [[timers]] in the config"
-        )
+        _cron_jobs(root / "cron", plan)
     if (root / "credentials").is_dir():
         plan.report.dropped(
             "credentials/", "OAuth logins and channel sessions are not read: sign in again"
@@ -364,3 +363,30 @@ def _state_dir(source: OpenClawDir, plan: DataPlan) -> None:
             "agents/*/sessions/",
             f"{len(transcripts)} past conversation(s) are not imported",
         )
+
+
+def _cron_jobs(folder: Path, plan: DataPlan) -> None:
+    """One line per job OpenClaw's scheduler kept (cron/jobs.json), named with its
+    schedule, so each can be recreated as a [[timers]] entry; the rest of the folder
+    (run logs) is history."""
+    how = "recreate it as a [[timers]] entry (cron, interval or at; message; session)"
+    jobs_file = folder / "jobs.json"
+    text = read_text(jobs_file) if jobs_file.is_file() else None
+    try:
+        data = json.loads(text) if text else None
+    except ValueError:
+        data = None
+    jobs = data.get("jobs") if isinstance(data, dict) else data
+    if not isinstance(jobs, list) or not jobs:
+        plan.report.dropped("cron/", f"OpenClaw's scheduled jobs: {how}")
+        return
+    for number, job in enumerate(jobs[:50], start=1):
+        job = job if isinstance(job, dict) else {}
+        name = str(job.get("name") or job.get("id") or f"job {number}")[:60]
+        schedule = job.get("schedule")
+        when = ""
+        if isinstance(schedule, dict):
+            when = str(schedule.get("expr") or schedule.get("at") or schedule.get("everyMs") or "")
+        plan.report.dropped(f"cron/jobs.json {name!r}", f"{when[:40]}: {how}".lstrip(": "))
+    if len(jobs) > 50:
+        plan.report.dropped("cron/jobs.json", f"{len(jobs) - 50} more jobs: {how}")
