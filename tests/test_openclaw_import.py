@@ -166,9 +166,7 @@ def test_trusted_memory_is_in_memory_and_the_digest(
         listing = memory_listing(daemon)
         # A running daemon's data is refused, even with --force, before anything is written.
         before = (data / "MEMORY.md").read_text()
-        refused = run_import(
-            str(source), "--path", str(config), "--data-dir", str(data), "--force"
-        )
+        refused = run_import(str(source), "--path", str(config), "--data-dir", str(data), "--force")
     assert refused.returncode == 1 and refused.stdout == ""
     assert refused.stderr.count("\n") == 1 and "nothing was imported" in refused.stderr
     assert (data / "MEMORY.md").read_text() == before
@@ -401,7 +399,7 @@ SKILL = st.builds(
 
 
 @settings(
-    max_examples=60,
+    max_examples=40,
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )

@@ -106,7 +106,20 @@ def _read_config(path: Path) -> dict[str, Any]:
         raise NotOpenClaw(f"{path} is not valid JSON5{at}: fix it or move it aside") from None
     if not isinstance(data, dict):
         raise NotOpenClaw(f"{path} holds no JSON5 object ({{ ... }}): {EXPECTED}")
-    return data
+    cleaned: dict[str, Any] = _whole_characters(data)
+    return cleaned
+
+
+def _whole_characters(value: Any) -> Any:
+    """Strings as text that can be written: JSON5's \\uD83D\\uDE00 escapes become one
+    character, a lone surrogate the replacement character."""
+    if isinstance(value, str):
+        return value.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    if isinstance(value, dict):
+        return {_whole_characters(k): _whole_characters(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_whole_characters(item) for item in value]
+    return value
 
 
 def _workspace(source: OpenClawDir) -> Path | None:
