@@ -109,8 +109,14 @@ def _settings(text: str, config_path: Path) -> Settings:
     set_config_dir(config_path.parent)
     try:
         return Settings(**tomllib.loads(text))
-    except (tomllib.TOMLDecodeError, ValidationError) as exc:  # a bug here, not the input
-        raise ConfigError(f"the config the import made does not load: {exc}") from None
+    except tomllib.TOMLDecodeError as exc:  # a bug of the importer's, said in one line
+        raise ConfigError(f"the config the import made is not TOML: {exc}") from None
+    except ValidationError as exc:  # e.g. the Anthropic provider without its SDK installed
+        problems = "; ".join(
+            f"{'.'.join(str(part) for part in error['loc'])}: {error['msg']}"
+            for error in exc.errors()
+        )
+        raise ConfigError(f"the config the import made would not load: {problems}") from None
 
 
 def _refuse_overwrites(

@@ -357,6 +357,12 @@ def _state_dir(source: OpenClawDir, plan: DataPlan) -> None:
             "credentials/", "OAuth logins and channel sessions are not read: sign in again"
         )
     agents = root / "agents"
+    if agents.is_dir() and any(agents.glob("*/agent/auth-profiles.json")):
+        plan.report.dropped(
+            "agents/*/agent/auth-profiles.json",
+            "API keys and OAuth logins there are not read: give the daemon its key "
+            "([llm] api_key_env or api_key_file)",
+        )
     transcripts = list(agents.glob("*/sessions/*.jsonl")) if agents.is_dir() else []
     if transcripts:
         plan.report.dropped(
