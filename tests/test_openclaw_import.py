@@ -390,6 +390,7 @@ CONFIG = st.fixed_dictionaries(
 )
 FILES = ["AGENTS.md", "SOUL.md", "MEMORY.md", "HEARTBEAT.md", "memory/2026-01-02.md"]
 FILES += ["memory/notes.md", "skills/Odd Name/SKILL.md", "skills/ok/SKILL.md", "USER.md"]
+FILES += ["skills/\x1b[2Jclear/SKILL.md", "memory/\x07.md"]  # a terminal escape in a name
 CONTENT = st.binary(max_size=200) | st.text(max_size=200).map(str.encode)
 SKILL = st.builds(
     lambda name, body: f"---\nname: {name}\ndescription: {body}\n---\n{body}\n".encode(),
@@ -431,6 +432,7 @@ def test_odd_inputs_end_in_a_report_or_one_line(
         code = cli.main(argv)  # an exception here is the traceback the owner would see
     printed = out.getvalue()
     assert code in (0, 1, 2), printed
+    assert all(c == "\n" or c.isprintable() or c == " " for c in printed if ord(c) < 0xA0)
     assert marked not in printed
     if code == 2:
         assert printed.count("\n") == 1 and printed.startswith("wakeful: ")

@@ -23,7 +23,10 @@ class Item:
     detail: str  # where it went, what changed, or why it could not
 
     def line(self) -> str:
-        return f"{self.outcome.value:<17} {self.what}: {self.detail}"
+        """One line; control characters a file or folder name may hold (a terminal escape)
+        are shown as ``?``."""
+        text = f"{self.outcome.value:<17} {self.what}: {self.detail}"
+        return "".join("?" if ord(c) < 0x20 or 0x7F <= ord(c) < 0xA0 else c for c in text)
 
 
 @dataclass
