@@ -484,3 +484,58 @@ def test_documented_commands_run_as_written(
         if daemon is not None:
             daemon.stop()
     assert (home / "wakeful.toml").is_file()
+
+
+def import_in_process(argv: list[str]) -> tuple[int, str]:
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
+        code = cli.main(["import", "openclaw", *argv])
+    return code, out.getvalue()
+
+
+def test_secrets_given_as_environment_references(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`${VAR}` for a bot token is read at the import (wakeful's chat keys are files); for
+    the model it stays a variable; a variable the config's own `env` sets becomes a file;
+    a bot whose variable is not set is left out, said so."""
+    monkeypatch.setenv("MAIN_BOT_TOKEN", "9:SECRET-from-env")
+    monkeypatch.delenv("OTHER_BOT_TOKEN", raising=False)
+    root = tmp_path / ".openclaw"
+    root.mkdir()
+    (root / "openclaw.json").write_text(
+        """{
+  agents: { defaults: { model: "openai/gpt-4.1-mini" } },
+  channels: { telegram: { accounts: {
+    main: { botToken: "${MAIN_BOT_TOKEN}" },
+    other: { botToken: { source: "env", provider: "default", id: "OTHER_BOT_TOKEN" } },
+  } } },
+}"""
+    )
+    config = tmp_path / "wakeful.toml"
+    code, out = import_in_process([str(root), "--path", str(config), "--data-dir", str(tmp_path)])
+    assert code == 1, out
+    assert "SECRET" not in out + config.read_text()
+    loaded = load_settings(config)
+    assert (loaded.llm.model, loaded.llm.api_key_env, loaded.llm.api_key_file) == (
+        "gpt-4.1-mini",
+        "OPENAI_API_KEY",
+        None,
+    )
+    [bot] = loaded.chat.telegram
+    assert bot.name == "main" and bot.bot_token_file.read_text() == "9:SECRET-from-env\n"
+    assert (
+        "not carried over  channels.telegram.accounts.other: no bot token (botToken, "
+        "tokenFile): it is ${OTHER_BOT_TOKEN}, which is not set here"
+    ) in out.splitlines()
+
+    (root / "openclaw.json").write_text(
+        '{ agents: { defaults: { model: "openai/gpt-4.1" } },\n'
+        '  env: { OPENAI_API_KEY: "sk-SECRET" } }'
+    )
+    code, out = import_in_process(
+        [str(root), "--path", str(config), "--data-dir", str(tmp_path), "--force"]
+    )
+    assert code == 0 and "SECRET" not in out + config.read_text(), out
+    key_file = load_settings(config).llm.api_key_file
+    assert key_file is not None and key_file.read_text() == "sk-SECRET\n"

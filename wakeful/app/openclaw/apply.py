@@ -99,8 +99,7 @@ def import_openclaw(path: Path, options: ImportOptions, out: TextIO) -> int:
 
 def _heading(source: OpenClawDir) -> str:
     read = [CONFIG_FILE] if (source.root / CONFIG_FILE).is_file() else []
-    if source.workspace is not None:
-        read.append(f"workspace {source.workspace}")
+    read.append(f"workspace {source.workspace}" if source.workspace else "no workspace folder")
     return f"importing {source.root} ({', '.join(read)})"
 
 

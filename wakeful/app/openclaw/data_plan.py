@@ -87,9 +87,7 @@ def plan_data(
 ) -> DataPlan:
     plan = DataPlan()
     ws = source.workspace
-    if ws is None:
-        plan.report.dropped("workspace", "no workspace folder found: nothing of it imported")
-    else:
+    if ws is not None:  # without one there is nothing of it to carry (the heading says so)
         _standing(source, ws, targets, plan)
         _heartbeat_file(source, ws, targets, plan)
         _memory(source, ws, targets, plan, trust_memory)
