@@ -237,6 +237,16 @@ def test_nothing_is_overwritten_without_force(tmp_path: Path) -> None:
     assert review.count(FACTS[0]) == 2
 
 
+def test_the_workspace_given_instead_is_said_so(tmp_path: Path) -> None:
+    source = openclaw_dir(
+        tmp_path, model_url="http://127.0.0.1:9/v1", telegram_token="1:T", telegram_url="http://x"
+    )
+    done = run_import(str(source / "workspace"), "--path", str(tmp_path / "w.toml"))
+    assert done.returncode == 2 and "looks like OpenClaw's workspace" in done.stderr
+    named = run_import(str(source / "openclaw.json"), "--path", str(tmp_path / "w.toml"))
+    assert named.returncode == 0, named.stderr  # the config file named: its directory
+
+
 @pytest.mark.parametrize(
     ("content", "expected"),
     [

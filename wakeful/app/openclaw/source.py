@@ -74,10 +74,17 @@ class OpenClawDir:
 def read_openclaw(path: Path) -> OpenClawDir:
     """The directory, or NotOpenClaw with one line saying what was expected."""
     root = path.expanduser().absolute()
+    if root.name == CONFIG_FILE and root.is_file():
+        root = root.parent  # the config file named instead of its directory
     if not root.is_dir():
         raise NotOpenClaw(f"{path} is not a directory: {EXPECTED}")
     config_file = root / CONFIG_FILE
     if not config_file.is_file() and not (root / WORKSPACE_DIR).is_dir():
+        if (root / "AGENTS.md").is_file() or (root / "SOUL.md").is_file():
+            raise NotOpenClaw(
+                f"{path} looks like OpenClaw's workspace: give the directory above it that "
+                f"holds {CONFIG_FILE} (such as ~/.openclaw)"
+            )
         raise NotOpenClaw(f"{path} has neither {CONFIG_FILE} nor {WORKSPACE_DIR}/: {EXPECTED}")
     config = _read_config(config_file) if config_file.is_file() else {}
     partial = OpenClawDir(root, config, None)
