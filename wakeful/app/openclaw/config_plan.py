@@ -74,7 +74,14 @@ class ConfigPlan:
             'log_level = "info"                      # debug | info | warning | error',
         ]
         body = [line for section in self.sections for line in ["", *section]]
-        return "\n".join(head + body) + "\n"
+        tail = [
+            "",
+            "# The HTTP API and web page (OpenClaw's gateway is not carried over):",
+            "# [server]",
+            '# bind = "127.0.0.1:8787"              # loopback; a TLS reverse proxy to expose it',
+            "# Every other section, commented: `wakeful init --path starter.toml`.",
+        ]
+        return "\n".join(head + body + tail) + "\n"
 
     def secret_file(self, name: str, value: str) -> Path:
         path = self.config_dir / name
