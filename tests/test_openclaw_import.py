@@ -52,7 +52,9 @@ def telegram() -> Iterator[FakeTelegramApi]:
 
 
 def run_import(*args: str) -> subprocess.CompletedProcess[str]:
-    """The real command line, in a child process, as the owner would run it."""
+    """The real command line, in a child process, as the owner would run it; always with
+    --data-dir (the default, for root /var/lib/wakeful, is the host's)."""
+    assert "--data-dir" in args
     return subprocess.run(
         [sys.executable, "-m", "wakeful", "import", "openclaw", *args],
         capture_output=True,
@@ -199,7 +201,9 @@ def test_the_report_says_what_could_not_be_carried_over_and_dry_run_writes_nothi
     job = {"name": "Morning brief", "schedule": {"kind": "cron", "expr": "0 7 * * *"}}
     (source / "cron" / "jobs.json").write_text(json.dumps({"version": 1, "jobs": [job]}))
     out = tmp_path / "out"
-    done = run_import(str(source), "--path", str(out / "wakeful.toml"), "--dry-run")
+    done = run_import(
+        str(source), "--path", str(out / "wakeful.toml"), "--data-dir", str(out), "--dry-run"
+    )
     assert done.returncode == 1, done.stdout + done.stderr  # partly: things left out
     lines = done.stdout.splitlines()
     assert "not carried over  channels.discord: wakeful has no discord channel" in lines
@@ -241,9 +245,14 @@ def test_the_workspace_given_instead_is_said_so(tmp_path: Path) -> None:
     source = openclaw_dir(
         tmp_path, model_url="http://127.0.0.1:9/v1", telegram_token="1:T", telegram_url="http://x"
     )
-    done = run_import(str(source / "workspace"), "--path", str(tmp_path / "w.toml"))
+    done = run_import(
+        str(source / "workspace"), "--path", str(tmp_path / "w.toml"), "--data-dir", str(tmp_path)
+    )
     assert done.returncode == 2 and "looks like OpenClaw's workspace" in done.stderr
-    named = run_import(str(source / "openclaw.json"), "--path", str(tmp_path / "w.toml"))
+    named = run_import(
+        str(source / "openclaw.json"),
+        *("--path", str(tmp_path / "w.toml"), "--data-dir", str(tmp_path / "data")),
+    )
     assert named.returncode == 0, named.stderr  # the config file named: its directory
 
 
@@ -263,7 +272,9 @@ def test_a_directory_that_is_not_openclaws_is_one_line_and_exit_2(
     source.mkdir()
     if content is not None:
         (source / "openclaw.json").write_bytes(content)
-    done = run_import(str(source), "--path", str(tmp_path / "wakeful.toml"))
+    done = run_import(
+        str(source), "--path", str(tmp_path / "wakeful.toml"), "--data-dir", str(tmp_path / "d")
+    )
     assert done.returncode == 2
     assert done.stderr.count("\n") == 1 and expected in done.stderr, done.stderr
     assert "expected" in done.stderr or "fix it" in done.stderr
