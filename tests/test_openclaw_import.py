@@ -560,3 +560,17 @@ def test_secrets_given_as_environment_references(
     assert code == 0 and "SECRET" not in out + config.read_text(), out
     key_file = load_settings(config).llm.api_key_file
     assert key_file is not None and key_file.read_text() == "sk-SECRET\n"
+
+
+def test_without_the_json5_extra_the_command_says_how_to_install_it(tmp_path: Path) -> None:
+    code = (
+        "import sys; sys.modules['json5'] = None; "  # as if `wakeful[openclaw]` was not installed
+        "from wakeful.cli.main import main; "
+        f"sys.exit(main(['import', 'openclaw', {str(tmp_path)!r}, "
+        f"'--data-dir', {str(tmp_path)!r}]))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2
+    assert done.stderr == (
+        "wakeful: the importer needs json5: pip install 'wakeful[openclaw]'\n"
+    ), done.stderr
