@@ -211,7 +211,7 @@ def test_the_report_says_what_could_not_be_carried_over_and_dry_run_writes_nothi
     assert any(line.startswith("not carried over  cron: ") for line in lines)
     assert (
         "not carried over  cron/jobs.json 'Morning brief': 0 7 * * *: recreate it as a "
-        "[[timers]] entry (cron, interval or at; message; session)"
+        "[[timers]] entry if you want it (a timer speaks for you)"
     ) in lines
     assert any(line.startswith("not carried over  workspace/BOOTSTRAP.md: ") for line in lines)
     assert any(line.startswith("changed           workspace/SOUL.md: ") for line in lines)

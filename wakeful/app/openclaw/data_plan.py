@@ -373,7 +373,9 @@ def _cron_jobs(folder: Path, plan: DataPlan) -> None:
     """One line per job OpenClaw's scheduler kept (cron/jobs.json), named with its
     schedule, so each can be recreated as a [[timers]] entry; the rest of the folder
     (run logs) is history."""
-    how = "recreate it as a [[timers]] entry (cron, interval or at; message; session)"
+    # Not made timers: OpenClaw's agent can create jobs (a stranger's e-mail may have asked
+    # it to), and a timer's message arrives as the owner's word at every firing.
+    how = "recreate it as a [[timers]] entry if you want it (a timer speaks for you)"
     jobs_file = folder / "jobs.json"
     text = read_text(jobs_file) if jobs_file.is_file() else None
     try:
