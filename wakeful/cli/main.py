@@ -20,6 +20,7 @@ from wakeful.cli import backup as cli_backup
 from wakeful.cli import budget as cli_budget
 from wakeful.cli import context as cli_context
 from wakeful.cli import doctor as cli_doctor
+from wakeful.cli import importer as cli_importer
 from wakeful.cli import memory as cli_memory
 from wakeful.cli import onboard as cli_onboard
 from wakeful.cli import pairing as cli_pairing
@@ -318,6 +319,10 @@ def cmd_onboard(args: argparse.Namespace) -> int:
     return cli_onboard.run(args)
 
 
+def cmd_import(args: argparse.Namespace) -> int:
+    return cli_importer.run(args)
+
+
 def cmd_restore(args: argparse.Namespace) -> int:
     return cli_backup.run_restore(args, _settings(args).daemon.data_dir_path())
 
@@ -393,6 +398,7 @@ def _parser() -> argparse.ArgumentParser:
     cli_backup.add_arguments(sub, lambda where, name, text: _add(where, name, commands[name], text))
     cli_doctor.add_arguments(sub, lambda where, name, text: _add(where, name, cmd_doctor, text))
     cli_usage.add_arguments(sub, lambda where, name, text: _add(where, name, cmd_usage, text))
+    cli_importer.add_arguments(sub, lambda where, name, text: _add(where, name, cmd_import, text))
     web = _add(sub, "open", cmd_open, "print the web page's log-in link (and open it on a desktop)")
     web.add_argument("--no-browser", action="store_true", help="only print the link")
     return parser
