@@ -22,7 +22,7 @@ from wakeful.cli import context as cli_context
 from wakeful.cli import doctor as cli_doctor
 from wakeful.cli import importer as cli_importer
 from wakeful.cli import memory as cli_memory
-from wakeful.cli import onboard as cli_onboard
+from wakeful.cli import onboard_args as cli_onboard_args
 from wakeful.cli import pairing as cli_pairing
 from wakeful.cli import safety as cli_safety
 from wakeful.cli import usage as cli_usage
@@ -316,6 +316,8 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 
 
 def cmd_onboard(args: argparse.Namespace) -> int:
+    from wakeful.cli import onboard as cli_onboard  # its imports are the set-up's own
+
     return cli_onboard.run(args)
 
 
@@ -342,7 +344,9 @@ def _parser() -> argparse.ArgumentParser:
     init = _add(sub, "init", cmd_init, "write a commented starter config file")
     init.add_argument("--path", default="wakeful.toml", help="where to write it")
     init.add_argument("--force", action="store_true", help="overwrite an existing file")
-    cli_onboard.add_arguments(sub, lambda where, name, text: _add(where, name, cmd_onboard, text))
+    cli_onboard_args.add_arguments(
+        sub, lambda where, name, text: _add(where, name, cmd_onboard, text)
+    )
     send = _add(sub, "send", cmd_send, "send a message to the running daemon")
     _session_arg(send)
     send.add_argument("--interrupt", action="store_true", help="send as user.interrupt")

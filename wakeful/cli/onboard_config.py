@@ -19,8 +19,6 @@ from wakeful.app.config_starter import STARTER_CONFIG
 COMMENT_COLUMN = 40  # where the template's trailing comments start
 # The last line of the template's commented chat examples: the real entries go after it.
 CHAT_ANCHOR = '# allowed_users = ["@me:example.org"]\n'
-DEFAULT_TELEGRAM_API = "https://api.telegram.org"
-DEFAULT_SLACK_API = "https://slack.com/api"
 
 
 @dataclass
