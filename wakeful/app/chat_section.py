@@ -13,6 +13,7 @@ from wakeful.channels.chat.config import ChatPlatformConfig
 from wakeful.channels.matrix.config import MatrixConfig
 from wakeful.channels.slack.config import SlackConfig
 from wakeful.channels.telegram.config import TelegramConfig
+from wakeful.channels.xmpp.config import XmppConfig
 from wakeful.kernel.config_base import Section, reject_repeated_names
 
 
@@ -30,8 +31,11 @@ class ChatSection(Section):
     matrix: list[MatrixConfig] = Field(
         default_factory=list, description="Matrix accounts, one [[chat.matrix]] table each."
     )
+    xmpp: list[XmppConfig] = Field(
+        default_factory=list, description="XMPP accounts, one [[chat.xmpp]] table each."
+    )
 
-    @field_validator("telegram", "slack", "matrix")
+    @field_validator("telegram", "slack", "matrix", "xmpp")
     @classmethod
     def _unique_names(
         cls, entries: list[ChatPlatformConfig], info: ValidationInfo
