@@ -10,7 +10,12 @@ import pytest
 from tests.fakes.model_server import FakeModelServer
 from tests.host_state import Entry, changes, shape
 
-pytest_plugins = ["tests.mail_servers", "tests.redis_server", "tests.synapse_server"]
+pytest_plugins = [
+    "tests.mail_servers",
+    "tests.prosody_server",
+    "tests.redis_server",
+    "tests.synapse_server",
+]
 
 
 HOST_STATE = pytest.StashKey[dict[str, Entry | None]]()

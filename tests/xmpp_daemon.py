@@ -9,38 +9,29 @@ from pathlib import Path
 
 from tests.daemon_process import free_port, write_config
 from tests.prosody_server import ProsodyServer
+from tests.test_telegram_sigkill import toml_table
 from tests.xmpp_user import XmppUser
 
 ACCOUNT = "home"
 PASSWORDS = {"bot": "bot-secret-31", "owner": "owner-secret-32", "stranger": "stranger-secret-33"}
 
 
-def xmpp_section(
+def xmpp_entry(
     server: ProsodyServer, bot: str, allowed: list[str], password_file: Path, **extra: object
-) -> str:
-    """The account's section: only what the daemon cannot do without (its JID and password,
+) -> dict[str, object]:
+    """The account's entry: only what the daemon cannot do without (its JID and password,
     the server, the owner, the test CA), plus ``extra`` keys a test sets."""
-    quoted = ", ".join(f'"{jid}"' for jid in allowed)
-    lines = [
-        "[[chat.xmpp]]",
-        f'name = "{ACCOUNT}"',
-        f'jid = "{bot}"',
-        f'password_file = "{password_file}"',
-        'server = "127.0.0.1"',
-        f"port = {server.port}",
-        f'ca_file = "{server.cert}"',  # the test server's self-signed certificate
-        f"allowed_jids = [{quoted}]",
-        *(f"{key} = {_toml(value)}" for key, value in extra.items()),
-    ]
-    return "\n".join([*lines, ""])
-
-
-def _toml(value: object) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, str):
-        return f'"{value}"'
-    return str(value)
+    return {
+        "name": ACCOUNT,
+        "jid": bot,
+        "password_file": str(password_file),
+        # No DNS SRV record names the test server: it is given.
+        "server": "127.0.0.1",
+        "port": server.port,
+        "ca_file": str(server.cert),  # the test server's self-signed certificate
+        "allowed_jids": allowed,
+        **extra,
+    }
 
 
 @dataclass
@@ -57,16 +48,28 @@ class XmppScene:
         return XmppUser(self.server, self.stranger, PASSWORDS["stranger"])
 
 
+def register_people(server: ProsodyServer) -> tuple[str, str, str]:
+    """The bot's, the owner's and a stranger's accounts: their JIDs."""
+    bot, owner, stranger = (server.register(user, PASSWORDS[user]) for user in PASSWORDS)
+    return bot, owner, stranger
+
+
+def write_password(directory: Path) -> Path:
+    password_file = directory / "xmpp-password"
+    password_file.write_text(PASSWORDS["bot"] + "\n")
+    password_file.chmod(0o600)
+    return password_file
+
+
 @contextmanager
 def xmpp_scene(
     server: ProsodyServer, data_dir: Path, model_url: str, **extra: object
 ) -> Iterator[XmppScene]:
-    bot, owner, stranger = (server.register(user, PASSWORDS[user]) for user in PASSWORDS)
+    bot, owner, stranger = register_people(server)
     port = free_port()
     config = write_config(data_dir, model_url, port)
-    password_file = data_dir / "xmpp-password"
-    password_file.write_text(PASSWORDS["bot"] + "\n")
-    password_file.chmod(0o600)
-    config.write_text(config.read_text() + xmpp_section(server, bot, [owner], password_file, **extra))
+    password_file = write_password(data_dir)
+    entry = xmpp_entry(server, bot, [owner], password_file, **extra)
+    config.write_text(config.read_text() + toml_table("chat.xmpp", entry))
     with XmppUser(server, owner, PASSWORDS["owner"]) as owner_client:
         yield XmppScene(server, bot, owner, stranger, owner_client, config, port)

@@ -55,6 +55,10 @@ class XmppUser:
         started = asyncio.Event()
         xmpp.add_event_handler("session_start", lambda _: started.set())
         xmpp.add_event_handler("message", self._message)
+        # slixmpp's XEP-0085 plugin takes a bodiless chat state from the "message" event
+        xmpp.add_event_handler(
+            "chatstate", lambda message: None if message["body"] else self._message(message)
+        )
         xmpp.connect("127.0.0.1", port)
         await asyncio.wait_for(started.wait(), 20)
         xmpp.send_presence()
