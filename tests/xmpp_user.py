@@ -42,7 +42,17 @@ class XmppUser:
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
         self._thread.start()
-        self._xmpp = self._call(self._login, server.port, server.cert, password)
+        self._login_args = (server.port, server.cert, password)
+        self._xmpp = self._call(self._login, *self._login_args)
+
+    def reconnect(self) -> None:
+        """Log in again (the server was restarted); what was received is kept."""
+
+        async def again() -> slixmpp.ClientXMPP:
+            self._xmpp.abort()
+            return await self._login(*self._login_args)
+
+        self._xmpp = self._call(again)
 
     def _call(self, make: Callable[..., Any], *args: Any) -> Any:
         return asyncio.run_coroutine_threadsafe(make(*args), self._loop).result(timeout=30)
