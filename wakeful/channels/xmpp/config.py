@@ -65,6 +65,14 @@ class XmppConfig(ChatPlatformConfig):
             "TLS certificate; unset: the system's CAs."
         ),
     )
+    direct_tls: bool = Field(
+        default=False,
+        examples=[False],
+        description=(
+            "TLS from the first byte (XEP-0368, usually port 5223) instead of STARTTLS on "
+            "the client port."
+        ),
+    )
     allow_plaintext: bool = Field(
         default=False,
         examples=[False],
@@ -119,6 +127,12 @@ class XmppConfig(ChatPlatformConfig):
                 "allow_plaintext = true is only for a server on loopback: set server = "
                 '"127.0.0.1" (or ::1, localhost), or remove allow_plaintext and keep TLS'
             )
+        return self
+
+    @model_validator(mode="after")
+    def _one_way_in(self) -> XmppConfig:
+        if self.allow_plaintext and self.direct_tls:
+            raise ValueError("allow_plaintext and direct_tls exclude each other: set one")
         return self
 
     @property

@@ -60,11 +60,11 @@ class XmppConnection:
         xmpp = slixmpp.ClientXMPP(config.full_jid, password)
         if config.ca_file is not None:
             xmpp.ca_certs = config.ca_file
-        if config.allow_plaintext:  # loopback only (the config checks): SCRAM without TLS
-            xmpp.enable_starttls = False
-            xmpp.enable_direct_tls = False
-            xmpp.enable_plaintext = True
-        else:
+        # One way in, the configured one: never a plaintext or other attempt after a failure.
+        xmpp.enable_direct_tls = config.direct_tls
+        xmpp.enable_starttls = not config.direct_tls and not config.allow_plaintext
+        xmpp.enable_plaintext = config.allow_plaintext
+        if not config.allow_plaintext:
             # slixmpp refuses every SASL mechanism on an unencrypted stream by default: a
             # server without STARTTLS is never given the password. Older TLS is refused too.
             context = ssl.create_default_context()
@@ -184,7 +184,10 @@ class XmppConnection:
         self.xmpp.abort()
 
     def _connection_failed(self, event: Any) -> None:
+        # slixmpp would try again on its own: the component's back-off does that instead.
         self._failure = f"cannot connect: {event}"
+        self.xmpp.cancel_connection_attempt()
+        self.closed.set()
 
     def _disconnected(self, event: Any) -> None:
         if not self._failure:
