@@ -40,7 +40,7 @@ MODULES = (
 
 
 class ProsodyServer:
-    def __init__(self, tmp_path: Path, *, require_tls: bool = True) -> None:
+    def __init__(self, tmp_path: Path, *, tls: bool = True) -> None:
         self.as_root = os.geteuid() == 0
         if self.as_root:
             self.root = Path(tempfile.mkdtemp(prefix="wakeful-prosody-"))
@@ -48,7 +48,7 @@ class ProsodyServer:
             self.root = tmp_path / "prosody"
             self.root.mkdir()
         self.port = free_port()
-        self.require_tls = require_tls
+        self.tls = tls  # False: a server that offers no TLS at all (mod_tls not loaded)
         self.cert = self.root / "localhost.crt"
         self.config = self.root / "prosody.cfg.lua"
         self.log = self.root / "prosody.log"
@@ -64,8 +64,8 @@ class ProsodyServer:
              "-keyout", str(root / "localhost.key"), "-out", str(self.cert)],
             check=True, capture_output=True,
         )  # fmt: skip
-        modules = ", ".join(f'"{m}"' for m in MODULES)
-        encryption = "true" if self.require_tls else "false"
+        modules = ", ".join(f'"{m}"' for m in MODULES if self.tls or m != "tls")
+        encryption = "true" if self.tls else "false"
         self.config.write_text(
             f"""\
 pidfile = "{root}/prosody.pid"

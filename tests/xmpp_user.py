@@ -42,7 +42,7 @@ class XmppUser:
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
         self._thread.start()
-        self._login_args = (server.port, server.cert, password)
+        self._login_args = (server.port, server.cert if server.tls else None, password)
         self._xmpp = self._call(self._login, *self._login_args)
 
     def reconnect(self) -> None:
@@ -57,11 +57,17 @@ class XmppUser:
     def _call(self, make: Callable[..., Any], *args: Any) -> Any:
         return asyncio.run_coroutine_threadsafe(make(*args), self._loop).result(timeout=30)
 
-    async def _login(self, port: int, cert: Path, password: str) -> slixmpp.ClientXMPP:
+    async def _login(self, port: int, cert: Path | None, password: str) -> slixmpp.ClientXMPP:
+        """Over STARTTLS trusting ``cert``; with no cert, over plaintext (a server without TLS)."""
         xmpp = slixmpp.ClientXMPP(f"{self.jid}/test", password)
-        xmpp.ca_certs = cert
+        xmpp.enable_direct_tls = False
         for plugin in ("xep_0030", "xep_0085", "xep_0199"):
             xmpp.register_plugin(plugin)
+        if cert is not None:
+            xmpp.ca_certs = cert
+        else:
+            xmpp.enable_starttls, xmpp.enable_plaintext = False, True
+            xmpp.plugin["feature_mechanisms"].unencrypted_scram = True
         started = asyncio.Event()
         xmpp.add_event_handler("session_start", lambda _: started.set())
         xmpp.add_event_handler("message", self._message)
