@@ -30,6 +30,7 @@ class Received:
     sender: str  # bare JID
     body: str  # "" for a chat state alone
     chat_state: str  # "composing", "active", … or ""
+    at: float  # time.monotonic() when it arrived (the latency benchmark reads it)
 
 
 class XmppUser:
@@ -84,7 +85,8 @@ class XmppUser:
         state = message["chat_state"] if message.xml.find(
             "{http://jabber.org/protocol/chatstates}*"
         ) is not None else ""  # fmt: skip
-        item = Received(str(message["from"].bare), str(message["body"]), str(state or ""))
+        sender, body = str(message["from"].bare), str(message["body"])
+        item = Received(sender, body, str(state or ""), time.monotonic())
         with self._cond:
             self.received.append(item)
             self._cond.notify_all()
