@@ -85,8 +85,14 @@ class ArchiveReader:
 
     async def _take(self, item: Archived) -> None:
         cursor = Cursor(self.cursor_key, item.archive_id)
-        if item.sender == self.jid or item.type not in ("chat", "normal") or not item.body:
-            # The account's own replies are archived too; groupchat, errors, bodiless: passed.
+        if (
+            item.sender == self.jid
+            or "@" not in item.sender
+            or item.type not in ("chat", "normal")
+            or not item.body
+        ):
+            # The account's own replies are archived too; a server's or a component's notices
+            # (no user to pair), groupchat, errors, bodiless: passed.
             await self.inbound.advance(cursor)
             return
         message = PlatformMessage(

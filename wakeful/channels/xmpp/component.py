@@ -52,6 +52,7 @@ class XmppComponent:
             ) from None
         self._password = config.password()
         add_secrets([self._password])
+        config.check_ca_file()
         self.setup = setup
         self.inbound = ChatInbound(
             platform="xmpp",
@@ -77,6 +78,8 @@ class XmppComponent:
         )
         async with anyio.create_task_group() as group:
             group.start_soon(typing.run, name=f"{self.name} typing")
+            every_s = self.config.typing_every_s
+            group.start_soon(self.client.settle, every_s, name=f"{self.name} composing")
             while True:
                 failure = await self._connected_once()
                 await anyio.sleep(self.health.failed("connection", failure))
@@ -98,6 +101,9 @@ class XmppComponent:
             return connection.failure or "disconnected"
         except XmppUnavailable as exc:
             return str(exc)
+        except Exception as exc:  # whatever slixmpp raised: shown and retried, never fatal
+            log.exception("xmpp connection failed", account=self.config.name)
+            return f"{type(exc).__name__}: {exc}"
         finally:
             self.client.connection = None
             with anyio.CancelScope(shield=True):
@@ -120,6 +126,9 @@ class XmppComponent:
         except XmppUnavailable as exc:
             log.warning("xmpp archive read failed", account=self.config.name, error=str(exc))
             connection.fail(f"archive read failed: {exc}")
+        except Exception as exc:  # the store, say: read again from the cursor after back-off
+            log.exception("xmpp archive read failed", account=self.config.name)
+            connection.fail(f"archive read failed: {type(exc).__name__}: {exc}")
 
     def _publish(self, ok: bool, detail: str) -> None:
         self.setup.set_health(self.name, ComponentHealth(ok, detail))

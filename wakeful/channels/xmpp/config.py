@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import ipaddress
+import os
 import re
 from pathlib import Path
 
 from pydantic import Field, field_validator, model_validator
 
 from wakeful.channels.chat.config import ChatPlatformConfig
-from wakeful.kernel.config_base import read_secret_file
+from wakeful.kernel.config_base import ConfigError, read_secret_file
+from wakeful.kernel.config_files import credential_path
 
 # A bare JID: localpart@domain, no resource (RFC 7622, the common shape).
 BARE_JID = re.compile(r"^[^@/\s\"&'<>:]+@[^@/\s]+$")
@@ -146,6 +148,13 @@ class XmppConfig(ChatPlatformConfig):
     @property
     def full_jid(self) -> str:
         return f"{self.jid}/{self.resource or f'wakeful-{self.name}'}"
+
+    def check_ca_file(self) -> None:
+        if self.ca_file is not None and not os.access(credential_path(self.ca_file), os.R_OK):
+            raise ConfigError(
+                f"{self.key}.ca_file: cannot read {self.ca_file}; give a readable PEM file "
+                "of the server's CA or self-signed certificate, or remove the key"
+            )
 
     def password(self) -> str:
         return read_secret_file(self.password_file, f"{self.key}.password_file")

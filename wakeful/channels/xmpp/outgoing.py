@@ -10,6 +10,9 @@ nobody knows, so it is raised as such (not TryLater, which would resend).
 
 from __future__ import annotations
 
+import time
+
+import anyio
 import structlog
 
 from wakeful.channels.xmpp.connection import XmppConnection, XmppUnavailable
@@ -36,6 +39,7 @@ class XmppClient:
     def __init__(self, retry_after_s: float) -> None:
         self.connection: XmppConnection | None = None  # the component sets the live one
         self._retry_after_s = retry_after_s
+        self._composing: dict[str, float] = {}  # address → when 'composing' was last sent
 
     async def send_text(self, address: str, text: str, *, ref: str) -> None:
         connection = self.connection
@@ -44,6 +48,7 @@ class XmppClient:
                 raise XmppUnavailable("not connected to the server yet")
             # Nothing written yet when this raises: a retry posts nothing twice.
             connection.send_message(address, text, chat_state="active")
+            self._composing.pop(address, None)  # 'active' on the reply ends 'composing'
         except XmppUnavailable as exc:
             raise TryLater(f"XMPP: {exc}", retry_after_s=self._retry_after_s) from None
         try:
@@ -57,3 +62,16 @@ class XmppClient:
         connection = self.connection
         if connection is not None and connection.connected:
             connection.send_message(address, None, chat_state="composing")
+            self._composing[address] = time.monotonic()
+
+    async def settle(self, every_s: float) -> None:
+        """'composing' stays on in most clients until another state comes: a run that ended
+        without a reply (stopped, failed) is followed by 'active' once it is not renewed."""
+        while True:
+            await anyio.sleep(every_s / 2)
+            stale = time.monotonic() - every_s * 1.5
+            for address, since in list(self._composing.items()):
+                connection = self.connection
+                if since < stale and connection is not None and connection.connected:
+                    del self._composing[address]
+                    connection.send_message(address, None, chat_state="active")
