@@ -93,7 +93,8 @@ class ArchiveReader:
         ):
             # The account's own replies are archived too; a server's or a component's notices
             # (no user to pair), groupchat, errors, bodiless: passed.
-            await self.inbound.advance(cursor)
+            with anyio.CancelScope(shield=True):
+                await self.inbound.advance(cursor)
             return
         message = PlatformMessage(
             message_id=item.archive_id,
@@ -103,5 +104,7 @@ class ArchiveReader:
             text=item.body,
             occurred_at=item.stamp,
         )
-        await self.inbound.receive(message, cursor=cursor)
+        # Shielded: a connection dropping mid-commit ends the read after this message.
+        with anyio.CancelScope(shield=True):
+            await self.inbound.receive(message, cursor=cursor)
         self.messages += 1

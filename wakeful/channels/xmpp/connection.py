@@ -9,6 +9,7 @@ see :mod:`.archive`). slixmpp runs on the asyncio loop the daemon runs on.
 from __future__ import annotations
 
 import contextlib
+import logging
 import ssl
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
@@ -23,6 +24,9 @@ from slixmpp.exceptions import IqError, IqTimeout
 from wakeful.channels.xmpp.config import XmppConfig
 
 log = structlog.get_logger(__name__)
+# slixmpp logs every stanza it sends at DEBUG, a SASL PLAIN log-in (its password, base64
+# encoded: no redaction would catch it) included. Its INFO and above say what matters.
+logging.getLogger("slixmpp").setLevel(logging.INFO)
 
 PLUGINS = ("xep_0030", "xep_0059", "xep_0085", "xep_0199", "xep_0313", "xep_0359")
 LOGIN_TIMEOUT_S = 30.0
