@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 from tests.daemon_process import DaemonProcess
@@ -49,8 +51,12 @@ def test_a_stranger_is_asked_to_pair_and_reaches_the_model_only_once_approved(
             other.say(scene.bot, "still me")  # asked once: no second code
             assert model_server.requests == []
             answer_tags(model_server)
-            with daemon.client() as api:
-                assert api.post(f"/api/pairing/xmpp/{code.group(1)}").status_code == 200
+            approve = ["pairing", "approve", "xmpp", code.group(1)]  # as docs/xmpp.md says
+            done = subprocess.run(
+                [sys.executable, "-m", "wakeful", "-c", str(scene.config), *approve],
+                capture_output=True, text=True, timeout=60,
+            )  # fmt: skip
+            assert done.returncode == 0, done.stdout + done.stderr
             assert "paired" in other.wait_messages(scene.bot, 2)[1]
             other.say(scene.bot, "thanks msg-7")
             assert other.wait_messages(scene.bot, 3)[2] == "**got** msg-7"
