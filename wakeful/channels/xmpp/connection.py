@@ -8,7 +8,6 @@ see :mod:`.archive`). slixmpp runs on the asyncio loop the daemon runs on.
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import ssl
 from collections.abc import AsyncIterator, Callable
@@ -17,6 +16,7 @@ from datetime import datetime
 from typing import Any, cast
 
 import anyio
+import anyio.abc
 import slixmpp
 import structlog
 from slixmpp.exceptions import IqError, IqTimeout
@@ -132,13 +132,33 @@ class XmppConnection:
 
     async def confirm(self) -> None:
         """Until the server has processed everything sent before: a ping (XEP-0199)
-        to it is answered in order. Any answer, an error included, confirms."""
+        to it is answered in order. Any answer, an error included, confirms; the
+        connection ending first, or no answer in time, raises XmppUnavailable."""
         if not self.connected:
             raise XmppUnavailable("not connected to the server")
-        with contextlib.suppress(IqError):
-            await self.xmpp.plugin["xep_0199"].send_ping(
-                slixmpp.JID(self.config.domain), timeout=IQ_TIMEOUT_S
-            )
+        answered: list[bool] = []
+
+        async def ping(group: anyio.abc.TaskGroup) -> None:
+            try:
+                await self.xmpp.plugin["xep_0199"].send_ping(
+                    slixmpp.JID(self.config.domain), timeout=IQ_TIMEOUT_S
+                )
+                answered.append(True)
+            except IqError:  # an error is an answer too: what came before was processed
+                answered.append(True)
+            except IqTimeout:
+                pass
+            group.cancel_scope.cancel()
+
+        async def lost(group: anyio.abc.TaskGroup) -> None:
+            await self.closed.wait()
+            group.cancel_scope.cancel()
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(ping, group)
+            group.start_soon(lost, group)
+        if not answered:
+            raise XmppUnavailable("the server did not confirm (connection lost or no answer)")
 
     async def archive_page(self, after: str | None, limit: int) -> tuple[list[Archived], bool]:
         """Up to ``limit`` archived messages after ``after`` (None: from the start),
