@@ -107,6 +107,7 @@ class XmppConnection:
         return self._ready.is_set() and not self.closed.is_set()
 
     def abort(self) -> None:
+        self.xmpp.cancel_connection_attempt()  # one still being made (slixmpp retries)
         self.xmpp.abort()
         self.closed.set()
 
@@ -121,6 +122,11 @@ class XmppConnection:
             with anyio.move_on_after(2.0):
                 await self.closed.wait()
         self.abort()
+        # slixmpp ends its outgoing filter task only when the client is collected, which
+        # that pending task prevents: ended here, so a thrown-away connection leaves nothing.
+        filters = getattr(self.xmpp, "_run_out_filters", None)
+        if filters is not None:
+            filters.cancel()
 
     def send_message(self, to: str, body: str | None, chat_state: str | None) -> None:
         if not self.connected:
