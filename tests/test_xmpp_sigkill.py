@@ -11,6 +11,7 @@ the end every message has been answered exactly once: none twice, none lost.
 
 from __future__ import annotations
 
+import sqlite3
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -170,3 +171,33 @@ def test_messages_written_while_the_daemon_is_down_are_answered_after_it_starts(
         assert sum(text in content for content in said_by_owner) == 1, said_by_owner
     run_rounds(c, kills=0)
     assert len(c.owner.messages_from(c.scene.bot)) == 3  # before, the two, last
+
+
+def test_a_cursor_the_archive_no_longer_knows_reads_the_archive_again_without_doubles(
+    prosody: ProsodyServer, tmp_path: Path
+) -> None:
+    """The archive expired the cursor's message while the daemon was down (stood in for
+    by a cursor id the server never made): everything still archived is read again;
+    what was answered already is dropped by its id, what is new is answered once."""
+    with FakeModelServer() as model:
+        model.responder = slow_echo
+        with xmpp_scene(prosody, tmp_path, model.base_url) as scene:
+            c = Conversation(scene, model)
+            try:
+                c.say("before")
+                c.wait_until_answered("before")
+                assert c.daemon.stop() == 0
+                with sqlite3.connect(tmp_path / "wakeful.db") as db:
+                    changed = db.execute(
+                        "UPDATE channel_state SET value = 'expired-long-ago' WHERE key = ?",
+                        ("xmpp:home:archive_cursor",),
+                    ).rowcount
+                assert changed == 1
+                c.say("after")
+                c.daemon = c._start()
+                c.wait_until_answered("after")
+                c.daemon.wait_for_log("xmpp archive cursor expired")
+                run_rounds(c, kills=0)
+            finally:
+                c.daemon.stop()
+        assert model.violations == []
