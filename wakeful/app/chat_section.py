@@ -16,6 +16,7 @@ from wakeful.channels.signal.config import SignalConfig
 from wakeful.channels.slack.config import SlackConfig
 from wakeful.channels.telegram.config import TelegramConfig
 from wakeful.channels.whatsapp.config import WhatsAppConfig
+from wakeful.channels.xmpp.config import XmppConfig
 from wakeful.kernel.config_base import Section, reject_repeated_names
 
 
@@ -45,8 +46,11 @@ class ChatSection(Section):
     discord: list[DiscordConfig] = Field(
         default_factory=list, description="Discord bots, one [[chat.discord]] table each."
     )
+    xmpp: list[XmppConfig] = Field(
+        default_factory=list, description="XMPP accounts, one [[chat.xmpp]] table each."
+    )
 
-    @field_validator("telegram", "slack", "matrix", "signal", "whatsapp", "discord")
+    @field_validator("telegram", "slack", "matrix", "signal", "whatsapp", "discord", "xmpp")
     @classmethod
     def _unique_names(
         cls, entries: list[ChatPlatformConfig], info: ValidationInfo

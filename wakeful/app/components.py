@@ -77,6 +77,7 @@ COMPONENTS: list[Registration] = [
     Registration(
         "wakeful.channels.discord.component:DiscordComponent", each=lambda s: s.chat.discord
     ),
+    Registration("wakeful.channels.xmpp.component:XmppComponent", each=lambda s: s.chat.xmpp),
     Registration("wakeful.mcp.component:McpComponent", when=lambda s: bool(s.mcp.servers)),
     Registration("wakeful.budget.component:BudgetComponent", when=lambda s: s.budget.configured),
     Registration("wakeful.budget.usage_component:UsageComponent"),
