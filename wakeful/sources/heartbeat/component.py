@@ -44,6 +44,7 @@ class HeartbeatComponent:
             lambda: registrations.task_views,
             timedelta(minutes=self.section.approval_waiting_minutes),
             skip_session=self.section.session,
+            offered=lambda: registrations.heartbeat_checks,
         )
         self._checklist = settings.safety.workspace_path(setup.data_dir) / self.section.checklist
         if settings.llm.fast_model:  # check-ins are routine: the cheaper model answers them
