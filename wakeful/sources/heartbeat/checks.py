@@ -50,7 +50,7 @@ class Checks:
         self._plans = plans
         self._approvals = approvals
         self._task_views = task_views
-        self._approval_waiting = approval_waiting
+        self.approval_waiting = approval_waiting
         self._skip = skip_session  # the heartbeat's own session: its tasks are its own
         self._seen: list[str] | None = None
         self._offered = offered  # read at each beat: components configure after this one
@@ -133,7 +133,7 @@ class Checks:
             since = datetime.fromisoformat(approval.requested_at)
             if since.tzinfo is None:
                 since = since.replace(tzinfo=UTC)
-            if now - since >= self._approval_waiting:
+            if now - since >= self.approval_waiting:
                 found.append(
                     Finding(
                         f"approval:{approval.id}",
