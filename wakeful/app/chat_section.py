@@ -10,6 +10,7 @@ from __future__ import annotations
 from pydantic import BaseModel, Field, ValidationInfo, field_validator
 
 from wakeful.channels.chat.config import ChatPlatformConfig
+from wakeful.channels.irc.config import IrcConfig
 from wakeful.channels.matrix.config import MatrixConfig
 from wakeful.channels.slack.config import SlackConfig
 from wakeful.channels.telegram.config import TelegramConfig
@@ -30,8 +31,12 @@ class ChatSection(Section):
     matrix: list[MatrixConfig] = Field(
         default_factory=list, description="Matrix accounts, one [[chat.matrix]] table each."
     )
+    irc: list[IrcConfig] = Field(
+        default_factory=list,
+        description="IRC connections (a nick on a network), one [[chat.irc]] table each.",
+    )
 
-    @field_validator("telegram", "slack", "matrix")
+    @field_validator("telegram", "slack", "matrix", "irc")
     @classmethod
     def _unique_names(
         cls, entries: list[ChatPlatformConfig], info: ValidationInfo

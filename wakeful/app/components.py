@@ -70,6 +70,7 @@ COMPONENTS: list[Registration] = [
     ),
     Registration("wakeful.channels.slack.component:SlackComponent", each=lambda s: s.chat.slack),
     Registration("wakeful.channels.matrix.component:MatrixComponent", each=lambda s: s.chat.matrix),
+    Registration("wakeful.channels.irc.component:IrcComponent", each=lambda s: s.chat.irc),
     Registration("wakeful.mcp.component:McpComponent", when=lambda s: bool(s.mcp.servers)),
     Registration("wakeful.budget.component:BudgetComponent", when=lambda s: s.budget.configured),
     Registration("wakeful.budget.usage_component:UsageComponent"),

@@ -24,7 +24,7 @@ from wakeful.kernel.http.errors import ApiError
 
 log = structlog.get_logger(__name__)
 
-PLATFORMS = ("telegram", "slack", "matrix")
+PLATFORMS = ("telegram", "slack", "matrix", "irc")
 MAX_BODY_BYTES = 4096
 
 
