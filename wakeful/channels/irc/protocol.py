@@ -94,15 +94,18 @@ def text_budget(nick: str, target: str) -> int:
 
 def split_bytes(line: str, budget: int) -> list[str]:
     """``line`` cut into pieces of at most ``budget`` UTF-8 bytes, never inside a
-    character, preferably after a space; their concatenation is ``line``."""
+    character, preferably at a space; their concatenation is ``line``. The space
+    goes to the start of the next piece: servers strip a trailing one (ngircd does)."""
     if budget < 4:
         raise ValueError("budget must hold one UTF-8 character")
     pieces: list[str] = []
     rest = line
     while len(rest.encode()) > budget:
         fit = _chars_within(rest, budget)
-        space = rest.rfind(" ", 0, fit)
-        cut = space + 1 if space >= fit // 2 else fit
+        space = rest.rfind(" ", 0, fit + 1)  # a space just past the room is a fine cut too
+        cut = len(rest[:space].rstrip(" ")) if space >= 0 else 0
+        if cut < fit // 2:
+            cut = fit
         pieces.append(rest[:cut])
         rest = rest[cut:]
     if rest:
@@ -131,7 +134,8 @@ def privmsg_lines(text: str, budget: int, lead: str = "") -> list[str]:
     """The texts of the PRIVMSGs one message becomes: one per non-blank line (IRC
     has no empty message), each cut to ``budget`` bytes; ``lead`` (``"alice: "``
     in a channel) goes before the first."""
-    lines = [line for line in clean_text(text).split("\n") if line.strip()]
+    # A line's trailing blanks would be stripped by the server anyway.
+    lines = [line.rstrip() for line in clean_text(text).split("\n") if line.strip()]
     if lead and lines:
         lines[0] = lead + lines[0]
     return [piece for line in lines for piece in split_bytes(line, budget)]

@@ -1,0 +1,221 @@
+"""IRC end to end: a real ngircd, the daemon in-process, the fake model, and people
+on IRC (raw-socket clients): the owner, recognised by their nick!user@host mask, and
+a stranger."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import anyio
+import pytest
+
+from tests.fakes.model_server import FakeModelServer, Reply
+from tests.irc_daemon import (
+    BOT,
+    CHANNEL,
+    OWNER,
+    STRANGER,
+    echo,
+    from_bot,
+    irc_daemon,
+    irc_status,
+    said,
+    until_connected,
+    wait_said,
+)
+from tests.irc_user import IrcUser
+from tests.ngircd_server import Ngircd
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+def ircd(tmp_path: Path) -> Iterator[Ngircd]:
+    with Ngircd(tmp_path / "ngircd") as server:
+        yield server
+
+
+def user(server: Ngircd, nick: str) -> IrcUser:
+    return IrcUser(server.port, nick)
+
+
+def pairing_code(text_lines: list[str]) -> str:
+    return next(line for line in text_lines if re.fullmatch(r"\w{4}-\w{4}", line.strip()))
+
+
+async def test_the_owners_private_message_is_answered_once(
+    tmp_path: Path, model_server: FakeModelServer, ircd: Ngircd
+) -> None:
+    model_server.responder = echo
+    async with irc_daemon(tmp_path, model_server, ircd) as h:
+        await until_connected(h)
+        with user(ircd, OWNER) as owner:
+            owner.say(BOT, "hello from irc")
+            [request] = await model_server.await_requests(1)
+            assert said(request.body) == "hello from irc"
+            [reply] = await from_bot(owner, 1)
+            assert (reply.target, reply.text) == (OWNER, "answer to hello from irc")
+            trajectory = await h.trajectory()
+    assert len(model_server.requests) == 1
+    assert [m["role"] for m in trajectory][-2:] == ["user", "assistant"]
+
+
+async def test_in_a_channel_only_messages_addressed_to_the_bot_count(
+    tmp_path: Path, model_server: FakeModelServer, ircd: Ngircd
+) -> None:
+    """'wakeful: …' is answered in the channel, to its writer; chatter is not heard."""
+    model_server.responder = echo
+    async with irc_daemon(tmp_path, model_server, ircd) as h:
+        await until_connected(h)
+        with user(ircd, OWNER) as owner:
+            owner.join(CHANNEL)
+            await anyio.to_thread.run_sync(
+                lambda: owner.wait_line(lambda line: f" JOIN {CHANNEL}" in line
+                                        and line.startswith(f":{BOT}!")
+                                        or (" 353 " in line and BOT in line))
+            )  # fmt: skip
+            owner.say(CHANNEL, "just talking among ourselves")
+            owner.say(CHANNEL, "and wakeful is great, but not addressed")
+            owner.say(CHANNEL, f"{BOT}: what time is it?")
+            [reply] = await from_bot(owner, 1)
+    assert (reply.target, reply.text) == (CHANNEL, f"{OWNER}: answer to what time is it?")
+    assert [said(r.body) for r in model_server.requests] == ["what time is it?"]
+
+
+async def test_a_stranger_gets_a_pairing_code_and_once_approved_is_heard(
+    tmp_path: Path, model_server: FakeModelServer, ircd: Ngircd
+) -> None:
+    model_server.responder = echo
+    async with irc_daemon(tmp_path, model_server, ircd, irc={"session": "per-user"}) as h:
+        await until_connected(h)
+        with user(ircd, STRANGER) as stranger:
+            stranger.say(BOT, "let me in")
+            asked = await from_bot(stranger, 3, "the pairing code")
+            assert all(m.target == STRANGER for m in asked)
+            assert "pairing code" in " ".join(m.text for m in asked).lower()
+            code = pairing_code([m.text for m in asked])
+            assert model_server.requests == []
+            listed = (await h.client.get("/api/pairing")).json()["pending"]
+            assert [(p["platform"], p["user_id"]) for p in listed] == [
+                ("irc", f"{STRANGER}!~{STRANGER}@127.0.0.1")
+            ]
+            answer = await h.client.post(f"/api/pairing/irc/{code}", json={"decision": "approve"})
+            assert answer.status_code == 200, answer.text
+            paired = await from_bot(stranger, len(asked) + 1, "you're paired")
+            assert "paired" in paired[-1].text
+            stranger.say(BOT, "now?")
+            replies = await from_bot(stranger, len(paired) + 1, "the answer")
+    assert replies[-1].text == "answer to now?"
+    assert [said(r.body) for r in model_server.requests] == ["now?"]
+
+
+async def test_a_stranger_addressing_the_bot_in_a_channel_is_answered_privately(
+    tmp_path: Path, model_server: FakeModelServer, ircd: Ngircd
+) -> None:
+    async with irc_daemon(tmp_path, model_server, ircd) as h:
+        await until_connected(h)
+        with user(ircd, STRANGER) as stranger:
+            stranger.join(CHANNEL)
+            await anyio.to_thread.run_sync(
+                lambda: stranger.wait_line(lambda line: " 353 " in line and BOT in line
+                                           or line.startswith(f":{BOT}!") and " JOIN " in line)
+            )  # fmt: skip
+            stranger.say(CHANNEL, f"{BOT}, do my bidding")
+            asked = await from_bot(stranger, 1)
+    assert {m.target for m in asked} == {STRANGER}  # privately, never in the channel
+    assert model_server.requests == []
+
+
+async def test_stop_interrupts_the_run(
+    tmp_path: Path, model_server: FakeModelServer, ircd: Ngircd
+) -> None:
+    """ "stop" while a long reply streams aborts it, as it does from POST /api/messages."""
+    model_server.push(Reply(text="a very long story " * 50, hang=True))
+    async with irc_daemon(tmp_path, model_server, ircd) as h:
+        await until_connected(h)
+        with user(ircd, OWNER) as owner:
+            owner.say(BOT, "tell me a long story")
+            await model_server.await_requests(1)
+            owner.say(BOT, "stop")
+            aborted = await model_server.await_abort(0)
+    assert aborted.aborted
+
+
+async def test_a_taken_nick_gets_an_underscore_and_is_still_addressed(
+    tmp_path: Path, model_server: FakeModelServer, ircd: Ngircd
+) -> None:
+    model_server.responder = echo
+    with user(ircd, BOT) as squatter:
+        async with irc_daemon(tmp_path, model_server, ircd) as h:
+            await until_connected(h)
+            status = (await irc_status(h))["chat.irc:net"]
+            assert status["nick"] == f"{BOT}_"
+            with user(ircd, OWNER) as owner:
+                owner.join(CHANNEL)
+                await anyio.to_thread.run_sync(
+                    lambda: owner.wait_line(lambda line: " 353 " in line and f"{BOT}_" in line
+                                            or line.startswith(f":{BOT}_!") and " JOIN " in line)
+                )  # fmt: skip
+                owner.say(CHANNEL, f"{BOT}_: are you the real one?")
+                [reply] = await from_bot(owner, 1)
+        assert squatter.from_(f"{BOT}_") == []
+    assert reply.sender == f"{BOT}_"
+    assert reply.text == f"{OWNER}: answer to are you the real one?"
+
+
+async def test_the_server_going_away_shows_in_health_and_the_bot_comes_back(
+    tmp_path: Path, model_server: FakeModelServer, ircd: Ngircd
+) -> None:
+    """ngircd stops: health says so, the daemon stays up; a reply made meanwhile waits in
+    the outbox and is delivered once the bot has reconnected (with its default back-off)."""
+    model_server.responder = echo
+    async with irc_daemon(tmp_path, model_server, ircd) as h:
+        await until_connected(h)
+        ircd.stop()
+        with anyio.fail_after(20):
+            while (await irc_status(h))["components"]["chat.irc:net"]["ok"]:
+                await anyio.sleep(0.05)  # the status page has no long poll
+        health = (await irc_status(h))["components"]["chat.irc:net"]
+        assert "connection failing" in health["detail"]
+        # Something to say while the server is down: it waits in the outbox.
+        await h.send("tell the owner on IRC", session="main")
+        await model_server.await_requests(1)
+        ircd.start()
+        await until_connected(h, connections=2, timeout_s=30)
+        with user(ircd, OWNER) as owner:
+            owner.say(BOT, "are you back?")
+            replies = await from_bot(owner, 1, timeout_s=30)
+            health = (await irc_status(h))["components"]["chat.irc:net"]
+    assert replies[-1].text == "answer to are you back?"
+    assert health["ok"]
+
+
+async def test_a_long_reply_is_split_within_the_line_limit_and_rate_limited(
+    tmp_path: Path, model_server: FakeModelServer, ircd: Ngircd
+) -> None:
+    """Long lines are cut by bytes (multi-byte characters whole), each line of the reply is
+    its own PRIVMSG, and lines after the burst come at most one per send interval."""
+    paragraph = "Grüße aus Köln — " * 60  # 2- and 3-byte characters, ~1000 characters
+    text = "\n".join([paragraph.strip(), "second line", "", "after a blank line"])
+    model_server.push(Reply(text=text))
+    async with irc_daemon(tmp_path, model_server, ircd) as h:
+        await until_connected(h)
+        with user(ircd, OWNER) as owner:
+            owner.say(BOT, "write a lot")
+            replies = await from_bot(owner, 3)
+            replies = await wait_said(
+                owner, lambda s: any(m.text == "after a blank line" for m in s), "the last line"
+            )
+            raw = [line for line in owner.lines if f" PRIVMSG {OWNER} :" in line]
+    mine = [m for m in replies if m.sender == BOT]
+    assert all(len(line.encode()) + 2 <= 512 for line in raw)
+    assert not any(line.endswith("[CUT]") for line in raw)  # ngircd's mark of a cut line
+    texts = [m.text for m in mine]
+    assert texts[-2:] == ["second line", "after a blank line"]
+    assert "".join(texts[:-2]) == paragraph.strip()
+    assert len(texts) >= 5  # ~2000 bytes over several lines
+    # burst 4, then one line a second (the defaults)
+    times = [m.received_at for m in mine]
+    assert times[-1] - times[0] >= (len(times) - 4) * 1.0 - 0.3
