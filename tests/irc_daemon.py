@@ -91,3 +91,44 @@ async def until_connected(h: Harness, *, connections: int = 1, timeout_s: float 
             if entry.get("connected") and entry.get("connections", 0) >= connections:
                 return
             await anyio.sleep(0.05)  # the status page has no long poll
+
+
+async def until_healthy(h: Harness, ok: bool, timeout_s: float = 20.0) -> dict[str, Any]:
+    """Until the connection's health is ``ok``; that health."""
+    with anyio.fail_after(timeout_s):
+        while True:
+            health: dict[str, Any] = (await irc_status(h))["components"]["chat.irc:net"]
+            if health["ok"] == ok:
+                return health
+            await anyio.sleep(0.05)  # the status page has no long poll
+
+
+def sees_in_channel(line: str, viewer: str, nick: str) -> bool:
+    """``line`` shows ``nick`` in CHANNEL to ``viewer``: its JOIN, or the names list."""
+    joined = line.startswith(f":{nick}!") and f" JOIN {CHANNEL}" in line
+    names = [name.lstrip("~&@%+") for name in line.rpartition(":")[2].split()]
+    listed = f" 353 {viewer} " in line and nick in names
+    return joined or listed
+
+
+async def join_with_bot(user: IrcUser, nick: str = BOT) -> None:
+    """The user joins CHANNEL and waits until the bot is in it too."""
+    user.join(CHANNEL)
+    await anyio.to_thread.run_sync(
+        lambda: user.wait_line(
+            lambda line: sees_in_channel(line, user.nick, nick), what="the bot in the channel"
+        )
+    )
+
+
+async def until_outbox(
+    h: Harness, predicate: Callable[[dict[str, Any]], bool], timeout_s: float = 20.0
+) -> dict[str, Any]:
+    """Until a message in main's outbox matches ``predicate``; that message."""
+    with anyio.fail_after(timeout_s):
+        while True:
+            listed = (await h.client.get("/api/sessions/main/outbox")).json()["messages"]
+            found = next((m for m in listed if predicate(m)), None)
+            if found is not None:
+                return dict(found)
+            await anyio.sleep(0.05)  # the outbox has no long poll

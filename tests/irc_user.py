@@ -8,6 +8,7 @@ the SIGKILL test drives it from plain threads; async tests wrap the waits in
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import threading
 import time
@@ -118,10 +119,8 @@ class IrcUser:
             return [s for s in self.said if s.sender == nick and s.command == "PRIVMSG"]
 
     def close(self) -> None:
-        try:
+        with contextlib.suppress(OSError):
             self.send("QUIT :bye")
-        except OSError:
-            pass
         self.sock.close()
         self._reader.join(5)
 

@@ -63,9 +63,10 @@ class Ngircd:
             try:
                 socket.create_connection(("127.0.0.1", self.port), timeout=0.5).close()
                 return self
-            except OSError:
+            except OSError as exc:
                 if time.monotonic() > deadline:
-                    raise TimeoutError(f"ngircd did not listen: {self.log.read_text()[-2000:]}")
+                    log = self.log.read_text()[-2000:]
+                    raise TimeoutError(f"ngircd did not listen: {log}") from exc
                 time.sleep(0.05)
 
     def stop(self) -> None:

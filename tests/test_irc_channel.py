@@ -8,7 +8,6 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
-import anyio
 import pytest
 
 from tests.fakes.model_server import FakeModelServer, Reply
@@ -21,8 +20,11 @@ from tests.irc_daemon import (
     from_bot,
     irc_daemon,
     irc_status,
+    join_with_bot,
     said,
     until_connected,
+    until_healthy,
+    until_outbox,
     wait_said,
 )
 from tests.irc_user import IrcUser
@@ -70,12 +72,7 @@ async def test_in_a_channel_only_messages_addressed_to_the_bot_count(
     async with irc_daemon(tmp_path, model_server, ircd) as h:
         await until_connected(h)
         with user(ircd, OWNER) as owner:
-            owner.join(CHANNEL)
-            await anyio.to_thread.run_sync(
-                lambda: owner.wait_line(lambda line: f" JOIN {CHANNEL}" in line
-                                        and line.startswith(f":{BOT}!")
-                                        or (" 353 " in line and BOT in line))
-            )  # fmt: skip
+            await join_with_bot(owner)
             owner.say(CHANNEL, "just talking among ourselves")
             owner.say(CHANNEL, "and wakeful is great, but not addressed")
             owner.say(CHANNEL, f"{BOT}: what time is it?")
@@ -117,11 +114,7 @@ async def test_a_stranger_addressing_the_bot_in_a_channel_is_answered_privately(
     async with irc_daemon(tmp_path, model_server, ircd) as h:
         await until_connected(h)
         with user(ircd, STRANGER) as stranger:
-            stranger.join(CHANNEL)
-            await anyio.to_thread.run_sync(
-                lambda: stranger.wait_line(lambda line: " 353 " in line and BOT in line
-                                           or line.startswith(f":{BOT}!") and " JOIN " in line)
-            )  # fmt: skip
+            await join_with_bot(stranger)
             stranger.say(CHANNEL, f"{BOT}, do my bidding")
             asked = await from_bot(stranger, 1)
     assert {m.target for m in asked} == {STRANGER}  # privately, never in the channel
@@ -153,11 +146,7 @@ async def test_a_taken_nick_gets_an_underscore_and_is_still_addressed(
             status = (await irc_status(h))["chat.irc:net"]
             assert status["nick"] == f"{BOT}_"
             with user(ircd, OWNER) as owner:
-                owner.join(CHANNEL)
-                await anyio.to_thread.run_sync(
-                    lambda: owner.wait_line(lambda line: " 353 " in line and f"{BOT}_" in line
-                                            or line.startswith(f":{BOT}_!") and " JOIN " in line)
-                )  # fmt: skip
+                await join_with_bot(owner, f"{BOT}_")
                 owner.say(CHANNEL, f"{BOT}_: are you the real one?")
                 [reply] = await from_bot(owner, 1)
         assert squatter.from_(f"{BOT}_") == []
@@ -168,26 +157,29 @@ async def test_a_taken_nick_gets_an_underscore_and_is_still_addressed(
 async def test_the_server_going_away_shows_in_health_and_the_bot_comes_back(
     tmp_path: Path, model_server: FakeModelServer, ircd: Ngircd
 ) -> None:
-    """ngircd stops: health says so, the daemon stays up; a reply made meanwhile waits in
-    the outbox and is delivered once the bot has reconnected (with its default back-off)."""
+    """ngircd stops while a reply is being written: health says so, the daemon stays up,
+    the reply waits in the outbox and is delivered once after the bot has reconnected
+    (with its default back-off)."""
+    model_server.push(Reply(text="slow words " * 15, token_delay_s=0.1))
     model_server.responder = echo
     async with irc_daemon(tmp_path, model_server, ircd) as h:
         await until_connected(h)
-        ircd.stop()
-        with anyio.fail_after(20):
-            while (await irc_status(h))["components"]["chat.irc:net"]["ok"]:
-                await anyio.sleep(0.05)  # the status page has no long poll
-        health = (await irc_status(h))["components"]["chat.irc:net"]
-        assert "connection failing" in health["detail"]
-        # Something to say while the server is down: it waits in the outbox.
-        await h.send("tell the owner on IRC", session="main")
+        owner = user(ircd, OWNER)
+        owner.say(BOT, "answer slowly")
         await model_server.await_requests(1)
+        ircd.stop()
+        owner.close()
+        health = await until_healthy(h, ok=False)
+        assert "connection failing" in health["detail"]
+        await until_outbox(h, lambda m: m["state"] == "pending" and m["attempts"] >= 1)
         ircd.start()
-        await until_connected(h, connections=2, timeout_s=30)
-        with user(ircd, OWNER) as owner:
+        with user(ircd, OWNER) as owner:  # back before the bot: the reply needs them online
+            await until_connected(h, connections=2, timeout_s=30)
+            [late] = await from_bot(owner, 1, timeout_s=30)
             owner.say(BOT, "are you back?")
-            replies = await from_bot(owner, 1, timeout_s=30)
-            health = (await irc_status(h))["components"]["chat.irc:net"]
+            replies = await from_bot(owner, 2, timeout_s=30)
+            health = await until_healthy(h, ok=True)
+    assert late.text == ("slow words " * 15).strip()
     assert replies[-1].text == "answer to are you back?"
     assert health["ok"]
 
