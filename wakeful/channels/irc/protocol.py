@@ -77,7 +77,11 @@ def format_line(command: str, *params: str) -> str:
     if not params:
         return command
     last = params[-1]
-    return " ".join([command, *params[:-1], f":{last}"])
+    # The colon only where the last parameter needs it: some servers read
+    # "AUTHENTICATE :+" or "CAP LS :302" less kindly than the plain form.
+    if not last or " " in last or last.startswith(":"):
+        last = f":{last}"
+    return " ".join([command, *params[:-1], last])
 
 
 def text_budget(nick: str, target: str) -> int:
@@ -104,7 +108,7 @@ def split_bytes(line: str, budget: int) -> list[str]:
         fit = _chars_within(rest, budget)
         space = rest.rfind(" ", 0, fit + 1)  # a space just past the room is a fine cut too
         cut = len(rest[:space].rstrip(" ")) if space >= 0 else 0
-        if cut < fit // 2:
+        if cut < max(1, fit // 2):  # never an empty piece
             cut = fit
         pieces.append(rest[:cut])
         rest = rest[cut:]
