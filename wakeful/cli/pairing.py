@@ -9,7 +9,7 @@ from urllib.parse import quote
 
 from wakeful.cli.client import DaemonClient
 
-PLATFORMS = ("telegram", "slack", "matrix")
+PLATFORMS = ("telegram", "slack", "matrix", "irc")
 
 
 def show_pending(client: DaemonClient) -> int:
