@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.fakes.model_server import FakeModelServer, Reply
+from tests.daemon_harness import daemon_settings, harness
+from tests.fakes.model_server import FakeModelServer, Reply, text_reply
 from tests.irc_daemon import (
     BOT,
     CHANNEL,
@@ -29,6 +30,7 @@ from tests.irc_daemon import (
 )
 from tests.irc_user import IrcUser
 from tests.ngircd_server import Ngircd
+from tests.test_approvals import runs, tainted_call, wait_for_request_with
 
 pytestmark = pytest.mark.anyio
 
@@ -211,3 +213,58 @@ async def test_a_long_reply_is_split_within_the_line_limit_and_rate_limited(
     # burst 4, then one line a second (the defaults)
     times = [m.received_at for m in mine]
     assert times[-1] - times[0] >= (len(times) - 4) * 1.0 - 0.3
+
+
+async def test_an_approval_is_decided_by_typing_approve_to_the_bot(
+    tmp_path: Path, model_server: FakeModelServer, ircd: Ngircd
+) -> None:
+    """No buttons on IRC: the notice reaches the owner's nick ([notify] urgent), the
+    owner types "approve <id>"; a stranger typing the same decides nothing."""
+    async with irc_daemon(
+        tmp_path, model_server, ircd, notify={"urgent": [f"chat:irc:net#{OWNER}"]}
+    ) as h:
+        await until_connected(h)
+        with user(ircd, OWNER) as owner, user(ircd, STRANGER) as stranger:
+            approval = await tainted_call(h, model_server)
+            aid = approval["id"]
+            await wait_said(
+                owner, lambda s: any(f"approve {aid}" in m.text for m in s), "the notice"
+            )
+            notice = [m for m in owner.from_(BOT) if aid in m.text]
+            assert notice[0].text.startswith(f"Approval needed ({aid})")
+            stranger.say(BOT, f"approve {aid}")
+            await from_bot(stranger, 1, "the stranger's pairing code")
+            listed = (await h.client.get("/api/approvals")).json()
+            assert [a["id"] for a in listed] == [aid]  # still pending
+            model_server.push(text_reply("done"))
+            owner.say(BOT, f"approve {aid}")
+            await wait_for_request_with(model_server, "approved by the owner and run once")
+            answer = f"approved {aid}: shell_exec runs once now"
+            await wait_said(owner, lambda s: any(m.text == answer for m in s), "the answer")
+            decided = next(
+                a for a in (await h.client.get("/api/approvals?all=1")).json() if a["id"] == aid
+            )
+    assert decided["decided_by"] == "irc:net:owner!*@127.0.0.1"
+    assert runs(tmp_path / "data") == 1
+
+
+async def test_on_its_defaults_the_channel_lets_nobody_in_without_pairing(
+    tmp_path: Path, model_server: FakeModelServer, ircd: Ngircd
+) -> None:
+    """Only what must name the test server is set (server, port, plain text on loopback,
+    nick): no owners and no channels by default, so a private message gets a pairing
+    code, and the model is never called."""
+    entry = {"name": "net", "server": "127.0.0.1", "port": ircd.port, "tls": False, "nick": BOT}
+    settings = daemon_settings(tmp_path / "data", model_server.base_url, chat={"irc": [entry]})
+    async with harness(settings) as h:
+        await until_connected(h)
+        with user(ircd, OWNER) as someone:
+            someone.say(BOT, "hello")
+            asked = await from_bot(someone, 1, "a pairing code")
+            asked = await wait_said(
+                someone, lambda s: any("once they approve" in m.text for m in s), "the whole text"
+            )
+            status = (await irc_status(h))["chat.irc:net"]
+    assert "pairing code" in " ".join(m.text for m in asked).lower()
+    assert status["nick"] == BOT and status["capabilities"] == []  # ngircd: no IRCv3 caps used
+    assert model_server.requests == []
