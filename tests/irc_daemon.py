@@ -105,7 +105,10 @@ async def until_healthy(h: Harness, ok: bool, timeout_s: float = 20.0) -> dict[s
 
 def sees_in_channel(line: str, viewer: str, nick: str) -> bool:
     """``line`` shows ``nick`` in CHANNEL to ``viewer``: its JOIN, or the names list."""
-    joined = line.startswith(f":{nick}!") and f" JOIN {CHANNEL}" in line
+    joined = line.startswith(f":{nick}!") and line.split(" ")[1:3] in (
+        ["JOIN", CHANNEL],
+        ["JOIN", f":{CHANNEL}"],
+    )
     names = [name.lstrip("~&@%+") for name in line.rpartition(":")[2].split()]
     listed = f" 353 {viewer} " in line and nick in names
     return joined or listed
