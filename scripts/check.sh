@@ -13,6 +13,8 @@ command -v bwrap >/dev/null || (apt-get update -qq && apt-get install -y -qq bub
 # Dovecot: the IMAP watcher's tests run a real one of their own (tests/dovecot_server.py).
 command -v dovecot >/dev/null && test -x /usr/lib/dovecot/imap \
   || (apt-get update -qq && apt-get install -y -qq dovecot-imapd)
+# ngircd: the IRC tests run a real one of their own (tests/ngircd_server.py).
+test -x /usr/sbin/ngircd || (apt-get update -qq && apt-get install -y -qq ngircd)
 python3 -m venv .venv
 .venv/bin/python -m pip install --quiet --upgrade pip
 .venv/bin/python -m pip install --quiet -e '.[dev]'
