@@ -77,7 +77,7 @@ class IrcComponent:
         self.client.retry_after_s = config.retry_min_s
         setup.add_channel(ChatChannel(self.channel, self.client, setup.state))
         self.health = BotHealth(self._publish, config.retry_min_s, config.retry_max_s)
-        self.health.publish(False, "connecting")
+        self.health.publish(True, "connecting")  # as other chat platforms start: not a failure
         self.connects = 0
         self.messages = 0
         # IRC has no message ids (unless the server sends msgid): ours are this epoch
@@ -97,6 +97,9 @@ class IrcComponent:
                     detail = "the server closed the connection"
                 except IrcError as exc:
                     detail = str(exc)
+                except Exception as exc:  # a bug or a store failure: shown and retried, never fatal
+                    log.exception("irc connection failed", account=self.config.name)
+                    detail = f"{type(exc).__name__}: {exc}"
                 finally:
                     self.client.connection = None
                 delay = self.health.failed("connection", detail)
