@@ -55,7 +55,8 @@ class ScriptedIrcd:
                 if command == "CAP" and rest.startswith("LS"):
                     await send(f":scripted CAP * LS :{self.caps}")
                 elif command == "CAP" and rest.startswith("REQ"):
-                    await send(f":scripted CAP * ACK :{rest.partition(':')[2]}")
+                    wanted = rest.partition(":")[2] if ":" in rest else rest.split()[-1]
+                    await send(f":scripted CAP * ACK :{wanted}")
                 elif command == "NICK":
                     nick = rest.lstrip(":")
                 elif command == "AUTHENTICATE" and rest == "PLAIN":

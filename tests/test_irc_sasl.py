@@ -11,7 +11,7 @@ import anyio
 import pytest
 
 from tests.daemon_harness import daemon_settings, harness
-from tests.fakes.model_server import FakeModelServer
+from tests.fakes.model_server import FakeModelServer, Reply
 from tests.irc_daemon import echo, said
 from tests.irc_scripted_server import ScriptedIrcd, scripted_ircd
 from wakeful.channels.irc.connection import IrcConnection, IrcError, Login
@@ -110,3 +110,26 @@ async def test_an_owner_known_by_services_account_reaches_the_model_and_others_p
     logged = capsys.readouterr()
     assert "irc SASL login succeeded" in logged.out
     assert PASSWORD not in logged.out + logged.err
+
+
+async def test_typing_is_sent_as_a_client_tag_where_the_server_passes_them(
+    tmp_path: Path, model_server: FakeModelServer
+) -> None:
+    """message-tags acknowledged: while the model works the bot sends
+    ``@+typing=active TAGMSG <nick>`` before its reply (IRCv3 typing)."""
+    model_server.push(Reply(text="slow " * 20, token_delay_s=0.2))
+    async with scripted_ircd(ScriptedIrcd(caps="message-tags")) as server:
+        entry = {
+            "name": "net", "server": "127.0.0.1", "port": server.port, "tls": False,
+            "nick": "wakeful", "allowed_users": ["owner!*@127.0.0.1"],
+        }  # fmt: skip
+        settings = daemon_settings(tmp_path / "data", model_server.base_url, chat={"irc": [entry]})
+        async with harness(settings):
+            with anyio.fail_after(10):
+                await server.registered.wait()
+            await server.push(":owner!~owner@127.0.0.1 PRIVMSG wakeful :think")
+            await server.until(lambda lines: any(x.startswith("PRIVMSG owner :") for x in lines))
+    typing = server.received.index("@+typing=active TAGMSG owner")
+    reply = next(i for i, x in enumerate(server.received) if x.startswith("PRIVMSG owner :"))
+    assert typing < reply
+    assert "CAP REQ message-tags" in server.received  # no SASL asked: none configured
