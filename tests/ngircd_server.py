@@ -20,10 +20,14 @@ NICK_LENGTH = 20  # ngircd's default is 9; the tests' nicks are longer (wakeful_
 
 
 class Ngircd:
-    def __init__(self, directory: Path, port: int | None = None) -> None:
+    def __init__(self, directory: Path, port: int | None = None, *, tls: bool = False) -> None:
         self.directory = directory
         self.port = port or free_port()
+        self.tls_port = free_port() if tls else None
+        self.certificate = directory / "cert.pem"  # self-signed, for 127.0.0.1 and localhost
         directory.mkdir(parents=True, exist_ok=True)
+        if tls:
+            self._make_certificate()
         (directory / "motd").write_text("wakeful test server\n")
         self.config = directory / "ngircd.conf"
         self.config.write_text(self._config())
@@ -46,7 +50,20 @@ class Ngircd:
             "\tPingTimeout = 120\n\tPongTimeout = 20\n"
             "[Options]\n"
             "\tPAM = no\n\tIdent = no\n\tDNS = no\n"
+        ) + (
+            f"[SSL]\n\tCertFile = {self.certificate}\n\tKeyFile = {self.directory / 'key.pem'}\n"
+            f"\tPorts = {self.tls_port}\n"
+            if self.tls_port
+            else ""
         )
+
+    def _make_certificate(self) -> None:
+        subprocess.run(
+            ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+             "-subj", "/CN=localhost", "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1",
+             "-keyout", str(self.directory / "key.pem"), "-out", str(self.certificate)],
+            check=True, capture_output=True,
+        )  # fmt: skip
 
     def start(self, timeout_s: float = 10.0) -> Ngircd:
         with self.log.open("ab") as log:

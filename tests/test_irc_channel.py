@@ -268,3 +268,28 @@ async def test_on_its_defaults_the_channel_lets_nobody_in_without_pairing(
     assert "pairing code" in " ".join(m.text for m in asked).lower()
     assert status["nick"] == BOT and status["capabilities"] == []  # ngircd: no IRCv3 caps used
     assert model_server.requests == []
+
+
+async def test_tls_by_default_checks_the_servers_certificate(
+    tmp_path: Path, model_server: FakeModelServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """tls left at its default (true): an untrusted certificate is a connection failure
+    shown in health; once the system trusts it (SSL_CERT_FILE, as an OS trust store
+    would), the bot connects over TLS and answers."""
+    model_server.responder = echo
+    with Ngircd(tmp_path / "ngircd-tls", tls=True) as server:
+        assert server.tls_port is not None
+        entry = {"name": "net", "server": "127.0.0.1", "port": server.tls_port, "nick": BOT,
+                 "allowed_users": [f"{OWNER}!*@127.0.0.1"]}  # fmt: skip
+        settings = daemon_settings(tmp_path / "data", model_server.base_url, chat={"irc": [entry]})
+        async with harness(settings) as h:
+            health = await until_healthy(h, ok=False)
+            assert "CERTIFICATE_VERIFY_FAILED" in health["detail"]
+        monkeypatch.setenv("SSL_CERT_FILE", str(server.certificate))
+        settings = daemon_settings(tmp_path / "data", model_server.base_url, chat={"irc": [entry]})
+        async with harness(settings) as h:
+            await until_connected(h)
+            with user(server, OWNER) as owner:  # the owner's client on the plain port
+                owner.say(BOT, "over tls?")
+                [reply] = await from_bot(owner, 1)
+    assert reply.text == "answer to over tls?"
