@@ -139,7 +139,7 @@ class IrcComponent:
             return  # our own echo, or a server notice in PRIVMSG's clothes
         if text.startswith("\x01"):
             return  # CTCP (VERSION, ACTION…): not a message to the agent
-        in_channel = target[:1] in "#&"
+        in_channel = target.startswith(("#", "&"))
         if in_channel:
             addressed = addressed_text(text, connection.nick)
             if addressed is None:
