@@ -31,6 +31,7 @@ from tests.irc_daemon import (
 from tests.irc_user import IrcUser
 from tests.ngircd_server import Ngircd
 from tests.test_approvals import runs, tainted_call, wait_for_request_with
+from tests.test_chat_foundation import run_cli, write_cli_config
 
 pytestmark = pytest.mark.anyio
 
@@ -100,8 +101,10 @@ async def test_a_stranger_gets_a_pairing_code_and_once_approved_is_heard(
             assert [(p["platform"], p["user_id"]) for p in listed] == [
                 ("irc", f"{STRANGER}!~{STRANGER}@127.0.0.1")
             ]
-            answer = await h.client.post(f"/api/pairing/irc/{code}", json={"decision": "approve"})
-            assert answer.status_code == 200, answer.text
+            # As docs/irc.md says: `wakeful pairing approve irc <code>`.
+            config = write_cli_config(tmp_path, h.running.url)
+            approved = await run_cli(["-c", str(config), "pairing", "approve", "irc", code])
+            assert f"{STRANGER} on irc (net) is let in" in approved
             paired = await from_bot(stranger, len(asked) + 1, "you're paired")
             assert "paired" in paired[-1].text
             stranger.say(BOT, "now?")
