@@ -17,6 +17,8 @@ command -v dovecot >/dev/null && test -x /usr/lib/dovecot/imap \
 # port with its own config and data (tests/prosody_server.py).
 command -v prosody >/dev/null && command -v prosodyctl >/dev/null \
   || (apt-get update -qq && apt-get install -y -qq prosody)
+# ngircd: the IRC tests run a real one of their own (tests/ngircd_server.py).
+test -x /usr/sbin/ngircd || (apt-get update -qq && apt-get install -y -qq ngircd)
 python3 -m venv .venv
 .venv/bin/python -m pip install --quiet --upgrade pip
 .venv/bin/python -m pip install --quiet -e '.[dev]'

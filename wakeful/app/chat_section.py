@@ -11,6 +11,7 @@ from pydantic import BaseModel, Field, ValidationInfo, field_validator
 
 from wakeful.channels.chat.config import ChatPlatformConfig
 from wakeful.channels.discord.config import DiscordConfig
+from wakeful.channels.irc.config import IrcConfig
 from wakeful.channels.matrix.config import MatrixConfig
 from wakeful.channels.signal.config import SignalConfig
 from wakeful.channels.slack.config import SlackConfig
@@ -50,7 +51,12 @@ class ChatSection(Section):
         default_factory=list, description="XMPP accounts, one [[chat.xmpp]] table each."
     )
 
-    @field_validator("telegram", "slack", "matrix", "signal", "whatsapp", "discord", "xmpp")
+    irc: list[IrcConfig] = Field(
+        default_factory=list,
+        description="IRC connections (a nick on a network), one [[chat.irc]] table each.",
+    )
+
+    @field_validator("telegram", "slack", "matrix", "signal", "whatsapp", "discord", "xmpp", "irc")
     @classmethod
     def _unique_names(
         cls, entries: list[ChatPlatformConfig], info: ValidationInfo

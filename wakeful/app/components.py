@@ -78,6 +78,7 @@ COMPONENTS: list[Registration] = [
         "wakeful.channels.discord.component:DiscordComponent", each=lambda s: s.chat.discord
     ),
     Registration("wakeful.channels.xmpp.component:XmppComponent", each=lambda s: s.chat.xmpp),
+    Registration("wakeful.channels.irc.component:IrcComponent", each=lambda s: s.chat.irc),
     Registration("wakeful.mcp.component:McpComponent", when=lambda s: bool(s.mcp.servers)),
     Registration("wakeful.budget.component:BudgetComponent", when=lambda s: s.budget.configured),
     Registration("wakeful.budget.usage_component:UsageComponent"),

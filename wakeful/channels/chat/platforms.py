@@ -3,4 +3,4 @@ pairing` spell them. Nothing imported: the CLI's argument parser reads it on eve
 command. tests/test_chat_foundation.py checks it against the `[chat]` section's fields,
 so a platform added there and not here fails a test."""
 
-PLATFORMS = ("telegram", "slack", "matrix", "signal", "whatsapp", "discord", "xmpp")
+PLATFORMS = ("telegram", "slack", "matrix", "signal", "whatsapp", "discord", "xmpp", "irc")

@@ -1,0 +1,1 @@
+"""IRC: channels and private messages, over a protocol client of its own."""
