@@ -16,7 +16,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests import test_store_contract
 from tests.mail_servers import ImapServer, SmtpSink
+from tests.outbox_owners import lapse_outbox_owners
+from tests.redis_server import REDIS_URL
+from tests.test_store_contract import Opener
 from wakeful.channels.email.accounts import MailAccount, MailAccounts
 from wakeful.channels.email.channel import EmailChannel, message_key
 from wakeful.channels.email.config import EmailAccountConfig
@@ -28,10 +32,15 @@ from wakeful.core.outbox.deliverer import Deliverer, Delivery
 from wakeful.core.outbox.factory import open_outbox
 from wakeful.core.outbox.port import OutgoingMessages
 from wakeful.core.outbox.record import NewMessage, OutgoingMessage
+from wakeful.core.outbox.redis_backend import RedisOutbox
 from wakeful.core.outbox.states import DeliveryState
+from wakeful.store.base import Store
+from wakeful.store.redis_store import RedisStore
 from wakeful.store.sqlite import SqliteStore
 
 pytestmark = pytest.mark.anyio
+# The event store on each backend, opened on the same data each time (a file, a key prefix).
+opener = test_store_contract.opener
 
 # Text a person writes: any letters, digits, punctuation, symbols and spaces of any
 # script, and newlines (control characters and Unicode line separators are not text).
@@ -133,9 +142,21 @@ async def test_send_email_goes_through_the_shared_outbox_once(
     assert len(imap_server.uids("Sent")) == 1
 
 
+def old_style_message(message_id: str) -> bytes:
+    """A draft as the version before the one outbox composed it: policy.default, so a
+    non-ASCII body went out 8-bit (UTF-8 as is)."""
+    msg = EmailMessage()
+    msg["From"], msg["To"], msg["Subject"] = "me@example.test", "pat@example.test", "Tuesday"
+    msg["Message-ID"] = message_id
+    msg.set_content("Grüße - bis Dienstag")
+    raw = msg.as_bytes()
+    assert not raw.isascii()
+    return raw
+
+
 async def write_old_draft(path: Path, message_id: str, draft_id: str, state: str) -> None:
     """A draft row as the e-mail package's own outbox wrote it (the same table)."""
-    raw = f"Message-ID: {message_id}\r\nTo: pat@example.test\r\n\r\nhello\r\n".encode()
+    raw = old_style_message(message_id)
     with sqlite3.connect(path) as conn:
         conn.execute(
             "INSERT INTO email_outbox (message_id, draft_id, account, state, recipients, raw,"
@@ -168,6 +189,12 @@ async def test_drafts_an_older_version_sent_are_reported_and_never_resent(
     assert "already sent" in (await sending.drafts.send("draft-old2", "main")).text
     assert "UNKNOWN" in (await sending.drafts.send("draft-old3", "main")).text
     assert [m.rcpt_tos for m in smtp_sink.messages] == [["pat@example.test"]]
+    # The 8-bit old draft went out 7-bit, its text unchanged.
+    received = message_from_bytes(smtp_sink.messages[0].data, policy=policy.default)
+    assert isinstance(received, EmailMessage) and smtp_sink.messages[0].data.isascii()
+    assert received["Message-ID"] == "<old4@example.test>"
+    body = received.get_body(("plain",))
+    assert body is not None and body.get_content().strip() == "Grüße - bis Dienstag"
     assert [m.key for m in await sending.outbox.history("main")] == ["email:<old4@example.test>"]
 
 
@@ -192,12 +219,16 @@ class Confirming:
         return self.answers[min(self.asked, len(self.answers)) - 1]
 
 
-async def left_sending(tmp_path: Path, key: str) -> tuple[SqliteStore, OutgoingMessages, int]:
-    store = await SqliteStore(tmp_path / "outbox.db").open()
+async def left_sending(opener: Opener) -> tuple[Store, OutgoingMessages, int]:
+    """A message a daemon claimed and then died with (on Redis: its lease lapsed too)."""
+    store = await opener()
     outbox = await open_outbox(store)
-    record, claimed = await outbox.add_claimed(NewMessage("main", "email:test", "x", key))
+    record, claimed = await outbox.add_claimed(NewMessage("main", "email:test", "x", "k"))
     assert claimed
-    return store, outbox, record.id
+    await store.aclose()
+    lapse_outbox_owners(store)
+    store = await opener()
+    return store, await open_outbox(store), record.id
 
 
 @pytest.mark.parametrize(
@@ -206,11 +237,11 @@ async def left_sending(tmp_path: Path, key: str) -> tuple[SqliteStore, OutgoingM
      ([None, None, True], DeliveryState.SENT)],
 )  # fmt: skip
 async def test_the_deliverer_asks_the_channel_about_a_send_a_crash_cut_off(
-    tmp_path: Path, answers: list[bool | None], settled: DeliveryState
+    opener: Opener, answers: list[bool | None], settled: DeliveryState
 ) -> None:
-    """Left `sending`: unknown at start, then the channel's answer: yes settles it sent,
-    no leaves it unknown, "cannot tell" is asked again later (with backoff)."""
-    store, outbox, message_id = await left_sending(tmp_path, "k")
+    """Left `sending` (on either backend): unknown at start, then the channel's answer:
+    yes settles it sent, no leaves it unknown, "cannot tell" is asked again later."""
+    store, outbox, message_id = await left_sending(opener)
     channel = Confirming(answers)
     deliverer = Deliverer(outbox, [channel], retry_s=0.05)
     try:
@@ -224,3 +255,31 @@ async def test_the_deliverer_asks_the_channel_about_a_send_a_crash_cut_off(
         assert channel.asked == len(answers)
     finally:
         await store.aclose()
+
+
+async def test_a_gone_fleet_members_send_is_confirmed_by_a_running_deliverer(
+    redis_prefix: str,
+) -> None:
+    """On Redis, a send claimed by a daemon that dies while the others run is settled by
+    their sweep (``watch_claims``) and then confirmed through the channel, as at a start."""
+    channel = Confirming([True])
+    ttl_s = 0.3  # the leases: a gone daemon is noticed within about two of these
+    running_store = await RedisStore(REDIS_URL, prefix=redis_prefix).open()
+    gone_store = await RedisStore(REDIS_URL, prefix=redis_prefix).open()
+    try:
+        running = await RedisOutbox(running_store, owner_ttl_s=ttl_s).open()
+        deliverer = Deliverer(running, [channel], retry_s=0.05)
+        async with anyio.create_task_group() as group:
+            await group.start(deliverer.run)  # nothing to settle at its start
+            gone = await RedisOutbox(gone_store, owner_ttl_s=ttl_s).open()
+            record, _ = await gone.add_claimed(NewMessage("main", "email:test", "x", "k"))
+            # `gone` runs no deliverer: nothing renews its lease, which lapses.
+            with anyio.fail_after(5):
+                await channel.asked_event.wait()
+            group.cancel_scope.cancel()
+        settled = await running.get(record.id)
+        assert settled is not None and settled.state is DeliveryState.SENT
+        assert "confirmed afterwards" in settled.last_error and channel.asked == 1
+    finally:
+        await gone_store.aclose()
+        await running_store.aclose()

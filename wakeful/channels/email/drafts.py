@@ -20,6 +20,7 @@ from wakeful.channels.email.accounts import MailAccounts
 from wakeful.channels.email.channel import EmailChannel, message_key
 from wakeful.channels.email.draft_record import Draft
 from wakeful.channels.email.sent_folder import in_sent_folder
+from wakeful.channels.email.seven_bit import as_text
 from wakeful.channels.email.state_port import MailState
 from wakeful.core.components.context import DeliverMessage
 from wakeful.core.outbox.deliverer import Delivery
@@ -75,14 +76,12 @@ class Drafts:
                 ok=False,
                 state=State.PENDING,
             )
-        # The raw message is 7-bit clean (compose.py), so as text it is the same bytes.
-        message = NewMessage(
-            session,
-            channel.name,
-            row.raw.decode("ascii"),
-            message_key(row.message_id),
-            address=", ".join(row.recipients),
-        )
+        try:  # 7-bit clean (seven_bit.py), so as text it is the same bytes
+            text = as_text(row.raw)
+        except ValueError as exc:
+            return SendOutcome(f"not sent: {exc}", ok=False, state=State.PENDING)
+        key, recipients = message_key(row.message_id), ", ".join(row.recipients)
+        message = NewMessage(session, channel.name, text, key, address=recipients)
         return _outcome(row, await self._deliver(message))
 
     async def _legacy(self, row: Draft) -> SendOutcome:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from email import policy
 from email.header import Header
 from email.message import EmailMessage
 from email.utils import format_datetime, getaddresses, make_msgid
@@ -14,6 +13,7 @@ from wakeful.channels.email.drafts import Drafts
 from wakeful.channels.email.imap import ImapConnection
 from wakeful.channels.email.inbound import split_email_id
 from wakeful.channels.email.message import ParsedEmail, parse_email
+from wakeful.channels.email.seven_bit import SEVEN_BIT, render
 from wakeful.channels.email.tools.common import MailToolError, account_for, on_message
 from wakeful.channels.email.tools.draft_effect import draft_effect
 from wakeful.core.effects import Effect, Reach
@@ -26,27 +26,6 @@ async def _original(accounts: MailAccounts, email_id: str) -> ParsedEmail:
         return conn.fetch_raw([uid]).get(uid, b"")
 
     return parse_email(await on_message(accounts, email_id, fetch, readonly=True))
-
-
-# RFC 5322 with CRLF, and 7-bit clean: non-ASCII bodies quoted-printable or base64,
-# non-ASCII headers RFC 2047 encoded words. The draft's bytes are then also its text
-# (the shared outbox stores text) and survive any SMTP server without 8BITMIME.
-SEVEN_BIT = policy.SMTP.clone(cte_type="7bit")
-
-
-def render(msg: EmailMessage) -> bytes:
-    """The message as it is sent; ValueError when it cannot be 7-bit clean."""
-    for name in ("From", "To", "Cc"):
-        for address in getattr(msg[name], "addresses", ()):
-            if not address.addr_spec.isascii():  # would need SMTPUTF8 (RFC 6531)
-                raise ValueError(
-                    f"{address.addr_spec} cannot be sent as 7-bit ASCII: non-ASCII addresses "
-                    "are not supported"
-                )
-    raw = msg.as_bytes()
-    if not raw.isascii():  # the policy encodes everything else; a bug if not
-        raise ValueError("this message cannot be sent as 7-bit ASCII")
-    return raw
 
 
 def _build(
