@@ -21,7 +21,7 @@ from tests.mail_servers import ImapServer, SmtpSink
 from tests.outbox_owners import lapse_outbox_owners
 from tests.redis_server import REDIS_URL
 from tests.test_store_contract import Opener
-from wakeful.channels.email.accounts import MailAccount, MailAccounts
+from wakeful.channels.email.accounts import MailAccount
 from wakeful.channels.email.channel import EmailChannel, message_key
 from wakeful.channels.email.config import EmailAccountConfig
 from wakeful.channels.email.db import MailDb
@@ -106,7 +106,7 @@ async def sending(
     async def deliver(message: NewMessage) -> Delivery:
         return await deliverer.deliver_settled(message, 5.0)
 
-    drafts = Drafts(db, MailAccounts([mail]), {"work": channel}, deliver)
+    drafts = Drafts(db, {"work": channel}, deliver)
     try:
         yield Sending(drafts, db, outbox, deliverer)
     finally:

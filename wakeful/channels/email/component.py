@@ -83,7 +83,7 @@ class EmailComponent:
         channels = {name: EmailChannel(accounts.get(name)) for name in accounts.names()}
         for channel in channels.values():
             setup.add_channel(channel)
-        self.drafts = Drafts(db, accounts, channels, setup.deliver_message)
+        self.drafts = Drafts(db, channels, setup.deliver_message)
         _register_tools(setup, accounts, self.drafts)
         self.watchers = _watchers(setup, accounts, db)
         watchers = self.watchers

@@ -16,7 +16,6 @@ import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from wakeful.channels.email.accounts import MailAccounts
 from wakeful.channels.email.channel import EmailChannel, message_key
 from wakeful.channels.email.draft_record import Draft
 from wakeful.channels.email.sent_folder import in_sent_folder
@@ -39,12 +38,10 @@ class Drafts:
     def __init__(
         self,
         state: MailState,
-        accounts: MailAccounts,
         channels: Mapping[str, EmailChannel],
         deliver: DeliverMessage,
     ) -> None:
         self._state = state
-        self._accounts = accounts
         self._channels = channels  # by account name
         self._deliver = deliver
 
@@ -87,9 +84,10 @@ class Drafts:
     async def _legacy(self, row: Draft) -> SendOutcome:
         """A draft an older version's own outbox handed over: its record, settled once
         (the Message-ID rule) if that version was cut off mid-send."""
-        if row.legacy_state is State.SENDING:
-            sent = self._accounts.get(row.account).config.sent_mailbox
-            found = await in_sent_folder(self._accounts.get(row.account), row.message_id)
+        channel = self._channels.get(row.account)
+        if row.legacy_state is State.SENDING and channel is not None:
+            sent = channel.account.config.sent_mailbox
+            found = await in_sent_folder(channel.account, row.message_id)
             if found is True:
                 await self._state.settle_legacy(
                     row.message_id, State.SENT, f"found in {sent} after a restart"
