@@ -5,6 +5,8 @@ and memory_search's latency over 10,000 memory entries and 10,000 stored message
 Baselines in the same run: the fixed part of the same daemon with ``[memory] enabled =
 false``; for the search, the FTS5 query alone on the same index (what is left once
 nothing changed is reading the stores) and reading every session's stored history.
+With ``[memory] embeddings_model`` the same search ranks by meaning too: its rows
+(vectors from the fake model server over loopback HTTP) sit beside the words-only ones.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from tests.daemon_harness import daemon_settings, running_daemon
 from wakeful.app.config import StoreSection
 from wakeful.memory.files import MEMORY_FILE, MemoryFiles, day_file, entry_line
 from wakeful.memory.search import MemorySearch
+from wakeful.store.base import Store
 from wakeful.store.factory import open_store
 
 ENTRIES = 10_000
@@ -91,6 +94,7 @@ async def search_rows(n: int) -> list[list[str]]:
             grown = await timed(n, after_one_message)
             print(f"passages indexed: {search.index.count()}")
             search.close()
+            hybrid_first, hybrid = await hybrid_rows(n, store, root)
         finally:
             await store.aclose()
     return [
@@ -99,7 +103,36 @@ async def search_rows(n: int) -> list[list[str]]:
         ms_row("memory_search, first (builds the index)", [first]),
         ms_row("memory_search, nothing new", steady),
         ms_row("memory_search, one new message", grown),
+        ms_row(f"by meaning too: first (embeds {PER_SEARCH} passages)", [hybrid_first]),
+        ms_row(f"by meaning too, nothing new ({DIMS}-dim vectors)", hybrid),
     ]
+
+
+PER_SEARCH = 20_000  # every passage at once: the steady state is what is measured
+DIMS = 1536  # OpenAI's text-embedding-3-small
+
+
+async def hybrid_rows(n: int, store: Store, root: Path) -> tuple[float, list[float]]:
+    """The same index with [memory] embeddings_model: vectors from the fake model
+    server's /embeddings over loopback HTTP (one round trip per search for the
+    question), the ranking by cosine over every passage, fused with BM25's."""
+    from tests.fakes.model_server import FakeModelServer
+    from wakeful.memory.embeddings import Embedder, Meaning
+
+    with FakeModelServer() as server:
+        server.embedding_dims = DIMS
+        embedder = Embedder(server.base_url, "fake-embed", None, 600.0)
+        meaning = Meaning(embedder, per_search=PER_SEARCH)
+        search = MemorySearch(store, MemoryFiles(root / "mem"), root / "index.sqlite", meaning)
+        try:
+            started = time.perf_counter()
+            await search.search("golf item77")
+            first = time.perf_counter() - started
+            steady = await timed(n, lambda: search.search("golf hotel item4242"))
+        finally:
+            search.close()
+            await embedder.aclose()
+    return first, steady
 
 
 async def main(n: int) -> None:

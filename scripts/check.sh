@@ -13,6 +13,10 @@ command -v bwrap >/dev/null || (apt-get update -qq && apt-get install -y -qq bub
 # Dovecot: the IMAP watcher's tests run a real one of their own (tests/dovecot_server.py).
 command -v dovecot >/dev/null && test -x /usr/lib/dovecot/imap \
   || (apt-get update -qq && apt-get install -y -qq dovecot-imapd)
+# Prosody: the XMPP channel's tests run one of their own, unprivileged, on a free loopback
+# port with its own config and data (tests/prosody_server.py).
+command -v prosody >/dev/null && command -v prosodyctl >/dev/null \
+  || (apt-get update -qq && apt-get install -y -qq prosody)
 python3 -m venv .venv
 .venv/bin/python -m pip install --quiet --upgrade pip
 .venv/bin/python -m pip install --quiet -e '.[dev]'

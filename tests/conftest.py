@@ -6,11 +6,22 @@ import os
 from collections.abc import Iterator
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 from tests.fakes.model_server import FakeModelServer
 from tests.host_state import Entry, changes, shape
 
-pytest_plugins = ["tests.mail_servers", "tests.redis_server", "tests.synapse_server"]
+pytest_plugins = [
+    "tests.mail_servers",
+    "tests.prosody_server",
+    "tests.redis_server",
+    "tests.synapse_server",
+]
+
+# The machines are noisy (two cores, other suites beside ours): a property's examples are
+# judged on what they assert, never on how long one took to generate or to run.
+settings.register_profile("wakeful", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("wakeful")
 
 
 HOST_STATE = pytest.StashKey[dict[str, Entry | None]]()

@@ -231,12 +231,22 @@ class MatrixTestClient:
     def join(self, room_id: str) -> None:
         self._ok(self.http.post(f"/join/{quote(room_id)}", json={}))
 
-    def send_text(self, room_id: str, text: str) -> str:
+    def send_text(
+        self, room_id: str, text: str, *, thread: str | None = None, msgtype: str = "m.text"
+    ) -> str:
+        """Post a message; ``thread``: in the thread rooted at that event, as Element does
+        (m.thread with the reply fallback to the thread's root)."""
+        content: dict[str, Any] = {"msgtype": msgtype, "body": text}
+        if thread is not None:
+            content["m.relates_to"] = {
+                "rel_type": "m.thread",
+                "event_id": thread,
+                "is_falling_back": True,
+                "m.in_reply_to": {"event_id": thread},
+            }
         txn = uuid.uuid4().hex
         path = f"/rooms/{quote(room_id)}/send/m.room.message/{txn}"
-        event_id: str = self._ok(self.http.put(path, json={"msgtype": "m.text", "body": text}))[
-            "event_id"
-        ]
+        event_id: str = self._ok(self.http.put(path, json=content))["event_id"]
         return event_id
 
     def members(self, room_id: str) -> dict[str, str]:

@@ -323,3 +323,12 @@ def test_per_user_sessions_are_valid_names_for_any_user_id() -> None:
     assert inbound.session_for("@ada:example.org") == "matrix:mx:@ada:example.org"
     odd = [inbound.session_for("@a=b/c:example.org"), inbound.session_for("@a_b_c:example.org")]
     assert all(SESSION_PATTERN.match(name) for name in odd) and odd[0] != odd[1]
+
+
+def test_the_platform_names_are_the_chat_sections_fields() -> None:
+    """One list names the platforms for the pairing API and `wakeful pairing`; it must
+    be the [chat] section's, or a new platform's strangers could never be let in."""
+    from wakeful.app.chat_section import ChatSection
+    from wakeful.channels.chat.platforms import PLATFORMS
+
+    assert sorted(PLATFORMS) == sorted(ChatSection.model_fields)

@@ -140,7 +140,8 @@ async def test_an_idle_day_costs_no_model_call_and_a_finished_task_costs_one(
         assert await heart.beat(moment) == []  # said once
         status = (await h.client.get("/api/status")).json()["heartbeat"]
     assert len(model_server.requests) == before + 1
-    assert status == {"beats": 50, "findings": 1}
+    assert {k: status[k] for k in ("beats", "findings")} == {"beats": 50, "findings": 1}
+    assert datetime.fromisoformat(status["next_beat"]) > datetime.now(UTC)  # the run loop's
 
 
 def test_the_guides_example_config_loads_as_written(tmp_path: Path) -> None:

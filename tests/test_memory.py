@@ -186,8 +186,8 @@ async def test_search_finds_a_fact_told_300_messages_ago_with_its_day(tmp_path: 
         await store.append_messages("other", [{"role": "user", "content": strange}])
         search = MemorySearch(store, MemoryFiles(tmp_path / "mem"), tmp_path / "index.sqlite")
         try:
-            hits = await search.search("what is the locker code")
-            again = await search.search("locker code")  # nothing new to index
+            hits = (await search.search("what is the locker code")).hits
+            again = (await search.search("locker code")).hits  # nothing new to index
         finally:
             search.close()
     owners = [h for h in hits if "4417" in h.text]

@@ -16,9 +16,11 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import re
 import sys
 import threading
 import time
+import zlib
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -79,6 +81,13 @@ class FakeModelServer(ServesWhileOpen):
         self.too_long: list[int] = []  # indexes of the requests refused as too long
         self._queue: deque[Reply] = deque()
         self.models_status = 200  # GET /models answers this (401: the key refused)
+        # POST /embeddings: the texts each request asked for, and the status to answer
+        # (a test's endpoint that fails); vectors from concept_vector below.
+        self.embedded: list[list[str]] = []
+        self.embeddings_status = 200
+        self.embedding_dims = 64  # a benchmark sets a real model's (1536)
+        # Set: GET /models refuses any other bearer token, as OpenAI refuses a wrong key.
+        self.api_key: str | None = None
         self._cond = threading.Condition()
         self._http = LoopbackHttpServer(self, "fake model server", port)
         self.port: int = self._http.port
@@ -205,11 +214,16 @@ class FakeModelServer(ServesWhileOpen):
         self, scope: HTTPScope, receive: ASGIReceiveCallable, send: ASGISendCallable
     ) -> None:
         if scope["method"] == "GET" and scope["path"].rstrip("/").endswith("/models"):
-            if self.models_status != 200:  # a test's refused key, as OpenAI answers it
+            given = dict(scope["headers"]).get(b"authorization", b"").decode("latin-1")
+            wrong_key = self.api_key is not None and given != f"Bearer {self.api_key}"
+            if self.models_status != 200 or wrong_key:  # a refused key, as OpenAI answers it
                 error = {"message": "Incorrect API key provided", "type": "invalid_request_error"}
-                await _send_json(send, self.models_status, {"error": error})
+                await _send_json(send, 401 if wrong_key else self.models_status, {"error": error})
                 return
             await _send_json(send, 200, {"object": "list", "data": [{"id": "fake-model"}]})
+            return
+        if scope["method"] == "POST" and scope["path"].endswith("/embeddings"):
+            await self._embeddings(receive, send)
             return
         if scope["method"] != "POST" or not scope["path"].endswith("/chat/completions"):
             await _send_json(send, 404, {"error": {"message": "not found", "type": "invalid"}})
@@ -236,6 +250,29 @@ class FakeModelServer(ServesWhileOpen):
             tg.start_soon(self._watch_disconnect, receive, record, tg.cancel_scope)
             await self._respond(send, reply, body, record)
             tg.cancel_scope.cancel()
+
+    async def _embeddings(self, receive: ASGIReceiveCallable, send: ASGISendCallable) -> None:
+        """OpenAI's /v1/embeddings shape: {"data": [{"index", "embedding"}], "model", …}."""
+        body = json.loads(await _read_body(receive))
+        texts = [body["input"]] if isinstance(body["input"], str) else list(body["input"])
+        with self._cond:
+            self.embedded.append(texts)
+        if self.embeddings_status != 200:
+            error = {"message": "the embeddings model is overloaded", "type": "server_error"}
+            await _send_json(send, self.embeddings_status, {"error": error})
+            return
+        data = [
+            {
+                "object": "embedding",
+                "index": i,
+                "embedding": concept_vector(text, self.embedding_dims),
+            }
+            for i, text in enumerate(texts)
+        ]
+        usage = {"prompt_tokens": sum(len(t.split()) for t in texts), "total_tokens": 0}
+        await _send_json(
+            send, 200, {"object": "list", "data": data, "model": body["model"], "usage": usage}
+        )
 
     async def _watch_disconnect(
         self, receive: ASGIReceiveCallable, record: RecordedRequest, scope: anyio.CancelScope
@@ -310,6 +347,29 @@ class FakeModelServer(ServesWhileOpen):
     def close(self) -> None:
         """Stop at once; open streams, even hanging ones, are cut off."""
         self._http.close()
+
+
+def concept_vector(text: str, dims: int = 64) -> list[float]:
+    """A stand-in for meaning: words of one concept (CONCEPTS) share a dimension, any
+    other word hashes to its own; a text is the sum of its words. "automobile" is then
+    near "car" though they share no letter, which is what a test of meaning needs."""
+    vector = [0.0] * dims
+    for word in re.findall(r"\w+", text.lower()):
+        concept = CONCEPTS.get(word, word)
+        vector[zlib.crc32(concept.encode()) % dims] += 1.0
+    return vector
+
+
+# Synonyms a real embedding model would put close together.
+CONCEPTS = {
+    word: concept
+    for concept, words in {
+        "car": ("car", "cars", "automobile", "vehicle", "volvo"),
+        "colour": ("colour", "color", "red", "blue", "painted"),
+        "doctor": ("doctor", "physician", "dentist", "appointment"),
+    }.items()
+    for word in words
+}
 
 
 async def _read_body(receive: ASGIReceiveCallable) -> bytes:

@@ -10,9 +10,13 @@ from __future__ import annotations
 from pydantic import BaseModel, Field, ValidationInfo, field_validator
 
 from wakeful.channels.chat.config import ChatPlatformConfig
+from wakeful.channels.discord.config import DiscordConfig
 from wakeful.channels.matrix.config import MatrixConfig
+from wakeful.channels.signal.config import SignalConfig
 from wakeful.channels.slack.config import SlackConfig
 from wakeful.channels.telegram.config import TelegramConfig
+from wakeful.channels.whatsapp.config import WhatsAppConfig
+from wakeful.channels.xmpp.config import XmppConfig
 from wakeful.kernel.config_base import Section, reject_repeated_names
 
 
@@ -30,8 +34,23 @@ class ChatSection(Section):
     matrix: list[MatrixConfig] = Field(
         default_factory=list, description="Matrix accounts, one [[chat.matrix]] table each."
     )
+    signal: list[SignalConfig] = Field(
+        default_factory=list,
+        description="Signal accounts through a signal-cli daemon, one [[chat.signal]] table each.",
+    )
+    whatsapp: list[WhatsAppConfig] = Field(
+        default_factory=list,
+        description="WhatsApp business numbers (Cloud API), one [[chat.whatsapp]] table each "
+        "(their webhook Callback URL is /chat/whatsapp/<name>/webhook).",
+    )
+    discord: list[DiscordConfig] = Field(
+        default_factory=list, description="Discord bots, one [[chat.discord]] table each."
+    )
+    xmpp: list[XmppConfig] = Field(
+        default_factory=list, description="XMPP accounts, one [[chat.xmpp]] table each."
+    )
 
-    @field_validator("telegram", "slack", "matrix")
+    @field_validator("telegram", "slack", "matrix", "signal", "whatsapp", "discord", "xmpp")
     @classmethod
     def _unique_names(
         cls, entries: list[ChatPlatformConfig], info: ValidationInfo

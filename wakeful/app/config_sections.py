@@ -19,6 +19,7 @@ from wakeful.sources.system.config import SystemSettings
 from wakeful.sources.timers.config import TimerSettings
 from wakeful.sources.webhook.config import WebhookSettings
 from wakeful.subagents.config import SubagentSettings
+from wakeful.telemetry.config import TelemetrySettings
 
 
 class ChannelSettings(
@@ -34,5 +35,6 @@ class ChannelSettings(
     BudgetSettings,
     MemorySettings,
     HeartbeatSettings,
+    TelemetrySettings,
 ):
     """Every channel's sections, as fields of one model."""

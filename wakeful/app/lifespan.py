@@ -72,6 +72,7 @@ from wakeful.skills.catalog import SkillCatalog, discover_skills
 from wakeful.skills.load_skill import LoadSkill
 from wakeful.store.base import Store
 from wakeful.store.factory import open_store
+from wakeful.telemetry.lifecycle import tracing_installed
 from wakeful.tools.registry import default_registry
 from wakeful.tools.search_tools import SearchTools
 from wakeful.tools.tool_surface import ToolSurface
@@ -133,7 +134,12 @@ async def running_daemon(
         try:
             # Resources outside the task group: every task (sessions writing their
             # placeholders, components' runs) has ended before what they use is closed.
-            async with AsyncExitStack() as resources, anyio.create_task_group() as group:
+            # Tracing outlives them all: their last spans are exported at its end.
+            async with (
+                tracing_installed(settings.telemetry),
+                AsyncExitStack() as resources,
+                anyio.create_task_group() as group,
+            ):
                 if components is None:
                     components = default_components(settings)
                 running, server = await _start(
@@ -262,6 +268,8 @@ async def _start(
         ),
         session_models=registrations.session_models,
         compaction_tools=[t.name for t in tools.tools() if wants_saving(t)],
+        provider_name=settings.llm.provider,
+        model_name=settings.llm.model,
     )
     router = Router(_classifier(settings, provider))
     fleet = settings.store.fleet

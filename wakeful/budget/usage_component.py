@@ -49,4 +49,5 @@ class UsageComponent:
             records += await self._store.model_calls(session, limit=-1)
         since = time.time() - days * 86400
         report = usage(records, by=by, zone=self._zone, prices=self._prices, since=since)
-        return JSONResponse({**report, "days": days})
+        # The zone the days are counted in: the web page's chart lays out the same days.
+        return JSONResponse({**report, "days": days, "timezone": self._zone.key})

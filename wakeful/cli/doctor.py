@@ -77,12 +77,12 @@ def run(args: argparse.Namespace, config_path: Path | None) -> int:
 
 def check_setup(settings: Settings) -> list[Finding]:
     data_dir = settings.daemon.data_dir_path()
-    findings = list(_data_dir(data_dir))
+    findings = list(data_dir_findings(data_dir))
     if not data_dir.is_dir():
-        return [*findings, _model(settings)[0]]
+        return [*findings, model_finding(settings)[0]]
     findings.append(_daemon(settings, data_dir))
     findings += _store(settings, data_dir)
-    model, skew = _model(settings)
+    model, skew = model_finding(settings)
     findings.append(model)
     findings.append(_sandbox(settings, data_dir))
     if skew is not None:
@@ -90,7 +90,7 @@ def check_setup(settings: Settings) -> list[Finding]:
     return findings
 
 
-def _data_dir(data_dir: Path) -> Iterator[Finding]:
+def data_dir_findings(data_dir: Path) -> Iterator[Finding]:
     if not data_dir.exists():
         yield Finding(
             False,
@@ -200,7 +200,7 @@ def _redis(settings: Settings) -> Finding:
     return Finding(True, "store", f"Redis at {url} answers")
 
 
-def _model(settings: Settings) -> tuple[Finding, float | None]:
+def model_finding(settings: Settings) -> tuple[Finding, float | None]:
     llm = settings.llm
     if not llm.model:
         return Finding(False, "model", "none configured", "set [llm] model (and base_url)"), None

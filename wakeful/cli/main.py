@@ -20,7 +20,9 @@ from wakeful.cli import backup as cli_backup
 from wakeful.cli import budget as cli_budget
 from wakeful.cli import context as cli_context
 from wakeful.cli import doctor as cli_doctor
+from wakeful.cli import importer as cli_importer
 from wakeful.cli import memory as cli_memory
+from wakeful.cli import onboard_args as cli_onboard_args
 from wakeful.cli import pairing as cli_pairing
 from wakeful.cli import safety as cli_safety
 from wakeful.cli import usage as cli_usage
@@ -313,6 +315,16 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     return cli_doctor.run(args, _config_path(args.config))
 
 
+def cmd_onboard(args: argparse.Namespace) -> int:
+    from wakeful.cli import onboard as cli_onboard  # its imports are the set-up's own
+
+    return cli_onboard.run(args)
+
+
+def cmd_import(args: argparse.Namespace) -> int:
+    return cli_importer.run(args)
+
+
 def cmd_restore(args: argparse.Namespace) -> int:
     return cli_backup.run_restore(args, _settings(args).daemon.data_dir_path())
 
@@ -332,6 +344,9 @@ def _parser() -> argparse.ArgumentParser:
     init = _add(sub, "init", cmd_init, "write a commented starter config file")
     init.add_argument("--path", default="wakeful.toml", help="where to write it")
     init.add_argument("--force", action="store_true", help="overwrite an existing file")
+    cli_onboard_args.add_arguments(
+        sub, lambda where, name, text: _add(where, name, cmd_onboard, text)
+    )
     send = _add(sub, "send", cmd_send, "send a message to the running daemon")
     _session_arg(send)
     send.add_argument("--interrupt", action="store_true", help="send as user.interrupt")
@@ -387,6 +402,7 @@ def _parser() -> argparse.ArgumentParser:
     cli_backup.add_arguments(sub, lambda where, name, text: _add(where, name, commands[name], text))
     cli_doctor.add_arguments(sub, lambda where, name, text: _add(where, name, cmd_doctor, text))
     cli_usage.add_arguments(sub, lambda where, name, text: _add(where, name, cmd_usage, text))
+    cli_importer.add_arguments(sub, lambda where, name, text: _add(where, name, cmd_import, text))
     web = _add(sub, "open", cmd_open, "print the web page's log-in link (and open it on a desktop)")
     web.add_argument("--no-browser", action="store_true", help="only print the link")
     return parser

@@ -7,9 +7,8 @@ import time
 from typing import Any
 from urllib.parse import quote
 
+from wakeful.channels.chat.platforms import PLATFORMS
 from wakeful.cli.client import DaemonClient
-
-PLATFORMS = ("telegram", "slack", "matrix")
 
 
 def show_pending(client: DaemonClient) -> int:

@@ -28,7 +28,7 @@ from wakeful.core.loop.parallel import answer_in_parallel
 from wakeful.core.loop.session_loop import SessionLoop
 from wakeful.core.router import Decision, Router, Strategy
 from wakeful.core.sessions import Sessions
-from wakeful.kernel import metrics
+from wakeful.kernel import metrics, tracing
 from wakeful.kernel.events import Event
 from wakeful.store.base import (
     Cursor,
@@ -95,12 +95,26 @@ class Dispatcher:
         # task it starts, which inherits this context) names it. Tokens rather than
         # ``bound_contextvars``, which copies the whole context twice per event.
         tokens = bind_contextvars(event_id=event.id, session=event.session)
-        try:
-            return await self._submit(event, internal, cursor)
-        finally:
-            reset_contextvars(**tokens)
+        # The root of the event's trace; once stored, remembered under its id so that
+        # the run which takes it from the queue continues it (wakeful/kernel/tracing.py).
+        with tracing.tracer().span(
+            f"event {event.kind}",
+            {
+                "wakeful.event.id": event.id,
+                "wakeful.event.kind": event.kind,
+                "wakeful.event.source": event.source.type,
+                "wakeful.session": event.session,
+            },
+            kind="producer",
+        ) as span:
+            try:
+                return await self._submit(event, internal, cursor, span)
+            finally:
+                reset_contextvars(**tokens)
 
-    async def _submit(self, event: Event, internal: bool, cursor: Cursor | None) -> SubmitResult:
+    async def _submit(
+        self, event: Event, internal: bool, cursor: Cursor | None, span: tracing.Span
+    ) -> SubmitResult:
         if self.stopping and not internal:
             raise DaemonUnavailable("the daemon is stopping; retry shortly", retry_after_s=5)
         loop = self.sessions.get(event.session)
@@ -118,22 +132,31 @@ class Dispatcher:
             raise DaemonUnavailable(str(exc), retry_after_s=5) from exc
         if not result.created:
             self.duplicates += 1
+            span.set("wakeful.event.duplicate", True)
             metrics.DUPLICATES.inc(kind=event.kind)
             log.info("duplicate event dropped", event_id=event.id, kind=event.kind)
             return SubmitResult(event.id, duplicate=True)
         self.accepted += 1
+        # Not for a duplicate: the run continues the trace of the event it stored.
+        span.remember(event.id)
         metrics.EVENTS_ACCEPTED.inc(kind=event.kind, source=event.source.type)
         if decision is None:
+            span.set("wakeful.route.by", "classifier")
             classify = self._guarded("classify", result.stored, loop, self._classify_then_act)
             self._group.start_soon(classify, name=f"classify {event.id}")
         else:
+            span.set("wakeful.route.by", "rules")
+            span.set("wakeful.route.strategy", decision.strategy.value)
             self._act(result.stored, decision, loop)
         return SubmitResult(event.id, duplicate=False)
 
     async def _classify_then_act(self, loop: SessionLoop, stored: StoredEvent) -> None:
-        decision = await self._router.decide(
-            stored.event, busy=self._busy(stored.event.session, loop)
-        )
+        # The classifier's reason is not an attribute: a model wrote it from the event.
+        with tracing.tracer().span("route", continues=(stored.event.id,)) as span:
+            decision = await self._router.decide(
+                stored.event, busy=self._busy(stored.event.session, loop)
+            )
+            span.set("wakeful.route.strategy", decision.strategy.value)
         await self._store.set_route(
             stored.event.id, STATUS_FOR[decision.strategy], decision.strategy, decision.reason
         )

@@ -27,6 +27,7 @@ from anyio.abc import TaskGroup
 from wakeful.core.loop.deps import LoopDeps, Submit
 from wakeful.core.loop.session_loop import SessionLoop
 from wakeful.core.loop.supervisor import PoisonGate, SessionSupervisor
+from wakeful.kernel import tracing
 
 log = structlog.get_logger(__name__)
 
@@ -101,7 +102,12 @@ class Sessions:
         supervisor = self.supervisors[loop.session] = self._supervise(loop)
         scope = self._running[loop.session] = anyio.CancelScope()
         ended = self._ended[loop.session] = anyio.Event()
-        self._group.start_soon(self._run, supervisor, scope, ended, name=f"session {loop.session}")
+        # The task copies the current context: not the span of the event that asked for
+        # the session first (its runs continue each event's trace themselves).
+        with tracing.tracer().detached():
+            self._group.start_soon(
+                self._run, supervisor, scope, ended, name=f"session {loop.session}"
+            )
 
     async def _run(
         self, supervisor: SessionSupervisor, scope: anyio.CancelScope, ended: anyio.Event

@@ -20,6 +20,7 @@ from pydantic import BaseModel, ValidationError
 
 from wakeful.core.tool import Tool, ToolContext, ToolOutput
 from wakeful.core.tool_output import DEFAULT_OUTPUTS_MAX_BYTES, shape_output
+from wakeful.kernel import tracing
 
 log = structlog.get_logger(__name__)
 
@@ -152,28 +153,51 @@ class ToolRegistry:
     async def _execute(
         self, name: str, raw_arguments: str, ctx: ToolContext, *, checked: bool
     ) -> ToolOutput:
+        # The GenAI conventions' tool span: the name, the call's id and what became of
+        # it (wakeful.tool.decision); never the arguments or the result.
+        with tracing.tracer().span(
+            f"execute_tool {name}",
+            {
+                "gen_ai.operation.name": "execute_tool",
+                "gen_ai.tool.name": name,
+                "gen_ai.tool.call.id": ctx.call_id,
+                "gen_ai.tool.type": "function",
+            },
+        ) as span:
+            decision, output = await self._decide_and_run(name, raw_arguments, ctx, checked)
+            span.set("wakeful.tool.decision", decision)
+            if output.is_error:  # error.type: the refusal's kind, or how the run failed
+                ran = decision in ("allowed", "approved")
+                timed_out = output.data.get("timed_out")
+                span.fail("timeout" if timed_out else "tool_error" if ran else decision)
+            return output
+
+    async def _decide_and_run(
+        self, name: str, raw_arguments: str, ctx: ToolContext, checked: bool
+    ) -> tuple[str, ToolOutput]:
+        """What became of the call (a word for its span), and its result."""
         tool = self._tools.get(name)
         if tool is None and name in self._off:
-            return ToolOutput(self._off[name], is_error=True)
+            return "switched_off", ToolOutput(self._off[name], is_error=True)
         if tool is None:
             available = ", ".join(self._tools) or "(none)"
-            return ToolOutput(
+            return "unknown_tool", ToolOutput(
                 f"unknown tool {name!r}; the available tools are: {available}", is_error=True
             )
         for watcher in self._call_watchers:
             await _tell_watcher(watcher, tool, ctx)
         parsed = parse_arguments(tool, raw_arguments)
         if isinstance(parsed, ToolOutput):
-            return parsed
+            return "invalid_arguments", parsed
         if self._policy is not None:
             admitted = await self._admit(self._policy, tool, parsed, raw_arguments, ctx, checked)
             if isinstance(admitted, ToolOutput):
-                return admitted
+                return "refused", admitted
             ctx = admitted
         output = await self._run(tool, parsed, ctx)
         if self._policy is not None:
             await self._policy.observe(tool, output, ctx)
-        return output
+        return ("approved" if checked else "allowed"), output
 
     async def _admit(
         self,

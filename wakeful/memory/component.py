@@ -14,6 +14,7 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from wakeful.core.components.context import ComponentSetup
+from wakeful.kernel.config_base import ConfigError
 from wakeful.kernel.http.errors import ApiError
 from wakeful.memory.book import EntryNotFound, MemoryBook
 from wakeful.memory.entries import EntryLog, EntryStatus
@@ -23,8 +24,27 @@ from wakeful.memory.tools import MemoryGet, MemorySearchTool, Remember
 
 if TYPE_CHECKING:  # the composed config lives in the app; its type only
     from wakeful.app.config import Settings
+    from wakeful.memory.embeddings import Meaning
 
 INDEX_FILE = "memory-index.sqlite"  # under data_dir: derived, rebuilt when deleted
+
+
+def _meaning(setup: ComponentSetup) -> Meaning | None:
+    """The embeddings ranker when [memory] embeddings_model is set (numpy imported then)."""
+    section, llm = setup.settings.memory, setup.settings.llm
+    if not section.embeddings_model:
+        return None
+    try:
+        from wakeful.memory.embeddings import Embedder, Meaning
+    except ImportError:
+        raise ConfigError(
+            "memory.embeddings_model: ranking by meaning needs numpy: "
+            "pip install 'wakeful[embeddings]'"
+        ) from None
+    base_url = section.embeddings_base_url or llm.base_url
+    embedder = Embedder(base_url, section.embeddings_model, llm.resolve_api_key(), 30.0)
+    setup.resources.push_async_callback(embedder.aclose)
+    return Meaning(embedder, section.embeddings_per_search)
 
 
 class MemoryComponent:
@@ -37,7 +57,9 @@ class MemoryComponent:
         section = setup.settings.memory
         files = MemoryFiles(section.folder(setup.data_dir))
         book = self.book = MemoryBook(files, EntryLog(setup.state), ZoneInfo(section.timezone))
-        search = MemorySearch(setup.store, files, setup.data_dir / INDEX_FILE)
+        search = MemorySearch(
+            setup.store, files, setup.data_dir / INDEX_FILE, meaning=_meaning(setup)
+        )
         setup.resources.callback(search.close)
         setup.add_tool(Remember(book))
         setup.add_tool(MemorySearchTool(search))

@@ -32,6 +32,33 @@ class MemorySection(Section):
         default="UTC", description="The day a daily note is filed under (an IANA time zone)."
     )
 
+    embeddings_model: str = Field(
+        default="",
+        examples=["text-embedding-3-small"],
+        description="A model of an OpenAI-compatible /embeddings endpoint: memory_search then "
+        "ranks by meaning as well as by words (needs the wakeful[embeddings] extra). Empty: "
+        "by words only, nothing is sent anywhere.",
+    )
+    embeddings_base_url: str | None = Field(
+        default=None,
+        examples=["http://127.0.0.1:11434/v1"],
+        description="The embeddings endpoint's URL (default: [llm] base_url, with [llm]'s key).",
+    )
+    embeddings_per_search: int = Field(
+        default=256,
+        ge=1,
+        le=10000,
+        description="The most passages one search embeds that have no vector yet (the rest "
+        "at later searches; words rank them meanwhile).",
+    )
+
+    @field_validator("embeddings_base_url")
+    @classmethod
+    def _http_url(cls, value: str | None) -> str | None:
+        if value is not None and not value.startswith(("http://", "https://")):
+            raise ValueError("must start with http:// or https://")
+        return value
+
     @field_validator("timezone")
     @classmethod
     def _known_zone(cls, value: str) -> str:

@@ -23,6 +23,7 @@ CREATE VIRTUAL TABLE IF NOT EXISTS passages USING fts5(
     tokenize = 'porter unicode61'
 );
 CREATE TABLE IF NOT EXISTS synced (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS vectors (id INTEGER PRIMARY KEY, vec BLOB NOT NULL);
 """
 # Every event rendered into the trajectory starts with its time (rendering.time_note).
 _DAY_NOTE = re.compile(r"\[(\d{4}-\d{2}-\d{2}) \d{2}:\d{2}:\d{2} UTC")
@@ -68,6 +69,8 @@ class SearchIndex:
         self._db = sqlite3.connect(path, check_same_thread=False)
         self._db.executescript(_SCHEMA)
         self._files = files
+        # Set whenever a vector is added or dropped: a cached matrix of them is stale.
+        self.vectors_changed = True
 
     def close(self) -> None:
         self._db.close()
@@ -86,7 +89,7 @@ class SearchIndex:
                 signature = self._files.signature(name)
                 if self._synced(f"file:{name}") == signature:
                     continue
-                self._db.execute("DELETE FROM passages WHERE source = ?", (name,))
+                self._drop(name)
                 day = day_of(name)
                 trusted = name != REVIEW_FILE
                 for line in self._files.lines(name):
@@ -107,7 +110,7 @@ class SearchIndex:
                 if str(key)[5:] not in names
             ]
             for name in gone:  # a file the owner deleted
-                self._db.execute("DELETE FROM passages WHERE source = ?", (name,))
+                self._drop(name)
                 self._db.execute("DELETE FROM synced WHERE key = ?", (f"file:{name}",))
 
     def sync_session(self, session: str, messages: Sequence[Message]) -> None:
@@ -118,7 +121,7 @@ class SearchIndex:
         source = f"session {session}"
         with self._db:
             if done > len(messages):  # the trajectory was reset: index it again
-                self._db.execute("DELETE FROM passages WHERE source = ?", (source,))
+                self._drop(source)
                 done = 0
             day = _day_before(messages, done)
             for position in range(done, len(messages)):
@@ -135,27 +138,80 @@ class SearchIndex:
                     )
             self._mark(key, str(len(messages)))
 
+    def _drop(self, source: str) -> None:
+        """Forget one file's or session's passages, and their vectors first: FTS5 may give
+        a freed rowid to the next passage, which must not inherit another's vector."""
+        self._db.execute(
+            "DELETE FROM vectors WHERE id IN (SELECT rowid FROM passages WHERE source = ?)",
+            (source,),
+        )
+        self._db.execute("DELETE FROM passages WHERE source = ?", (source,))
+        self.vectors_changed = True
+
     def search(self, query: str, limit: int) -> list[Hit]:
+        return self.hits(self.ranked(query, limit))
+
+    def ranked(self, query: str, limit: int) -> list[int]:
+        """The passages' ids, best BM25 first, that share a word with ``query``."""
         words = _WORD.findall(query)
         if not words:
             return []
         # Any of the words, best BM25 first; each quoted so FTS5 syntax in a query is text.
         match = " OR ".join(f'"{word}"' for word in words[:32])
         rows = self._db.execute(
-            "SELECT source, ref, day, text, trusted FROM passages WHERE passages MATCH ? "
-            "ORDER BY bm25(passages) LIMIT ?",
+            "SELECT rowid FROM passages WHERE passages MATCH ? ORDER BY bm25(passages) LIMIT ?",
             (match, limit),
         ).fetchall()
-        return [
-            Hit(
-                source=str(source),
-                ref=str(ref),
-                day=str(day) if day else None,
-                text=str(text),
-                trusted=bool(trusted),
-            )
-            for source, ref, day, text, trusted in rows
-        ]
+        return [int(rowid) for (rowid,) in rows]
+
+    def hits(self, ids: Sequence[int]) -> list[Hit]:
+        """The passages ``ids`` names, in that order."""
+        found: dict[int, Hit] = {}
+        for start in range(0, len(ids), 500):
+            chunk = list(ids[start : start + 500])
+            marks = ",".join("?" * len(chunk))
+            rows = self._db.execute(
+                "SELECT rowid, source, ref, day, text, trusted FROM passages "
+                f"WHERE rowid IN ({marks})",
+                chunk,
+            ).fetchall()
+            for rowid, source, ref, day, text, trusted in rows:
+                found[int(rowid)] = Hit(
+                    source=str(source),
+                    ref=str(ref),
+                    day=str(day) if day else None,
+                    text=str(text),
+                    trusted=bool(trusted),
+                )
+        return [found[i] for i in ids if i in found]
+
+    # --- vectors (only when [memory] embeddings_model is set) ----------------------
+
+    def use_embeddings_model(self, model: str) -> None:
+        """Vectors of another model are not comparable: a new model starts over."""
+        with self._db:
+            if self._synced("embeddings_model") != model:
+                self._db.execute("DELETE FROM vectors")
+                self._mark("embeddings_model", model)
+                self.vectors_changed = True
+
+    def unembedded(self, limit: int) -> list[tuple[int, str]]:
+        rows = self._db.execute(
+            "SELECT rowid, text FROM passages WHERE rowid NOT IN (SELECT id FROM vectors) "
+            "ORDER BY rowid DESC LIMIT ?",  # the newest first: what was said last is sought most
+            (limit,),
+        ).fetchall()
+        return [(int(rowid), str(text)) for rowid, text in rows]
+
+    def add_vectors(self, vectors: Sequence[tuple[int, bytes]]) -> None:
+        with self._db:
+            self._db.executemany("INSERT OR REPLACE INTO vectors VALUES (?, ?)", vectors)
+        self.vectors_changed = True
+
+    def all_vectors(self) -> list[tuple[int, bytes]]:
+        self.vectors_changed = False
+        rows = self._db.execute("SELECT id, vec FROM vectors ORDER BY id").fetchall()
+        return [(int(i), bytes(vec)) for i, vec in rows]
 
     def count(self) -> int:
         return int(self._db.execute("SELECT count(*) FROM passages").fetchone()[0])

@@ -87,12 +87,19 @@ class MemorySearchTool:
 
     def __init__(self, search: MemorySearch) -> None:
         self._search = search
+        if search.meaning is not None:  # only then: the default request stays byte-stable
+            self.description = (
+                "Search long-term memory and past conversations (all sessions, every channel) "
+                "by meaning and by words; best matches first, each with its source and date."
+            )
 
     async def run(self, a: Args, ctx: ToolContext) -> ToolOutput:
-        hits = await self._search.search(a.query, a.limit)
+        found = await self._search.search(a.query, a.limit)
+        hits = found.hits
         if not hits:
-            return ToolOutput(f"nothing in memory or past conversations matches {a.query!r}")
-        lines = [f"{len(hits)} found for {a.query!r}, best first:"]
+            nothing = f"nothing in memory or past conversations matches {a.query!r}"
+            return ToolOutput("\n".join([nothing, *found.notes]))
+        lines = [f"{len(hits)} found for {a.query!r}, best first:", *found.notes]
         for number, hit in enumerate(hits, start=1):
             lines.append(f"{number}. {_where(hit)}: {_shown(hit)}")
         untrusted = sorted({_where(h) for h in hits if not h.trusted})

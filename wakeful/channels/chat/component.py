@@ -17,6 +17,7 @@ from starlette.routing import Route
 
 from wakeful.channels.chat.inbound import PAIRED_TEXT
 from wakeful.channels.chat.pairing import Pairing, display_code, normalize_code
+from wakeful.channels.chat.platforms import PLATFORMS
 from wakeful.core.components.context import ComponentSetup, SendMessage
 from wakeful.core.outbox.record import NewMessage
 from wakeful.kernel.http.body import read_json_object
@@ -24,7 +25,6 @@ from wakeful.kernel.http.errors import ApiError
 
 log = structlog.get_logger(__name__)
 
-PLATFORMS = ("telegram", "slack", "matrix")
 MAX_BODY_BYTES = 4096
 
 

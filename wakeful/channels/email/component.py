@@ -23,6 +23,7 @@ from wakeful.channels.email.state_port import MailState
 from wakeful.channels.email.tools.compose import DraftEmail, SendEmail
 from wakeful.channels.email.tools.manage import ArchiveEmail, FlagEmail, MoveEmail
 from wakeful.channels.email.tools.read import ReadEmail, SearchEmail
+from wakeful.channels.email.unread_check import UnreadMailCheck
 from wakeful.channels.email.watcher import MailboxWatcher
 from wakeful.core.components.context import ComponentHealth, ComponentSetup
 
@@ -56,7 +57,13 @@ def _watchers(setup: ComponentSetup, accounts: MailAccounts, db: MailState) -> l
         account = accounts.get(name)
         for mailbox in account.config.mailboxes:
             watcher = MailboxWatcher(
-                account.config, account.password, mailbox, db, setup.submit, publish
+                account.config,
+                account.password,
+                mailbox,
+                db,
+                setup.submit,
+                publish,
+                count_unseen=setup.settings.heartbeat.enabled,
             )
             publish(watcher.health)
             watchers.append(watcher)
@@ -87,6 +94,8 @@ class EmailComponent:
         _register_tools(setup, accounts, self.drafts)
         self.watchers = _watchers(setup, accounts, db)
         watchers = self.watchers
+        if self.watchers and setup.settings.heartbeat.enabled:
+            setup.add_check("unread mail", UnreadMailCheck(self.watchers))
         trust = {a.name: a.owner_trust() for a in section.accounts}
         setup.add_status(
             "email",

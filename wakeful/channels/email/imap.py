@@ -111,6 +111,11 @@ class ImapConnection:
         """The mailbox's UIDNEXT now (STATUS; what the self-check compares)."""
         return int(self.client.folder_status(mailbox, [b"UIDNEXT"])[b"UIDNEXT"])
 
+    def unseen(self, mailbox: str) -> int:
+        """How many messages of ``mailbox`` lack \\Seen now (STATUS (UNSEEN): the server
+        keeps the count, nothing is fetched)."""
+        return int(self.client.folder_status(mailbox, [b"UNSEEN"])[b"UNSEEN"])
+
     def uids_after(self, last_uid: int) -> list[int]:
         # What the server announced before this search, the search itself covers; what
         # it announces from here on (inside the SEARCH or FETCH replies) must wake the

@@ -41,6 +41,8 @@ class MailboxWatcher:
         db: CursorStore,
         submit: Submit,
         on_health: OnHealth,
+        *,
+        count_unseen: bool = False,
     ) -> None:
         self.account = account
         self.mailbox = mailbox
@@ -50,6 +52,10 @@ class MailboxWatcher:
         self._on_health = on_health
         self.health = MailboxHealth(account.name, mailbox, account.session, account.alert_after_s)
         self._attempt = 0
+        # With the heartbeat on: (UIDNEXT, unseen count) at the last sync, for its
+        # unread-mail check; one STATUS per sync, none when nobody asks.
+        self._count_unseen = count_unseen
+        self.unseen: tuple[int, int] | None = None
 
     def standby(self) -> None:
         """Another daemon of the fleet watches this mailbox; this one waits to take over."""
@@ -99,6 +105,9 @@ class MailboxWatcher:
             # Every UID below this is in the mailbox before the search, so the search sees it.
             synced_next = await in_thread(conn, lambda: conn.uidnext(self.mailbox))
             cursor = await self._deliver_new(conn, cursor)
+            if self._count_unseen:
+                count = await in_thread(conn, lambda: conn.unseen(self.mailbox))
+                self.unseen = (synced_next, count)
             self._set_state("idle" if idle else "polling")
             if idle:
                 # Returns on new mail, or at the re-issue interval to renew IDLE.

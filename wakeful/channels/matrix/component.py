@@ -47,7 +47,9 @@ class MatrixComponent:
             allowed=config.allowed_users,
             setup=setup,
         )
-        self.client = MatrixClient(self.api, config.user_id, config.name, setup.state)
+        self.client = MatrixClient(
+            self.api, config.user_id, config.name, setup.state, config.msgtype
+        )
         setup.add_channel(ChatChannel(self.channel, self.client, setup.state))
         self._health(SyncHealth())
         self.sync = MatrixSync(

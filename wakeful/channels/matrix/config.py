@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
@@ -50,6 +51,15 @@ class MatrixConfig(ChatPlatformConfig):
         description=(
             "Users whose messages reach the agent and whose invites are joined (anyone "
             "else's direct-chat invite is joined only to tell them a pairing code)."
+        ),
+    )
+    msgtype: Literal["m.notice", "m.text"] = Field(
+        default="m.notice",
+        description=(
+            "The msgtype of everything this account sends. Matrix's convention is m.notice "
+            "for what a program writes: other bots never answer a notice, so two bots in "
+            "one room cannot talk to each other forever (wakeful itself never answers "
+            "one). m.text shows replies like a person's in clients that grey out notices."
         ),
     )
     sync_timeout_s: float = Field(

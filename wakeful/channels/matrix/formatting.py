@@ -19,9 +19,10 @@ _MARKDOWN = MarkdownIt("commonmark", {"html": False, "breaks": True}).enable(
 MAX_CONTENT_BYTES = 60_000
 
 
-def message_content(markdown: str) -> dict[str, Any]:
-    """An m.room.message ``m.text`` content: the Markdown as body, its HTML as formatted_body."""
-    content: dict[str, Any] = {"msgtype": "m.text", "body": markdown}
+def message_content(markdown: str, msgtype: str = "m.text") -> dict[str, Any]:
+    """An m.room.message content (``m.text`` or ``m.notice``): the Markdown as body, its
+    HTML as formatted_body."""
+    content: dict[str, Any] = {"msgtype": msgtype, "body": markdown}
     rendered = _MARKDOWN.render(markdown).strip()
     if rendered and rendered != f"<p>{_escape(markdown)}</p>":  # plain text needs no HTML twin
         content["format"] = "org.matrix.custom.html"

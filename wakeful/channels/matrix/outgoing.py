@@ -16,6 +16,7 @@ import secrets
 
 import structlog
 
+from wakeful.channels.matrix.address import parse_address
 from wakeful.channels.matrix.api import MatrixApi, MatrixError
 from wakeful.channels.matrix.formatting import message_content
 from wakeful.core.outbox.channels import NeverDeliverable, TryLater
@@ -42,8 +43,11 @@ class MatrixClient:
     max_chars = MAX_CHARS
     resend_safe = True  # the homeserver drops a repeated txnId: see the module's docstring
 
-    def __init__(self, api: MatrixApi, user_id: str, name: str, state: ChannelState) -> None:
+    def __init__(
+        self, api: MatrixApi, user_id: str, name: str, state: ChannelState, msgtype: str
+    ) -> None:
         self.api = api
+        self.msgtype = msgtype
         self.user_id = user_id
         self._state = state
         self._prefix_key = f"matrix:{name}:txn_prefix"
@@ -60,13 +64,19 @@ class MatrixClient:
 
     async def send_text(self, address: str, text: str, *, ref: str) -> None:
         txn = await self.txn_id(ref)
+        place = parse_address(address)
+        content = message_content(text, self.msgtype)
+        relation = place.relation()
+        if relation is not None:  # written in a thread: answered in that thread
+            content["m.relates_to"] = relation
         try:
-            await self.api.send_message(address, txn, message_content(text))
+            await self.api.send_message(place.room_id, txn, content)
         except MatrixError as exc:
             raise delivery_error(exc) from None
 
     async def send_typing(self, address: str) -> None:
         try:
-            await self.api.typing(address, self.user_id, timeout_ms=TYPING_TIMEOUT_MS)
+            room = parse_address(address).room_id
+            await self.api.typing(room, self.user_id, timeout_ms=TYPING_TIMEOUT_MS)
         except MatrixError as exc:  # cosmetic: logged, never raised
-            log.info("matrix typing notice not sent", room=address, error=str(exc))
+            log.info("matrix typing notice not sent", address=address, error=str(exc))

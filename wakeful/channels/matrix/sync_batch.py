@@ -49,6 +49,9 @@ class RoomText:
     sender: str
     text: str
     occurred_at: datetime | None
+    # The thread's root event when the message was written in a thread (m.thread):
+    # the reply goes to that thread, not to the main timeline.
+    thread_root: str | None = None
 
 
 @dataclass
@@ -129,6 +132,7 @@ def _invite(room_id: str, room: dict[str, Any], own_user_id: str) -> Invite | No
 
 def _text(room_id: str, event: dict[str, Any], own_user_id: str) -> RoomText | None:
     content = event.get("content") or {}
+    relation = content.get("m.relates_to") or {}
     sender = event.get("sender")
     event_id = event.get("event_id")
     if (
@@ -137,17 +141,20 @@ def _text(room_id: str, event: dict[str, Any], own_user_id: str) -> RoomText | N
         or not isinstance(event_id, str)
         or sender == own_user_id  # our own replies come back in the timeline
         or content.get("msgtype") != "m.text"  # notices are what bots send: no bot loops
-        or (content.get("m.relates_to") or {}).get("rel_type") == "m.replace"  # an edit
+        or relation.get("rel_type") == "m.replace"  # an edit
     ):
         return None
     body = content.get("body")
     if not isinstance(body, str) or not body.strip():
         return None
-    if "m.in_reply_to" in (content.get("m.relates_to") or {}):
+    if "m.in_reply_to" in relation:
         body = _strip_reply_fallback(body)
     stamp = event.get("origin_server_ts")
     occurred = datetime.fromtimestamp(stamp / 1000, UTC) if isinstance(stamp, int) else None
-    return RoomText(event_id, room_id, sender, body, occurred)
+    root = relation.get("event_id") if relation.get("rel_type") == "m.thread" else None
+    return RoomText(
+        event_id, room_id, sender, body, occurred, root if isinstance(root, str) else None
+    )
 
 
 def _strip_reply_fallback(body: str) -> str:

@@ -20,6 +20,7 @@ import anyio
 import structlog
 
 from wakeful.channels.chat.inbound import ChatInbound, PlatformMessage
+from wakeful.channels.matrix.address import ReplyPlace
 from wakeful.channels.matrix.api import MatrixApi, MatrixError
 from wakeful.channels.matrix.encrypted import EncryptedRooms
 from wakeful.channels.matrix.strangers import StrangerRooms
@@ -122,7 +123,7 @@ class MatrixSync:
                 message_id=text.event_id,
                 user_id=text.sender,
                 user_name=None,
-                address=text.room_id,
+                address=ReplyPlace(text.room_id, text.thread_root, text.event_id).address,
                 text=text.text,
                 occurred_at=text.occurred_at,
             )

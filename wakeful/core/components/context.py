@@ -30,6 +30,7 @@ from starlette.routing import BaseRoute, Route
 from wakeful.core.approvals import Approvals
 from wakeful.core.feed import Feed
 from wakeful.core.front_door import SubmitResult
+from wakeful.core.heartbeat_checks import HeartbeatCheck
 from wakeful.core.loop.session_scope import SessionScope
 from wakeful.core.loop.task_views import SessionTaskViews
 from wakeful.core.outbox.channels import Channel
@@ -119,6 +120,8 @@ class Registrations:
     prompt_sections: list[tuple[LiveSection, int]] = field(default_factory=list)
     # session → the model its runs call instead of [llm] model (a cheaper one).
     session_models: dict[str, str] = field(default_factory=dict)
+    # name → a check the heartbeat runs at each beat beside its own (unread mail, …).
+    heartbeat_checks: dict[str, HeartbeatCheck] = field(default_factory=dict)
     # Guards every model call a session loop makes (the budget); at most one.
     spend_guard: SpendGuard | None = None
     frozen: bool = False
@@ -298,6 +301,14 @@ class ComponentSetup:
         """``session``'s runs call ``model`` (same provider) instead of [llm] model."""
         self._check(f"the model of session {session!r}")
         self.registrations.session_models[session] = model
+
+    def add_check(self, name: str, check: HeartbeatCheck) -> None:
+        """Offer the heartbeat a check (run at each beat when [heartbeat] is on, with a
+        timeout; its findings are said once). ``name`` appears in a failure's finding."""
+        self._check(f"heartbeat check {name!r}")
+        if name in self.registrations.heartbeat_checks:
+            raise LateRegistration(f"component {self.name!r}: check {name!r} exists already")
+        self.registrations.heartbeat_checks[name] = check
 
     def add_status(self, name: str, provide: Callable[[], dict[str, Any]]) -> None:
         self._check(f"status figures {name!r}")

@@ -87,6 +87,9 @@ class LoopDeps:
     session_models: Mapping[str, str] = field(default_factory=dict)
     # Guards every model call the loop makes (a budget component's); None: unguarded.
     spend: SpendGuard | None = None
+    # [llm] provider and model, named on the model calls' spans (wakeful/kernel/tracing.py).
+    provider_name: str = ""
+    model_name: str = ""
 
 
 @dataclass

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
+from contextlib import ExitStack
 from typing import Any
 
 import anyio
@@ -55,7 +56,7 @@ from wakeful.core.trajectory.rules import (
     TrajectoryWriter,
     needs_model_response,
 )
-from wakeful.kernel import metrics
+from wakeful.kernel import metrics, tracing
 from wakeful.kernel.events import Event
 from wakeful.store.base import ConsumeConflict, StoredEvent
 
@@ -93,6 +94,9 @@ class SessionLoop:
         self._idle.set()
         self.gate: BatchGate | None = None  # set by the session's supervisor
         self.runs_finished = 0
+        # The span of the batch being answered (its events' trace): model and tool calls
+        # until the next batch is taken or the run ends are its children.
+        self._turn = ExitStack()
         self._left_waiting = False  # the last safe point left events for the next one
         self.context = SessionContext(
             session,
@@ -204,6 +208,7 @@ class SessionLoop:
                 # rest was accepted and must not wait for an unrelated wake-up.
                 self._wakeup.set()
         finally:
+            self._turn.close()
             unbind_contextvars("event_id", "batch_size")
             self.busy = False
             self._idle.set()
@@ -239,6 +244,7 @@ class SessionLoop:
             # The rest of the run handles these events: its log lines name them
             # (event_id: the newest, which woke the loop last). Unbound in _run_until_idle.
             bind_contextvars(event_id=batch[-1].event.id, batch_size=len(batch))
+            self._begin_turn(run, batch)
             for stored in batch:
                 await self.deps.outbox.note_event(stored.event)
             if all(s.parallel_answer is not None for s in batch):
@@ -272,6 +278,27 @@ class SessionLoop:
             await self._load_called_tools(response)
             await self._run_tools(run, response.tool_calls)
         return True
+
+    def _begin_turn(self, run: Run, batch: list[StoredEvent]) -> None:
+        """Close the previous batch's span and open this one's, in the trace of the
+        newest event (whose submit span it continues); the other events are linked."""
+        self._turn.close()
+        tracer = tracing.tracer()
+        if not tracer.enabled:
+            return
+        self._turn.enter_context(
+            tracer.span(
+                "invoke_agent wakeful",
+                {
+                    "gen_ai.operation.name": "invoke_agent",
+                    "gen_ai.agent.name": "wakeful",
+                    "gen_ai.conversation.id": self.session,
+                    "wakeful.run.id": run.run_id,
+                    "wakeful.batch.size": len(batch),
+                },
+                continues=[s.event.id for s in batch],
+            )
+        )
 
     async def _load_called_tools(self, response: ModelResponse) -> None:
         """A deferred tool the model called is in every later request's tools array,
@@ -351,8 +378,34 @@ class SessionLoop:
     async def _complete(
         self, request: ModelRequest, on_delta: DeltaCallback | None, estimate: int
     ) -> ModelResponse:
-        """The provider's call, with its worst case held against the spending caps first
-        (a call that would cross one is refused, not made) and what it used settled after."""
+        """The provider's call in its span (the GenAI conventions' ``chat {model}``)."""
+        model = request.model or self.deps.model_name
+        with tracing.tracer().span(
+            f"chat {model}",
+            {
+                "gen_ai.operation.name": "chat",
+                "gen_ai.provider.name": self.deps.provider_name,
+                "gen_ai.request.model": model,
+                "gen_ai.conversation.id": self.session,
+            },
+            kind="client",
+        ) as span:
+            response = await self._guarded_complete(request, on_delta, estimate)
+            # Names and counts only: no prompt or completion text (no secrets in spans).
+            span.set("gen_ai.response.model", response.model)
+            usage = response.usage
+            if usage.prompt_tokens or usage.completion_tokens:  # zeros: none was reported
+                span.set("gen_ai.usage.input_tokens", usage.prompt_tokens)
+                span.set("gen_ai.usage.output_tokens", usage.completion_tokens)
+            if response.finish_reason:
+                span.set("gen_ai.response.finish_reasons", (response.finish_reason,))
+            return response
+
+    async def _guarded_complete(
+        self, request: ModelRequest, on_delta: DeltaCallback | None, estimate: int
+    ) -> ModelResponse:
+        """The call, with its worst case held against the spending caps first (a call
+        that would cross one is refused, not made) and what it used settled after."""
         guard = self.deps.spend
         if guard is None:
             return await self.deps.provider.complete(request, on_delta)

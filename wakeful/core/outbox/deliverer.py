@@ -38,6 +38,7 @@ from wakeful.core.outbox.states import (
     STOPPED_MID_SEND,
     DeliveryState,
 )
+from wakeful.kernel import tracing
 from wakeful.store.base import StoreUnavailable
 
 log = structlog.get_logger(__name__)
@@ -219,6 +220,24 @@ class Deliverer:
         self._settle(message.id)
 
     async def _attempt(self, channel: Channel, message: OutgoingMessage) -> None:
+        # A child of the step that sent it (the reply's tool call or the run's answer);
+        # a retry from the delivery task is a trace of its own. Never the text.
+        with tracing.tracer().span(
+            f"deliver {channel.name}",
+            {
+                "wakeful.outbox.channel": channel.name,
+                "wakeful.outbox.message_id": message.id,
+                "wakeful.outbox.attempt": message.attempts,
+            },
+            kind="producer",
+        ) as span:
+            state = await self._attempt_once(channel, message)
+            span.set("wakeful.outbox.state", state.value)
+            if state is not DeliveryState.SENT:
+                span.fail(state.value)
+
+    async def _attempt_once(self, channel: Channel, message: OutgoingMessage) -> DeliveryState:
+        """Hand ``message`` to ``channel`` and record the outcome; the state it is left in."""
         try:
             receipt = await channel.deliver(message)
         except anyio.get_cancelled_exc_class():
@@ -233,18 +252,19 @@ class Deliverer:
             self._not_before[message.id] = time.monotonic() + backoff
             await self._record(message.id, SENDING, PENDING, f"try later: {exc}")
             self.notify()  # the delivery task schedules the retry
-            return
+            return PENDING
         except NeverDeliverable as exc:
             await self._record(message.id, SENDING, DeliveryState.FAILED, str(exc))
-            return
+            return DeliveryState.FAILED
         except Exception as exc:
             log.exception("channel failed mid-send", message_id=message.id, channel=channel.name)
             error = f"{type(exc).__name__}: {exc}"
             await self._record(message.id, SENDING, DeliveryState.UNKNOWN, error)
-            return
+            return DeliveryState.UNKNOWN
         self._not_before.pop(message.id, None)
         self.receipts[message.id] = receipt
         await self._record(message.id, SENDING, DeliveryState.SENT, "")
+        return DeliveryState.SENT
 
     async def _record(
         self, message_id: int, old: DeliveryState, new: DeliveryState, error: str

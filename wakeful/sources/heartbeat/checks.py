@@ -1,7 +1,10 @@
 """The beat's checks: deterministic, cheap (store reads, no model), each finding said
 once. What they read: every session's plan (items now due and not done), background
 tasks (finished since they were last looked at), approvals waiting on the owner too
-long, and events quarantined after crashing their session.
+long, and events quarantined after crashing their session — and beside them every
+check another component offered (``ComponentSetup.add_check``: unread mail, stale
+subscriptions, open alerts), each bounded by a timeout: one that fails or hangs is a
+finding of its own, never a crashed beat.
 
 A finding carries ids, states and the agent's own titles — never a task's output or a
 third party's words: the event it becomes is the daemon's own report.
@@ -10,24 +13,26 @@ third party's words: the event it becomes is the daemon's own report.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import anyio
+import structlog
+
 from wakeful.core.approvals import Approvals
+from wakeful.core.heartbeat_checks import Finding, HeartbeatCheck
 from wakeful.core.loop.task_views import SessionTaskViews
 from wakeful.core.plan import PlanStatus, SessionPlans
 from wakeful.store.base import Store
 
 SEEN_KEY = "heartbeat:seen"
 MAX_SEEN = 2000  # finding keys remembered (the oldest go first)
+CHECK_TIMEOUT_S = 10.0  # a component's check longer than this is a failed check
 
+log = structlog.get_logger(__name__)
 
-@dataclass(frozen=True)
-class Finding:
-    key: str  # said once: a beat never reports the same key again
-    text: str
+__all__ = ["CHECK_TIMEOUT_S", "Checks", "Finding"]
 
 
 class Checks:
@@ -39,14 +44,17 @@ class Checks:
         task_views: Callable[[], Sequence[SessionTaskViews]],
         approval_waiting: timedelta,
         skip_session: str,
+        offered: Callable[[], Mapping[str, HeartbeatCheck]] = dict,
     ) -> None:
         self._store = store
         self._plans = plans
         self._approvals = approvals
         self._task_views = task_views
-        self._approval_waiting = approval_waiting
+        self.approval_waiting = approval_waiting
         self._skip = skip_session  # the heartbeat's own session: its tasks are its own
         self._seen: list[str] | None = None
+        self._offered = offered  # read at each beat: components configure after this one
+        self.timeout_s = CHECK_TIMEOUT_S
 
     async def run(self, now: datetime) -> list[Finding]:
         """Every check, then only what was not said before (remembered in the store)."""
@@ -57,6 +65,7 @@ class Checks:
             *self._tasks_finished(sessions),
             *await self._approvals_waiting(now),
             *await self._quarantined(),
+            *await self._components(now),
         ]
         seen = set(self._seen or [])
         new = [f for f in found if f.key not in seen]
@@ -124,7 +133,7 @@ class Checks:
             since = datetime.fromisoformat(approval.requested_at)
             if since.tzinfo is None:
                 since = since.replace(tzinfo=UTC)
-            if now - since >= self._approval_waiting:
+            if now - since >= self.approval_waiting:
                 found.append(
                     Finding(
                         f"approval:{approval.id}",
@@ -134,6 +143,15 @@ class Checks:
                     )
                 )
         return found
+
+    async def _components(self, now: datetime) -> list[Finding]:
+        found: list[Finding] = []
+        offered = dict(self._offered())
+        # Side by side: a slow check delays the beat by at most one timeout.
+        async with anyio.create_task_group() as group:
+            for name, check in sorted(offered.items()):
+                group.start_soon(_run_offered, name, check, self.timeout_s, now, found)
+        return sorted(found, key=lambda f: f.key)
 
     async def _quarantined(self) -> list[Finding]:
         return [
@@ -145,6 +163,24 @@ class Checks:
             )
             for stored in await self._store.quarantined()
         ]
+
+
+async def _run_offered(
+    name: str, check: HeartbeatCheck, timeout_s: float, now: datetime, out: list[Finding]
+) -> None:
+    """One component's check; its failure or its hang is one finding (once a day)."""
+    failed = Finding(f"check-failed:{name}:{now.date().isoformat()}", "")
+    try:
+        with anyio.fail_after(timeout_s):
+            out.extend(await check())
+        return
+    except TimeoutError:
+        why = f"no answer within {timeout_s:g} s"
+    except Exception as exc:  # any failure of a component's check: reported, the beat goes on
+        # The type only: an exception's message may quote a server (a third party).
+        why = type(exc).__name__
+        log.warning("heartbeat check failed", check=name, error=f"{why}: {exc}")
+    out.append(Finding(failed.key, f"check {name} failed: {why}"))
 
 
 def _ended(task: dict[str, Any]) -> str:

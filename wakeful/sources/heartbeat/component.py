@@ -1,11 +1,16 @@
 """The heartbeat component: one sleep until the next beat, then the checks; what they
 found (if anything) goes to the heartbeat's session as one ``system.heartbeat`` event
-with the owner's HEARTBEAT.md checklist. Nothing found: no event, no model call."""
+with the owner's HEARTBEAT.md checklist. Nothing found: no event, no model call.
+
+SIGHUP re-reads ``[heartbeat]``: the sleep is cut short and the next beat follows the
+new interval, active hours and time zone; the checklist's file and the approvals'
+patience change too. Its session (whose model was fixed at start) waits for a restart."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import TYPE_CHECKING
 from zoneinfo import ZoneInfo
 
 import anyio
@@ -20,6 +25,9 @@ from wakeful.sources.heartbeat.checks import Checks, Finding
 from wakeful.sources.heartbeat.config import HeartbeatSection
 from wakeful.sources.heartbeat.schedule import next_beat
 
+if TYPE_CHECKING:  # the composed config lives in the app; its type only
+    from wakeful.app.config import Settings
+
 log = structlog.get_logger(__name__)
 MAX_CHECKLIST_CHARS = 4000
 
@@ -30,6 +38,8 @@ class HeartbeatComponent:
     def __init__(self) -> None:
         self.beats = 0  # beats run since start (each a few store reads)
         self.findings = 0  # findings handed to the model since start
+        self.next_due: datetime | None = None  # when the run loop beats next
+        self._changed = anyio.Event()  # set by a reload: the sleep starts over
 
     async def configure(self, setup: ComponentSetup) -> None:
         settings = setup.settings
@@ -44,8 +54,10 @@ class HeartbeatComponent:
             lambda: registrations.task_views,
             timedelta(minutes=self.section.approval_waiting_minutes),
             skip_session=self.section.session,
+            offered=lambda: registrations.heartbeat_checks,
         )
-        self._checklist = settings.safety.workspace_path(setup.data_dir) / self.section.checklist
+        self._workspace = settings.safety.workspace_path(setup.data_dir)
+        self._checklist = self._workspace / self.section.checklist
         if settings.llm.fast_model:  # check-ins are routine: the cheaper model answers them
             setup.set_session_model(self.section.session, settings.llm.fast_model)
         setup.add_status("heartbeat", self._status)
@@ -53,10 +65,33 @@ class HeartbeatComponent:
     async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         task_status.started()
         while True:
+            self._changed = anyio.Event()
+            if not self.section.enabled:  # turned off by a reload: wait for another
+                self.next_due = None
+                await self._changed.wait()
+                continue
             now = datetime.now(UTC)
-            due = next_beat(now, self.section, self._zone)
-            await anyio.sleep((due - now).total_seconds())
-            await self.beat(due)
+            due = self.next_due = next_beat(now, self.section, self._zone)
+            with anyio.move_on_after((due - now).total_seconds()) as sleeping:
+                await self._changed.wait()
+            if sleeping.cancelled_caught:  # slept until the beat, no reload in between
+                await self.beat(due)
+
+    async def reload(self, settings: Settings) -> list[str]:
+        """SIGHUP: the new [heartbeat] from the next beat on (the session: at a restart)."""
+        new: HeartbeatSection = settings.heartbeat
+        if new.session != self.section.session:
+            log.warning(
+                "heartbeat.session changes at the next start; the beats keep the old one",
+                session=self.section.session,
+            )
+            new = new.model_copy(update={"session": self.section.session})
+        self.section = new
+        self._zone = ZoneInfo(new.timezone)
+        self._checklist = self._workspace / new.checklist
+        self.checks.approval_waiting = timedelta(minutes=new.approval_waiting_minutes)
+        self._changed.set()
+        return ["heartbeat"]
 
     async def beat(self, now: datetime) -> list[Finding]:
         """One check-in at ``now``: the checks, and an event only if they found something."""
@@ -82,8 +117,9 @@ class HeartbeatComponent:
         log.info("heartbeat found something", findings=len(found), session=self.section.session)
         return found
 
-    def _status(self) -> dict[str, int]:
-        return {"beats": self.beats, "findings": self.findings}
+    def _status(self) -> dict[str, int | str | None]:
+        due = self.next_due.isoformat() if self.next_due is not None else None
+        return {"beats": self.beats, "findings": self.findings, "next_beat": due}
 
 
 def read_checklist(path: Path) -> str:

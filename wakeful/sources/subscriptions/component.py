@@ -24,6 +24,7 @@ from wakeful.sources.subscriptions.kinds.mailbox import MailboxKind
 from wakeful.sources.subscriptions.kinds.shell_output import ShellOutputKind
 from wakeful.sources.subscriptions.kinds.webhook import ROUTE, WebhookKind
 from wakeful.sources.subscriptions.records import SubscriptionBook
+from wakeful.sources.subscriptions.stale_check import StaleSubscriptionsCheck
 from wakeful.sources.subscriptions.tools import ConnectChannel, DisconnectChannel, ListChannels
 
 if TYPE_CHECKING:
@@ -90,6 +91,7 @@ class SubscriptionsComponent:
         setup.add_tool(DisconnectChannel(subs))
         setup.add_route(Route(ROUTE, webhook.handle, methods=["POST"]))
         setup.add_status("subscriptions", subs.status)
+        setup.add_check("stale subscriptions", StaleSubscriptionsCheck(book))
         setup.set_health("subscriptions", ComponentHealth(True, "ready"))
 
     def _redis(self, setup: ComponentSetup) -> Redis | None:

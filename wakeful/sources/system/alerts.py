@@ -24,6 +24,7 @@ from typing import Any, Literal
 
 import structlog
 
+from wakeful.core.heartbeat_checks import Finding
 from wakeful.kernel.event_kinds import EventKind
 from wakeful.kernel.events import Event, Priority
 from wakeful.store.base import ChannelState
@@ -125,6 +126,18 @@ class AlertBook:
 
     def is_active(self, condition: str) -> bool:
         return condition in self.active
+
+    async def open_alerts(self) -> list[Finding]:
+        """The heartbeat's check: each episode still active, said once (by its id).
+        The condition and the start only: the alert's own text went out with it."""
+        return [
+            Finding(
+                e.alert_id,
+                f"system alert {e.alert_id} ({e.condition}, {e.priority}) is still "
+                f"active since {datetime.fromtimestamp(e.started_at, UTC):%Y-%m-%d %H:%M} UTC",
+            )
+            for e in sorted(self.active.values(), key=lambda e: e.started_at)
+        ]
 
     def status(self) -> dict[str, Any]:
         episodes = sorted(self.active.values(), key=lambda e: e.started_at)

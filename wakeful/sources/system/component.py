@@ -48,6 +48,7 @@ class SystemComponent:
             else None
         )
         setup.add_status("system", self._status)
+        setup.add_check("open alerts", self.book.open_alerts)
         setup.set_health("system", ComponentHealth(ok=True, detail="watching"))
 
     async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:

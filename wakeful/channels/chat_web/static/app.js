@@ -428,6 +428,90 @@ function memoryCard(entry) {
   return card;
 }
 
+// --- usage chart: tokens per day (GET /api/usage), inline SVG, no library ------------
+
+const USAGE_DAYS = 14;
+const SVG = "http://www.w3.org/2000/svg";
+const whole = (n) => Number(n || 0).toLocaleString("en");
+const compact = (n) => new Intl.NumberFormat("en", { notation: "compact", maximumFractionDigits: 1 }).format(n);
+const dollars = (usd) => `$${usd.toFixed(usd < 1 ? 4 : 2)}`;
+
+function svg(tag, attrs = {}, ...children) {
+  const node = document.createElementNS(SVG, tag);
+  for (const [name, value] of Object.entries(attrs)) node.setAttribute(name, value);
+  for (const child of children) node.append(child);
+  return node;
+}
+
+// The last `days` calendar days in the zone the daemon counts them in, oldest first.
+function lastDays(days, zone) {
+  const parts = Object.fromEntries(new Intl.DateTimeFormat("en", {
+    timeZone: zone || undefined, year: "numeric", month: "numeric", day: "numeric",
+  }).formatToParts(new Date()).map((p) => [p.type, Number(p.value)]));
+  const keys = [];
+  for (let back = days - 1; back >= 0; back--) {
+    keys.push(new Date(Date.UTC(parts.year, parts.month - 1, parts.day - back)).toISOString().slice(0, 10));
+  }
+  return keys;
+}
+
+// 1, 2 or 5 times a power of ten, at least `value`: the chart's top line.
+function niceCeiling(value) {
+  if (value <= 0) return 1;
+  const power = 10 ** Math.floor(Math.log10(value));
+  return [1, 2, 5, 10].map((m) => m * power).find((top) => top >= value);
+}
+
+function usageChart(report) {
+  const byDay = new Map(report.rows.map((r) => [r.key, r]));
+  const days = lastDays(USAGE_DAYS, report.timezone).map((key) => byDay.get(key) || { key, calls: 0, tokens_in: 0, tokens_out: 0, cost_usd: 0 });
+  const W = 300, H = 132, left = 36, right = 4, top = 8, bottom = 18;
+  const plotH = H - top - bottom, slot = (W - left - right) / days.length;
+  const ceiling = niceCeiling(Math.max(...days.map((d) => d.tokens_in + d.tokens_out)));
+  const y = (tokens) => top + plotH - (tokens / ceiling) * plotH;
+  // A day with any use stays visible beside one with a million tokens.
+  const low = (tokens, size) => (tokens > 0 ? Math.max(size, 1.5) : 0);
+  // The totals of the days drawn (the API's window is 14 × 24 h back from now, which
+  // may reach into a 15th calendar day).
+  const total = days.reduce((sum, d) => ({
+    calls: sum.calls + d.calls, tokens_in: sum.tokens_in + d.tokens_in, tokens_out: sum.tokens_out + d.tokens_out,
+    cost_usd: sum.cost_usd === null || d.cost_usd === null ? null : sum.cost_usd + d.cost_usd,
+  }), { calls: 0, tokens_in: 0, tokens_out: 0, cost_usd: 0 });
+  const summary = `Tokens per day over the last ${USAGE_DAYS} days: ${whole(total.tokens_in)} in, ${whole(total.tokens_out)} out`;
+  const chart = svg("svg", { viewBox: `0 0 ${W} ${H}`, role: "img", "aria-label": summary, class: "chart" });
+  for (const tokens of [0, ceiling / 2, ceiling]) {
+    chart.append(
+      svg("line", { x1: left, x2: W - right, y1: y(tokens), y2: y(tokens), class: "grid" }),
+      Object.assign(svg("text", { x: left - 4, y: y(tokens) + 3, "text-anchor": "end", class: "axis" }), { textContent: compact(tokens) }));
+  }
+  days.forEach((day, i) => {
+    const x = left + i * slot + slot * 0.15, width = slot * 0.7;
+    const inH = low(day.tokens_in, y(0) - y(day.tokens_in)), outH = low(day.tokens_out, y(0) - y(day.tokens_out));
+    const cost = day.cost_usd === null ? "" : `, ${dollars(day.cost_usd)}`;
+    const bar = svg("g", { class: "day", "data-day": day.key, "data-in": day.tokens_in, "data-out": day.tokens_out },
+      Object.assign(svg("title"), { textContent: `${day.key}: ${whole(day.tokens_in)} tokens in, ${whole(day.tokens_out)} out, ${whole(day.calls)} calls${cost}` }),
+      svg("rect", { class: "in", x, width, y: y(0) - inH, height: inH }),
+      svg("rect", { class: "out", x, width, y: y(0) - inH - outH, height: outH }));
+    // Every other day's date under the bars (all of them would crowd a phone), and today.
+    if ((days.length - 1 - i) % 2 === 0) {
+      bar.append(Object.assign(svg("text", { x: x + width / 2, y: H - 5, "text-anchor": "middle", class: "axis" }), { textContent: String(Number(day.key.slice(8))) }));
+    }
+    chart.append(bar);
+  });
+  const totals = [`${whole(total.calls)} calls`, `${whole(total.tokens_in)} tokens in`, `${whole(total.tokens_out)} out`];
+  if (total.cost_usd !== null) totals.push(dollars(total.cost_usd));
+  const legend = el("p", { class: "legend" },
+    el("span", { class: "key in", "aria-hidden": "true" }), " in ",
+    el("span", { class: "key out", "aria-hidden": "true" }), " out",
+    total.cost_usd === null && total.calls ? el("span", { class: "hint", text: " · no price set for a model used ([budget.prices])" }) : null);
+  return [chart, legend, el("p", { class: "totals", id: "usage-totals", text: totals.join(" · ") })];
+}
+
+async function refreshUsage() {
+  const report = await api("GET", `/api/usage?by=day&days=${USAGE_DAYS}`);
+  $("usage").replaceChildren(...usageChart(report));
+}
+
 async function refreshStatus() {
   refreshMemory().catch(() => {});
   const status = await api("GET", "/api/status");
@@ -778,6 +862,8 @@ async function onFeed(type, item) {
   }
   // The system banner shows on every session's page, whichever session the alert went to.
   if (type === "event" && item.kind === "system.alert") soon("status", refreshStatus);
+  // Usage counts every session's model calls: a run anywhere may have added some.
+  if (type === "run" && item.state === "idle") soon("usage", refreshUsage);
   if (item.session !== state.session) {
     if (type === "reply") { state.otherUnread.add(item.session); fillSessions([]); }
     if (type === "event") soon("status", refreshStatus);
@@ -902,6 +988,7 @@ async function start() {
   message.focus();
   if (!isSessionName(state.session)) state.session = "main"; // stored by an older page
   await openSession(state.session);
+  soon("usage", refreshUsage);
 }
 
 start().catch((error) => note(`the page could not start: ${error.message}`));

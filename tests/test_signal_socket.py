@@ -1,0 +1,99 @@
+"""Signal through signal-cli's socket modes (``daemon --tcp`` / ``--socket`` with
+``--receive-mode manual``): one connection, newline-delimited JSON-RPC both ways."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.daemon_harness import Harness, daemon_settings, harness
+from tests.fakes.model_server import FakeModelServer
+from tests.fakes.signal_cli import FakeSignalCliSocket
+from tests.test_signal_channel import OWNER, STRANGER, account_config, until_status
+from tests.test_telegram_channel import echo, said
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture(params=["tcp", "unix"])
+def signal(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[FakeSignalCliSocket]:
+    unix_path = tmp_path / "signal-cli.sock" if request.param == "unix" else None
+    with FakeSignalCliSocket(unix_path=unix_path) as fake:
+        yield fake
+
+
+@asynccontextmanager
+async def daemon(
+    tmp_path: Path, model: FakeModelServer, fake: FakeSignalCliSocket, **account: Any
+) -> AsyncIterator[Harness]:
+    settings = daemon_settings(
+        tmp_path / "data", model.base_url, chat={"signal": [account_config(fake, **account)]}
+    )
+    async with harness(settings) as h:
+        await fake.until(lambda: fake.subscribers > 0, what="subscribeReceive")
+        yield h
+
+
+async def test_a_message_is_answered_and_marked_read_on_the_same_connection(
+    tmp_path: Path, model_server: FakeModelServer, signal: FakeSignalCliSocket
+) -> None:
+    """The read receipt is a call made while a notification is being handled: the reader
+    hands its response over, nothing waits on itself."""
+    model_server.responder = echo
+    async with daemon(tmp_path, model_server, signal):
+        said_ = signal.user_says(OWNER, "over the socket")
+        [sent] = await signal.await_sent(1)
+        await signal.until(lambda: bool(signal.receipts), what="the read receipt")
+    assert (sent.to, sent.text) == (OWNER.number, "answer to over the socket")
+    assert signal.receipts[0]["targetTimestamp"] == [said_["timestamp"]]
+    assert [said(r.body) for r in model_server.requests] == ["over the socket"]
+
+
+async def test_a_stranger_gets_a_pairing_code(
+    tmp_path: Path, model_server: FakeModelServer, signal: FakeSignalCliSocket
+) -> None:
+    async with daemon(tmp_path, model_server, signal):
+        signal.user_says(STRANGER, "hi")
+        [sent] = await signal.await_sent(1)
+    assert sent.to == STRANGER.uuid and "pairing code" in sent.text.lower()
+    assert model_server.requests == []
+
+
+async def test_what_is_said_while_wakeful_is_away_waits_and_arrives_once(
+    tmp_path: Path, model_server: FakeModelServer, signal: FakeSignalCliSocket
+) -> None:
+    """--receive-mode manual: signal-cli fetches only while wakeful is subscribed, so a
+    message sent meanwhile waits on Signal's server and comes with the next connection."""
+    model_server.responder = echo
+    async with daemon(tmp_path, model_server, signal):
+        signal.user_says(OWNER, "before")
+        await signal.await_sent(1)
+    await signal.until(lambda: signal.subscribers == 0, what="the connection closed")
+    signal.user_says(OWNER, "while away")
+    assert len(signal.waiting) == 1
+    async with daemon(tmp_path, model_server, signal):
+        sent = await signal.await_sent(2)
+    assert [s.text for s in sent] == ["answer to before", "answer to while away"]
+    assert len(model_server.requests) == 2
+
+
+async def test_the_daemon_going_down_is_shown_and_recovered_from(
+    tmp_path: Path, model_server: FakeModelServer, signal: FakeSignalCliSocket
+) -> None:
+    model_server.responder = echo
+    async with daemon(tmp_path, model_server, signal) as h:
+        signal.stop()
+        down = await until_status(h, lambda s: not s["components"]["chat.signal:phone"]["ok"])
+        assert "cannot connect" in down["components"]["chat.signal:phone"]["detail"] or (
+            "closed the connection" in down["components"]["chat.signal:phone"]["detail"]
+        )
+        signal.user_says(OWNER, "said while it was down")
+        signal.start()
+        [sent] = await signal.await_sent(1)
+        up = await until_status(h, lambda s: s["components"]["chat.signal:phone"]["ok"])
+    assert sent.text == "answer to said while it was down"
+    assert up["chat.signal:phone"]["streams opened"] >= 2

@@ -1,0 +1,1 @@
+"""Discord: a bot on the Gateway (websocket) for what arrives, the REST API for what it sends."""

@@ -1,0 +1,1 @@
+"""Signal through a signal-cli daemon's JSON-RPC interface (``[[chat.signal]]``)."""

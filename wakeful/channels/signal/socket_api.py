@@ -1,0 +1,149 @@
+"""The signal-cli daemon's socket modes (``daemon --tcp`` / ``--socket``): newline-delimited
+JSON-RPC both ways on one connection.
+
+Requests go out as lines; their responses come back as lines with the same id,
+between the ``receive`` notifications. One task reads every line: a response
+wakes the call waiting for it, a notification is queued for the handler — so a
+handler that makes a call (a read receipt) never waits on a reader it holds up.
+
+On each connection wakeful calls ``subscribeReceive``: with ``--receive-mode
+manual`` (see docs/signal.md) signal-cli fetches messages from Signal only while
+subscribed, so what arrives while wakeful is away waits on Signal's servers.
+There are no event ids in these modes, so no cursor: a message is kept from
+being taken twice by its id in the store (Signal's sender + timestamp).
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import anyio
+import structlog
+from anyio.abc import ByteStream
+from anyio.streams.buffered import BufferedByteReceiveStream
+from anyio.streams.memory import MemoryObjectSendStream
+
+from wakeful.channels.signal.api import (
+    Handle,
+    OnOpen,
+    SignalError,
+    StreamEvent,
+    request_body,
+    response_result,
+)
+
+log = structlog.get_logger(__name__)
+
+MAX_LINE_BYTES = 16 * 1024 * 1024  # a notification with a long text and many attachments
+CALL_TIMEOUT_S = 30.0
+
+
+@dataclass
+class _Waiting:
+    done: anyio.Event
+    body: Any = None
+
+
+class SignalSocketApi:
+    """One daemon's calls and notifications over ``tcp://host:port`` or ``unix:///path``."""
+
+    def __init__(self, url: str, *, account: str | None) -> None:
+        self.url = url
+        self._account = account
+        self._ids = itertools.count(1)
+        self._connection: ByteStream | None = None
+        self._waiting: dict[int, _Waiting] = {}
+        self._write = anyio.Lock()
+
+    async def aclose(self) -> None:
+        if self._connection is not None:
+            await self._connection.aclose()
+
+    async def _connect(self) -> ByteStream:
+        try:
+            if self.url.startswith("unix://"):
+                return await anyio.connect_unix(self.url.removeprefix("unix://"))
+            host, _, port = self.url.removeprefix("tcp://").rpartition(":")
+            return await anyio.connect_tcp(host.strip("[]"), int(port))
+        except OSError as exc:
+            raise SignalError(0, f"cannot connect to {self.url}: {exc}") from None
+
+    async def call(self, method: str, params: dict[str, Any]) -> Any:
+        connection = self._connection
+        if connection is None:
+            raise SignalError(0, f"not connected to signal-cli at {self.url}")
+        rid = next(self._ids)
+        waiting = self._waiting[rid] = _Waiting(anyio.Event())
+        line = json.dumps(request_body(method, params, rid, self._account)) + "\n"
+        try:
+            async with self._write:
+                await connection.send(line.encode())
+            with anyio.fail_after(CALL_TIMEOUT_S):
+                await waiting.done.wait()
+        except (OSError, anyio.BrokenResourceError, anyio.ClosedResourceError) as exc:
+            raise SignalError(0, f"connection to signal-cli broke: {exc!r}") from None
+        except TimeoutError:
+            raise SignalError(
+                0, f"signal-cli did not answer {method} in {CALL_TIMEOUT_S:.0f} s"
+            ) from None
+        finally:
+            self._waiting.pop(rid, None)
+        if waiting.body is None:
+            raise SignalError(0, "the connection to signal-cli closed before it answered")
+        return response_result(waiting.body)
+
+    async def listen(self, last_event_id: str | None, on_open: OnOpen, handle: Handle) -> None:
+        """``last_event_id`` is unused: these modes number nothing."""
+        connection = await self._connect()
+        # Unbounded: the reader must never wait for the handler (which may wait for a
+        # response the reader has to hand over); signal-cli's pace is Signal's.
+        send, receive = anyio.create_memory_object_stream[StreamEvent](math.inf)
+        async with connection, anyio.create_task_group() as group:
+            self._connection = connection
+            try:
+                group.start_soon(self._read, connection, send)
+                try:
+                    await self.call("subscribeReceive", {})
+                except SignalError as exc:  # not in manual mode: messages come unasked
+                    log.info("signal-cli subscribeReceive refused", url=self.url, error=str(exc))
+                on_open()
+                async with receive:
+                    async for event in receive:
+                        await handle(event)
+            finally:
+                self._connection = None
+                for waiting in self._waiting.values():
+                    waiting.done.set()  # body None: "closed before it answered"
+                group.cancel_scope.cancel()
+        raise SignalError(0, f"signal-cli closed the connection at {self.url}")
+
+    async def _read(
+        self, connection: ByteStream, events: MemoryObjectSendStream[StreamEvent]
+    ) -> None:
+        lines = BufferedByteReceiveStream(connection)
+        async with events:
+            while True:
+                try:
+                    raw = await lines.receive_until(b"\n", MAX_LINE_BYTES)
+                except (anyio.EndOfStream, anyio.IncompleteRead, anyio.BrokenResourceError,
+                        anyio.ClosedResourceError, anyio.DelimiterNotFound, OSError):  # fmt: skip
+                    return  # the connection is over: listen() says so
+                try:
+                    message = json.loads(raw)
+                except ValueError:
+                    log.warning("signal-cli sent a line that is not JSON", url=self.url)
+                    continue
+                if not isinstance(message, dict):
+                    continue
+                rid = message.get("id")
+                if isinstance(rid, int) and ("result" in message or "error" in message):
+                    waiting = self._waiting.get(rid)
+                    if waiting is not None:
+                        waiting.body = message
+                        waiting.done.set()
+                elif message.get("method") == "receive":
+                    events.send_nowait(StreamEvent(None, "receive", raw.decode()))

@@ -1,0 +1,1 @@
+"""Traces over OpenTelemetry (``[telemetry]``); only ``config`` is imported by default."""
