@@ -24,6 +24,7 @@ from wakeful.core.approvals import Approvals
 from wakeful.core.components.context import Component, ComponentSetup, Registrations
 from wakeful.core.feed import Feed
 from wakeful.core.front_door import SubmitResult
+from wakeful.core.outbox.deliverer import Delivery
 from wakeful.core.outbox.record import NewMessage, OutgoingMessage
 from wakeful.core.tool_registry import ToolRegistry
 from wakeful.kernel.events import Event
@@ -72,6 +73,10 @@ async def _no_messages(message: NewMessage) -> OutgoingMessage:
     raise AssertionError(f"unexpected outgoing message {message}")
 
 
+async def _no_deliveries(message: NewMessage) -> Delivery:
+    raise AssertionError(f"unexpected message: {message.text}")
+
+
 async def _no_notices(session: str, text: str, key: str) -> str:
     raise AssertionError(f"unexpected notice to the owner: {text}")
 
@@ -96,6 +101,7 @@ async def run_member(
                 resources=resources,
                 submit=member.submit,
                 send_message=_no_messages,
+                deliver_message=_no_deliveries,
                 approvals=Approvals(store, timeout_s=60),
                 sessions=_NoSessions(),
                 notify_owner=_no_notices,

@@ -131,6 +131,15 @@ class _Recorder:
     def __init__(self, sink: SmtpSink) -> None:
         self._sink = sink
 
+    async def handle_RCPT(
+        self, server: Any, session: Any, envelope: Any, address: str, rcpt_options: list[str]
+    ) -> str:
+        refusal = self._sink.next_refusal()
+        if refusal is not None:
+            return refusal
+        envelope.rcpt_tos.append(address)
+        return "250 OK"
+
     async def handle_DATA(self, server: Any, session: Any, envelope: Any) -> str:
         mail = ReceivedMail(envelope.mail_from, list(envelope.rcpt_tos), bytes(envelope.content))
         self._sink.record(mail)
@@ -144,6 +153,10 @@ class SmtpSink:
         self.port = free_port()
         self.messages: list[ReceivedMail] = []
         self.on_receive: Callable[[ReceivedMail], None] | None = None
+        # Replies to the next RCPT commands instead of accepting (e.g. "451 4.3.0 try
+        # later", "550 5.1.1 no such user"), one per RCPT, in order.
+        self.refusals: list[str] = []
+        self.refused = 0
         self._cond = threading.Condition()
         self._controller = Controller(_Recorder(self), hostname="127.0.0.1", port=self.port)
 
@@ -153,6 +166,14 @@ class SmtpSink:
             self._cond.notify_all()
         if self.on_receive is not None:
             self.on_receive(mail)
+
+    def next_refusal(self) -> str | None:
+        with self._cond:
+            if not self.refusals:
+                return None
+            self.refused += 1
+            self._cond.notify_all()
+            return self.refusals.pop(0)
 
     def wait_for(self, count: int, timeout_s: float = 10.0) -> list[ReceivedMail]:
         with self._cond:

@@ -15,10 +15,9 @@ from tests.fakes.model_server import FakeModelServer, Reply, ToolCallSpec, text_
 from tests.test_approvals import stranger_event
 from tests.test_chat_foundation import run_cli, write_cli_config
 from tests.test_tool_surface import context
-from wakeful.channels.email.draft_record import OutboxRow
+from wakeful.channels.email.draft_record import Draft
 from wakeful.channels.email.tools.draft_effect import draft_effect
 from wakeful.core.approvals import Approval
-from wakeful.core.outbox.states import DeliveryState
 from wakeful.safety.assembly import NOTICE_EFFECT_MAX, approval_notice, notice_effect
 from wakeful.tools.edit_file import EditFile
 from wakeful.tools.write_file import WriteFile
@@ -94,14 +93,12 @@ def test_a_draft_shows_every_recipient_the_text_and_the_attachments() -> None:
     mail["Subject"] = "notes"
     mail.set_content("As asked: the private notes.\n")
     mail.add_attachment(b"%PDF-1.7 ...", maintype="application", subtype="pdf", filename="q3.pdf")
-    row = OutboxRow(
+    row = Draft(
         message_id="<m1@example.test>",
         draft_id="draft-1a2b",
         account="work",
-        state=DeliveryState.PENDING,
         recipients=["carol@example.test", "dave@example.test", "eve@collector.example"],
         raw=bytes(mail),
-        detail="",
     )
     effect = draft_effect(row)
     assert "To: Carol <carol@example.test>" in effect and "Cc: dave@example.test" in effect

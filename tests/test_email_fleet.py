@@ -14,7 +14,7 @@ from tests.mail_servers import ImapServer, make_message
 from wakeful.app.config import Settings
 from wakeful.channels.email.component import EmailComponent
 from wakeful.channels.email.db import Cursor, MailDb
-from wakeful.channels.email.draft_record import OutboxRow
+from wakeful.channels.email.draft_record import Draft
 from wakeful.channels.email.redis_import import import_sqlite_mail_state
 from wakeful.channels.email.redis_state import RedisMailState
 from wakeful.core.outbox.states import DeliveryState
@@ -83,7 +83,8 @@ async def _stop(member: FleetMember) -> None:
 
 
 async def test_redis_state_keeps_cursors_forward_and_drafts(redis_prefix: str) -> None:
-    """The Redis mail state: a cursor never moves back, drafts move by compare-and-set."""
+    """The Redis mail state: a cursor never moves back; drafts are kept as written, and
+    an older version's send left `sending` is settled once, by compare-and-set."""
     settings = fleet_settings(Path("/nonexistent"), redis_prefix)
     state = RedisMailState(component_redis(settings.store, "test"), redis_prefix)
     try:
@@ -92,34 +93,19 @@ async def test_redis_state_keeps_cursors_forward_and_drafts(redis_prefix: str) -
         await state.advance("work", "INBOX", Cursor(7, 3), "<m3@x>", "email:3")  # a stale writer
         assert await state.cursor("work", "INBOX") == Cursor(7, 5)
         assert await state.seen("work", "INBOX", "<m5@x>") == "email:5"
-        row = OutboxRow("<d@x>", "draft-1", "work", DeliveryState.PENDING, ["a@x"], b"\x00raw", "")
+        row = Draft("<d@x>", "draft-1", "work", ["a@x"], b"\x00raw")
         await state.add_draft(row, 0.0)
         assert await state.draft("draft-1") == row
-        assert await state.move_draft("<d@x>", ("pending",), DeliveryState.SENDING, "go")
-        assert not await state.move_draft("<d@x>", ("pending",), DeliveryState.SENDING, "again")
-        assert [r.draft_id for r in await state.drafts_in(DeliveryState.SENDING)] == ["draft-1"]
+        assert not await state.settle_legacy("<d@x>", DeliveryState.SENT, "never sent")
+        old = Draft("<o@x>", "draft-o", "work", ["a@x"], b"raw", DeliveryState.SENDING, "smtp")
+        await state.add_draft(old, 0.0)
+        assert await state.settle_legacy("<o@x>", DeliveryState.UNKNOWN, "not in Sent")
+        assert not await state.settle_legacy("<o@x>", DeliveryState.SENT, "again")
+        settled = await state.draft("<o@x>")
+        assert settled is not None and settled.legacy_state is DeliveryState.UNKNOWN
+        assert settled.legacy_detail == "not in Sent"
     finally:
         await state.aclose()
-
-
-async def test_a_live_daemons_send_is_not_reconciled_by_another(redis_prefix: str) -> None:
-    """A draft another running daemon is sending is left to it; once its lease is gone,
-    the draft may be reconciled (found in Sent, or marked unknown)."""
-    settings = fleet_settings(Path("/nonexistent"), redis_prefix)
-    sender = RedisMailState(component_redis(settings.store, "a"), redis_prefix, "host:1:a")
-    other = RedisMailState(component_redis(settings.store, "b"), redis_prefix, "host:2:b")
-    try:
-        assert await sender.owner_lease.acquire()
-        row = OutboxRow("<s@x>", "draft-s", "work", DeliveryState.PENDING, ["a@x"], b"raw", "")
-        await sender.add_draft(row, 0.0)
-        assert await sender.move_draft("<s@x>", ("pending",), DeliveryState.SENDING, "smtp")
-        assert await other.sending_elsewhere(row)
-        assert not await sender.sending_elsewhere(row)  # its own send: the caller decides
-        await sender.owner_lease.release()  # the sending daemon stopped
-        assert not await other.sending_elsewhere(row)
-    finally:
-        await sender.aclose()
-        await other.aclose()
 
 
 async def test_mail_state_in_the_sqlite_file_moves_to_redis_once(
@@ -130,16 +116,19 @@ async def test_mail_state_in_the_sqlite_file_moves_to_redis_once(
     old = MailDb(path)
     await old.set_cursor("work", "INBOX", Cursor(9, 41))
     await old.advance("work", "INBOX", Cursor(9, 42), "<seen@x>", "email:42")
-    draft = OutboxRow("<d@x>", "draft-9", "work", DeliveryState.PENDING, ["a@x"], b"raw", "")
+    draft = Draft("<d@x>", "draft-9", "work", ["a@x"], b"raw")
+    sent = Draft("<s@x>", "draft-8", "work", ["a@x"], b"raw", DeliveryState.SENT, "accepted")
     await old.add_draft(draft, 1.0)
+    await old.add_draft(sent, 1.0)  # as an older version left it: sent, never resent
     await old.aclose()
     settings = fleet_settings(tmp_path / "unused", redis_prefix)
     state = RedisMailState(component_redis(settings.store, "test"), redis_prefix)
     try:
-        assert await import_sqlite_mail_state(path, state) == 2
+        assert await import_sqlite_mail_state(path, state) == 3
         assert await state.cursor("work", "INBOX") == Cursor(9, 42)
         assert await state.seen("work", "INBOX", "<seen@x>") == "email:42"
         assert await state.draft("draft-9") == draft
+        assert await state.draft("draft-8") == sent
         assert await import_sqlite_mail_state(path, state) == 0  # the file was emptied
     finally:
         await state.aclose()

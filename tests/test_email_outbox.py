@@ -1,4 +1,6 @@
-"""The outbox: a crash between "sent" and "recorded" never sends the message twice."""
+"""E-mail through the shared outbox: a crash between "sent" and "recorded" never sends
+the message twice (the Sent folder settles it, else it stays unknown); a transient
+refusal is retried by the deliverer, a permanent one fails and the agent is told."""
 
 from __future__ import annotations
 
@@ -61,8 +63,31 @@ def replier(body: dict[str, Any]) -> Reply:
 
 
 def outbox_states(data_dir: Path) -> list[str]:
+    """The shared outbox's e-mails (the daemon's SQLite file), oldest first."""
     with sqlite3.connect(data_dir / "wakeful.db") as conn:
-        return [row[0] for row in conn.execute("SELECT state FROM email_outbox")]
+        rows = conn.execute("SELECT state FROM outbox WHERE channel = 'email:work' ORDER BY id")
+        return [row[0] for row in rows]
+
+
+def outbox_listing(daemon: DaemonProcess) -> list[dict[str, Any]]:
+    """The session's outgoing messages as the HTTP API lists them (chat replies too)."""
+    with daemon.client() as client:
+        response = client.get("/api/sessions/main/outbox")
+        response.raise_for_status()
+        messages: list[dict[str, Any]] = response.json()["messages"]
+        return messages
+
+
+def wait_for_email_state(
+    daemon: DaemonProcess, state: str, timeout_s: float = 30.0
+) -> dict[str, Any]:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        emails = [m for m in outbox_listing(daemon) if m["channel"] == "email:work"]
+        if emails and emails[-1]["state"] == state:
+            return emails[-1]
+        time.sleep(0.1)  # the outbox is read over HTTP; there is no event to await here
+    raise TimeoutError(f"no e-mail in the outbox reached {state!r}")
 
 
 def wait_for_tool_text(server: FakeModelServer, needle: str, timeout_s: float = 20.0) -> str:
@@ -98,6 +123,8 @@ def test_crash_between_send_and_record_does_not_resend(
     assert outbox_states(data_dir) == ["sending"]
     smtp_sink.on_receive = None
     with DaemonProcess(config, port) as second:
+        # Looked for in Sent at the start, not found: unknown, never sent again.
+        assert wait_for_email_state(second, "unknown", timeout_s=1)["attempts"] == 1
         second.send("send it again")
         result = wait_for_tool_text(model_server, "outcome of sending")
     assert "UNKNOWN" in result and "NOT sent again" in result
@@ -126,10 +153,50 @@ def test_sent_copy_found_on_server_settles_as_sent(
         smtp_sink.wait_for(1, timeout_s=30)
         assert first.proc is not None
         first.proc.wait(timeout=10)
+    assert outbox_states(data_dir) == ["sending"]
     smtp_sink.on_receive = None
     with DaemonProcess(config, port) as second:
+        # Settled at the start, before any session runs: the Sent folder has it.
+        assert wait_for_email_state(second, "sent", timeout_s=1)["attempts"] == 1
         second.send("send it again")
         result = wait_for_tool_text(model_server, "already sent")
-    assert "not sent again" in result
+    assert "not sent again" in result and "confirmed afterwards" in result
     assert len(smtp_sink.messages) == 1
     assert outbox_states(data_dir) == ["sent"]
+
+
+def test_a_transient_refusal_is_retried_by_the_outbox_and_sent_once(
+    tmp_path: Path, imap_server: ImapServer, smtp_sink: SmtpSink, model_server: FakeModelServer
+) -> None:
+    """A 4xx reply (the server busy): the agent is told "not sent", the deliverer sends it
+    again by itself, once; the outbox's listing shows the e-mail with both attempts."""
+    imap_server.append(make_message("pat@example.test", "Tuesday?", "Can we meet on Tuesday?"))
+    model_server.responder = replier
+    smtp_sink.refusals = ["451 4.3.0 Mailbox busy, try again later"]
+    config, port = mail_daemon_config(tmp_path / "data", model_server, imap_server, smtp_sink)
+    with DaemonProcess(config, port) as daemon:
+        result = wait_for_tool_text(model_server, "not sent")
+        assert "451" in result and "retried by itself" in result
+        email = wait_for_email_state(daemon, "sent")
+        assert email["attempts"] == 2 and email["address"] == "pat@example.test"
+        assert "\r\nMessage-ID: <" in email["text"] and email["text"].isascii()
+    assert smtp_sink.refused == 1
+    assert len(smtp_sink.messages) == 1
+    assert imap_server.uids("Sent") != []  # the copy filed after the retry
+
+
+def test_a_permanent_refusal_fails_and_the_agent_is_told(
+    tmp_path: Path, imap_server: ImapServer, smtp_sink: SmtpSink, model_server: FakeModelServer
+) -> None:
+    """A 5xx reply: the e-mail is failed in the outbox, never retried, and the tool says so."""
+    imap_server.append(make_message("pat@example.test", "Tuesday?", "Can we meet on Tuesday?"))
+    model_server.responder = replier
+    smtp_sink.refusals = ["550 5.1.1 No such user here"]
+    config, port = mail_daemon_config(tmp_path / "data", model_server, imap_server, smtp_sink)
+    with DaemonProcess(config, port) as daemon:
+        result = wait_for_tool_text(model_server, "not sent")
+        assert "550" in result and "refused it for good" in result
+        email = wait_for_email_state(daemon, "failed")
+        assert email["attempts"] == 1 and "550" in email["last_error"]
+    assert smtp_sink.messages == [] and smtp_sink.refused == 1
+    assert outbox_states(tmp_path / "data") == ["failed"]

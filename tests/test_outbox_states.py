@@ -1,4 +1,4 @@
-"""The shared delivery states (chat outbox and email outbox) and where a reply goes."""
+"""The shared delivery states (every channel's, e-mail's too) and where a reply goes."""
 
 from __future__ import annotations
 
@@ -7,7 +7,6 @@ from pathlib import Path
 import pytest
 
 from wakeful.channels.email.db import MailDb
-from wakeful.channels.email.outbox import Outbox as EmailOutbox
 from wakeful.core.outbox.states import DeliveryState, IllegalMove, check_move
 from wakeful.core.outbox.targets import (
     LOCAL_CHAT,
@@ -19,20 +18,24 @@ from wakeful.core.outbox.targets import (
 from wakeful.kernel.events import Event, user_message
 
 
-def test_one_state_machine_for_both_outboxes() -> None:
-    """The email outbox's states are the shared enum, not a copy."""
-    from wakeful.channels.email import outbox as email_outbox
+def test_one_state_machine_for_every_channel() -> None:
+    """E-mail reports the shared enum, not a copy; unknown is never resent, but a channel
+    that confirms a send afterwards may settle it sent."""
+    from wakeful.channels.email import drafts
 
-    assert email_outbox.State is DeliveryState
+    assert drafts.State is DeliveryState
     check_move(DeliveryState.SENDING, DeliveryState.UNKNOWN)
+    check_move(DeliveryState.UNKNOWN, DeliveryState.SENT)
     with pytest.raises(IllegalMove):
         check_move(DeliveryState.UNKNOWN, DeliveryState.SENDING)  # never resent blindly
+    with pytest.raises(IllegalMove):
+        check_move(DeliveryState.UNKNOWN, DeliveryState.PENDING)
 
 
 @pytest.mark.anyio
 async def test_email_rows_stored_as_prepared_stay_readable_and_sendable(tmp_path: Path) -> None:
-    """A draft written before the states were shared ('prepared') reads as pending and
-    its compare-and-set to sending still matches."""
+    """A draft written before the states were shared ('prepared') reads as a draft never
+    handed over: send_email hands it to the outbox (test_email_one_outbox sends one)."""
     db = MailDb(tmp_path / "mail.db")
     await db.run(
         lambda conn: conn.execute(
@@ -41,13 +44,11 @@ async def test_email_rows_stored_as_prepared_stay_readable_and_sendable(tmp_path
             " x'00', 0, 0)"
         )
     )
-    outbox = EmailOutbox(db, accounts=None)  # type: ignore[arg-type]  # not sending
-    row = await outbox.get("draft-1")
-    assert row is not None and row.state is DeliveryState.PENDING
-    assert await outbox._move(row, DeliveryState.PENDING, DeliveryState.SENDING, "test")
-    moved = await outbox.get("draft-1")
+    row = await db.draft("draft-1")
+    assert row is not None and row.legacy_state is None and row.raw == b"\x00"
+    # Nor can it be settled as an older version's send: it never was one.
+    assert not await db.settle_legacy("<m@x>", DeliveryState.SENT, "test")
     db.close()
-    assert moved is not None and moved.state is DeliveryState.SENDING
 
 
 def event(channel: str, reply_to: str | None = None) -> Event:

@@ -43,9 +43,10 @@ from wakeful.core.loop.deps import LoopDeps
 from wakeful.core.loop.limits import LoopLimits
 from wakeful.core.loop.model_health import ModelHealth
 from wakeful.core.loop.session_scope import SessionScope, SessionScopes
-from wakeful.core.outbox.deliverer import Deliverer
+from wakeful.core.outbox.deliverer import Deliverer, Delivery
 from wakeful.core.outbox.factory import open_outbox
-from wakeful.core.outbox.service import Outbox
+from wakeful.core.outbox.record import NewMessage
+from wakeful.core.outbox.service import REPORT_WAIT_S, Outbox
 from wakeful.core.outbox.targets import parse_target
 from wakeful.core.plan import SessionPlans
 from wakeful.core.provider import HOW_TO_CONFIGURE, ModelProvider
@@ -277,7 +278,12 @@ async def _start(
     async def notify_owner(session: str, text: str, key: str) -> str:
         return await outbox.notify_and_report(session, text, urgency="high", key=key)
 
-    gate.open(dispatcher.submit, outbox.deliverer.enqueue, dispatcher.sessions, notify_owner)
+    async def deliver(message: NewMessage) -> Delivery:
+        return await outbox.deliverer.deliver_settled(message, REPORT_WAIT_S)
+
+    gate.open(
+        dispatcher.submit, outbox.deliverer.enqueue, dispatcher.sessions, notify_owner, deliver
+    )
     _connect_approvals(safety, dispatcher, tools, outbox, feed)
     await group.start(safety.approvals.run)
     daemon = ApiBackend(

@@ -1,9 +1,10 @@
-"""The email component: mailbox watchers, the outbox and the mail and calendar tools.
+"""The email component: mailbox watchers, one outbox channel per account
+(``email:<account>``), and the mail and calendar tools.
 
 Configured like any component; its run phase owns a task group in which one
-watcher per (account, mailbox) runs, plus a one-off outbox reconciliation of
-sends a crash left unconfirmed; the daemon stopping cancels them (a blocked
-IDLE is woken by shutting its socket).
+watcher per (account, mailbox) runs; the daemon stopping cancels them (a
+blocked IDLE is woken by shutting its socket). Sending is the shared outbox's
+(``channel.py``, ``drafts.py``), including what a crash left unsettled.
 """
 
 from __future__ import annotations
@@ -14,9 +15,10 @@ from anyio.abc import TaskStatus
 
 from wakeful.channels.email.accounts import MailAccount, MailAccounts
 from wakeful.channels.email.calendar_tools import CheckCalendarConflicts, ListCalendarEvents
+from wakeful.channels.email.channel import EmailChannel
+from wakeful.channels.email.drafts import Drafts
 from wakeful.channels.email.fleet import open_mail_backend
 from wakeful.channels.email.health import MailboxHealth
-from wakeful.channels.email.outbox import Outbox
 from wakeful.channels.email.state_port import MailState
 from wakeful.channels.email.tools.compose import DraftEmail, SendEmail
 from wakeful.channels.email.tools.manage import ArchiveEmail, FlagEmail, MoveEmail
@@ -28,7 +30,7 @@ from wakeful.core.components.context import ComponentHealth, ComponentSetup
 log = structlog.get_logger(__name__)
 
 
-def _register_tools(setup: ComponentSetup, accounts: MailAccounts, outbox: Outbox) -> None:
+def _register_tools(setup: ComponentSetup, accounts: MailAccounts, drafts: Drafts) -> None:
     calendar = setup.settings.email.calendar_path
     if accounts:
         for tool in (
@@ -37,8 +39,8 @@ def _register_tools(setup: ComponentSetup, accounts: MailAccounts, outbox: Outbo
             MoveEmail(accounts),
             ArchiveEmail(accounts),
             FlagEmail(accounts),
-            DraftEmail(accounts, outbox),
-            SendEmail(outbox),
+            DraftEmail(accounts, drafts),
+            SendEmail(drafts),
         ):
             setup.add_tool(tool)
     if calendar is not None:
@@ -68,15 +70,9 @@ def _watchers(setup: ComponentSetup, accounts: MailAccounts, db: MailState) -> l
     return watchers
 
 
-async def _reconcile(outbox: Outbox) -> None:
-    try:
-        await outbox.reconcile_all()
-    except Exception as exc:  # rows stay "sending" and are settled at their next send_email
-        log.warning("outbox reconcile failed", error=f"{type(exc).__name__}: {exc}")
-
-
 class EmailComponent:
-    """Mailbox watchers (IMAP IDLE), the SMTP outbox, the mail and calendar tools."""
+    """Mailbox watchers (IMAP IDLE), an outbox channel per account, the mail and
+    calendar tools."""
 
     name = "email"
     lease_ttl_s = 15.0  # with the Redis backend: how soon another daemon takes a mailbox over
@@ -91,8 +87,11 @@ class EmailComponent:
         self.backend = await open_mail_backend(setup, self.lease_ttl_s)
         db = self.backend.state
         self.accounts = accounts
-        self.outbox = Outbox(db, accounts)
-        _register_tools(setup, accounts, self.outbox)
+        channels = {name: EmailChannel(accounts.get(name)) for name in accounts.names()}
+        for channel in channels.values():
+            setup.add_channel(channel)
+        self.drafts = Drafts(db, channels, setup.deliver_message)
+        _register_tools(setup, accounts, self.drafts)
         self.watchers = _watchers(setup, accounts, db)
         watchers = self.watchers
         if self.watchers and setup.settings.heartbeat.enabled:
@@ -105,11 +104,7 @@ class EmailComponent:
 
     async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         # Cancelled when the daemon stops; a blocked IDLE is woken by shutting its socket.
-        await self.backend.claim_ownership()
         async with anyio.create_task_group() as group:
-            group.start_soon(self.backend.hold_ownership, name="email send ownership")
-            if self.accounts:
-                group.start_soon(_reconcile, self.outbox)
             for watcher in self.watchers:
                 group.start_soon(self.backend.watch, watcher, name=f"watch {watcher.health.key}")
             task_status.started()

@@ -5,7 +5,9 @@ advanced only after the message's event is committed, so a crash re-fetches
 at most the last message, whose event id the store deduplicates.
 ``email_seen`` remembers delivered Message-IDs per mailbox so that a
 UIDVALIDITY change (all UIDs renumbered) resyncs without duplicates.
-The outbox's drafts (``outbox.py``) are kept here too. This is the SQLite
+The drafts of ``draft_email`` are kept here too (``email_outbox``, its name from
+when e-mail had an outbox of its own; its ``state`` column is set only on rows
+that outbox wrote — new drafts are sent through the shared outbox). This is the SQLite
 backend of :class:`~wakeful.channels.email.state_port.MailState`; with
 ``[store] backend = "redis"`` the state is in Redis (``redis_state.py``).
 """
@@ -23,7 +25,7 @@ from typing import Any, Protocol, TypeVar
 
 import anyio
 
-from wakeful.channels.email.draft_record import OutboxRow
+from wakeful.channels.email.draft_record import Draft, legacy_state
 from wakeful.core.outbox.states import DeliveryState
 
 T = TypeVar("T")
@@ -148,11 +150,11 @@ class MailDb:
     async def fetch_all(self, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
         return await self.run(lambda conn: conn.execute(sql, params).fetchall())
 
-    # --- the outbox's drafts --------------------------------------------------
+    # --- the drafts --------------------------------------------------------
 
-    async def add_draft(self, row: OutboxRow, now: float) -> None:
-        values = (row.message_id, row.draft_id, row.account, row.state.value,
-                  json.dumps(row.recipients), row.raw, row.detail, now, now)  # fmt: skip
+    async def add_draft(self, row: Draft, now: float) -> None:
+        values = (row.message_id, row.draft_id, row.account, row.stored_state,
+                  json.dumps(row.recipients), row.raw, row.legacy_detail, now, now)  # fmt: skip
         await self.run(
             lambda conn: conn.execute(
                 f"INSERT INTO email_outbox ({_COLUMNS}, created_at, updated_at) "
@@ -161,48 +163,40 @@ class MailDb:
             )
         )
 
-    async def draft(self, draft_or_message_id: str) -> OutboxRow | None:
+    async def draft(self, draft_or_message_id: str) -> Draft | None:
         rows = await self.fetch_all(
             f"SELECT {_COLUMNS} FROM email_outbox WHERE draft_id=? OR message_id=?",
             (draft_or_message_id, draft_or_message_id),
         )
         return _draft(rows[0]) if rows else None
 
-    async def move_draft(
-        self, message_id: str, olds: tuple[str, ...], new: DeliveryState, detail: str
-    ) -> bool:
+    async def drafts(self) -> list[Draft]:
+        return [_draft(row) for row in await self.fetch_all(f"SELECT {_COLUMNS} FROM email_outbox")]
+
+    async def settle_legacy(self, message_id: str, new: DeliveryState, detail: str) -> bool:
         def write(conn: sqlite3.Connection) -> bool:
             cur = conn.execute(
                 "UPDATE email_outbox SET state=?, detail=?, updated_at=? "
-                f"WHERE message_id=? AND state IN ({', '.join('?' * len(olds))})",
-                (new.value, detail, time.time(), message_id, *olds),
+                "WHERE message_id=? AND state='sending'",
+                (new.value, detail, time.time(), message_id),
             )
             return cur.rowcount == 1
 
         return await self.run(write)
 
-    async def drafts_in(self, state: DeliveryState) -> list[OutboxRow]:
-        rows = await self.fetch_all(
-            f"SELECT {_COLUMNS} FROM email_outbox WHERE state=?", (state.value,)
-        )
-        return [_draft(row) for row in rows]
-
-    async def sending_elsewhere(self, row: OutboxRow) -> bool:
-        return False  # one daemon per SQLite file
-
 
 _COLUMNS = "message_id, draft_id, account, state, recipients, raw, detail"
 
 
-def _draft(values: tuple[object, ...]) -> OutboxRow:
+def _draft(values: tuple[object, ...]) -> Draft:
     message_id, draft_id, account, state, recipients, raw, detail = values
-    return OutboxRow(
+    return Draft(
         str(message_id),
         str(draft_id),
         str(account),
-        DeliveryState.parse(str(state)),
         list(json.loads(str(recipients))),
         bytes(raw) if isinstance(raw, bytes | bytearray | memoryview) else b"",
+        legacy_state(str(state)),
         str(detail),
     )
 

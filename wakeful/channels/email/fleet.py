@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import anyio
 from redis.asyncio import Redis
 
 from wakeful.channels.email.db import MailDb
@@ -47,16 +46,6 @@ class MailBackend:
         watcher.standby()
         await hold_while(lease, watcher.run, on_lost=watcher.standby)
 
-    async def claim_ownership(self) -> None:
-        """On Redis: take the lease that marks this daemon's sends as its own (before any)."""
-        if isinstance(self.state, RedisMailState):
-            await self.state.owner_lease.acquire()
-
-    async def hold_ownership(self) -> None:
-        """On Redis: renew that lease until cancelled (released then)."""
-        if isinstance(self.state, RedisMailState):
-            await hold_while(self.state.owner_lease, anyio.sleep_forever)
-
 
 async def open_mail_backend(
     setup: ComponentSetup, lease_ttl_s: float = DEFAULT_TTL_S
@@ -72,7 +61,7 @@ async def open_mail_backend(
     # Per mailbox one connection may sit in a lease wait; the state's calls share the rest.
     client = component_redis(section, "email", max_connections=8)
     holder = process_holder_id()
-    state = RedisMailState(client, section.redis_prefix, holder, lease_ttl_s)
+    state = RedisMailState(client, section.redis_prefix)
     setup.resources.push_async_callback(state.aclose)
     await import_sqlite_mail_state(setup.data_dir / "wakeful.db", state)
     return MailBackend(state, client, section.redis_prefix, lease_ttl_s, holder)

@@ -20,7 +20,6 @@ import structlog
 
 from wakeful.channels.email.db import Cursor, MailDb
 from wakeful.channels.email.redis_state import RedisMailState
-from wakeful.core.outbox.states import DeliveryState
 
 log = structlog.get_logger(__name__)
 
@@ -70,9 +69,8 @@ async def _copy_cursors(db: MailDb, state: RedisMailState) -> int:
 
 async def _copy_drafts(db: MailDb, state: RedisMailState) -> int:
     copied = 0
-    for draft_state in DeliveryState:
-        for row in await db.drafts_in(draft_state):
-            if await state.draft(row.draft_id) is None:
-                await state.add_draft(row, 0.0)
-                copied += 1
+    for row in await db.drafts():  # with what an older version recorded of its send
+        if await state.draft(row.draft_id) is None:
+            await state.add_draft(row, 0.0)
+            copied += 1
     return copied

@@ -4,10 +4,10 @@ The same contents as the SQLite ``MailDb``, under the event store's prefix:
 
 - ``email:cursor`` (hash): ``<account>\\n<mailbox>`` → the cursor as JSON;
 - ``email:seen`` (hash): ``<account>\\n<mailbox>\\n<Message-ID>`` → event id;
-- ``email:draft:<Message-ID>`` (hash) per draft, ``email:draft-id`` (hash)
-  draft id → Message-ID, and ``email:drafts:<state>`` (sets) for lookups. A
-  draft moved to ``sending`` names its daemon (``owner``), which holds the lease
-  ``email:owner:<daemon>`` while it runs: only a gone daemon's sends are reconciled.
+- ``email:draft:<Message-ID>`` (hash) per draft and ``email:draft-id`` (hash)
+  draft id → Message-ID. A draft's ``state`` is set only on drafts an older
+  version sent through its own e-mail outbox; new drafts are sent through the
+  shared outbox, whose Redis backend keeps their state and their senders' claims.
 
 A cursor only moves forward: ``advance`` is a script that ignores a cursor
 older than the stored one, so a watcher that lost its mailbox's lease (and is
@@ -26,14 +26,8 @@ from redis.asyncio import Redis
 from redis.typing import EncodableT, FieldT
 
 from wakeful.channels.email.db import Cursor
-from wakeful.channels.email.draft_record import OutboxRow
+from wakeful.channels.email.draft_record import Draft, legacy_state
 from wakeful.core.outbox.states import DeliveryState
-from wakeful.store.leases import DEFAULT_TTL_S
-from wakeful.store.redis_named_lease import (
-    NamedLease,
-    holder_process_gone,
-    process_holder_id,
-)
 
 # KEYS: cursors, seen. ARGV: field, cursor JSON, uidvalidity, last uid, seen field, event id.
 _ADVANCE = """
@@ -49,34 +43,23 @@ if ARGV[5] ~= '' then redis.call('HSETNX', KEYS[2], ARGV[5], ARGV[6]) end
 return 1
 """
 
-# KEYS: draft hash. ARGV: prefix, new state, detail, now, message id, owner, old states...
-_MOVE_DRAFT = """
-local state = redis.call('HGET', KEYS[1], 'state')
-if not state then return 0 end
-for i = 7, #ARGV do
-  if state == ARGV[i] then
-    redis.call('HSET', KEYS[1], 'state', ARGV[2], 'detail', ARGV[3], 'updated_at', ARGV[4])
-    if ARGV[2] == 'sending' then redis.call('HSET', KEYS[1], 'owner', ARGV[6]) end
-    redis.call('SREM', ARGV[1] .. 'email:drafts:' .. state, ARGV[5])
-    redis.call('SADD', ARGV[1] .. 'email:drafts:' .. ARGV[2], ARGV[5])
-    return 1
-  end
-end
-return 0
+# KEYS: draft hash. ARGV: prefix, new state, detail, now, message id: an older
+# version's send left "sending", settled by compare-and-set (its state sets kept).
+_SETTLE_LEGACY = """
+if redis.call('HGET', KEYS[1], 'state') ~= 'sending' then return 0 end
+redis.call('HSET', KEYS[1], 'state', ARGV[2], 'detail', ARGV[3], 'updated_at', ARGV[4])
+redis.call('SREM', ARGV[1] .. 'email:drafts:sending', ARGV[5])
+redis.call('SADD', ARGV[1] .. 'email:drafts:' .. ARGV[2], ARGV[5])
+return 1
 """
 
 
 class RedisMailState:
     """``MailState`` on a Redis client of the email component's own, under ``prefix``."""
 
-    def __init__(
-        self, client: Redis, prefix: str, holder: str = "", ttl_s: float = DEFAULT_TTL_S
-    ) -> None:
+    def __init__(self, client: Redis, prefix: str) -> None:
         self._client = client
         self._prefix = prefix
-        self._holder = holder or process_holder_id()
-        # Held while the email component runs: a draft this daemon is sending names it.
-        self.owner_lease = NamedLease(client, self._owner_key(self._holder), self._holder, ttl_s)
         self._cursors = f"{prefix}email:cursor"
         self._seen = f"{prefix}email:seen"
         self._draft_ids = f"{prefix}email:draft-id"
@@ -115,48 +98,32 @@ class RedisMailState:
             self._seen, f"{_mailbox(account, mailbox)}\n{message_id}", event_id
         )
 
-    # --- the outbox's drafts --------------------------------------------------
+    # --- the drafts --------------------------------------------------------
 
-    async def add_draft(self, row: OutboxRow, now: float) -> None:
+    async def add_draft(self, row: Draft, now: float) -> None:
         key = self._draft_key(row.message_id)
         fields: dict[FieldT, EncodableT] = {
             "message_id": row.message_id, "draft_id": row.draft_id, "account": row.account,
-            "state": row.state.value, "recipients": json.dumps(row.recipients),
-            "raw": base64.b64encode(row.raw).decode(), "detail": row.detail,
+            "state": row.stored_state, "recipients": json.dumps(row.recipients),
+            "raw": base64.b64encode(row.raw).decode(), "detail": row.legacy_detail,
             "created_at": repr(now), "updated_at": repr(now),
         }  # fmt: skip
         async with self._client.pipeline(transaction=True) as pipe:
             pipe.hset(key, mapping=fields)
             pipe.hset(self._draft_ids, row.draft_id, row.message_id)
-            pipe.sadd(f"{self._prefix}email:drafts:{row.state.value}", row.message_id)
+            if row.legacy_state is not None:  # an imported draft an older version sent
+                pipe.sadd(f"{self._prefix}email:drafts:{row.stored_state}", row.message_id)
             await pipe.execute()
 
-    async def draft(self, draft_or_message_id: str) -> OutboxRow | None:
+    async def draft(self, draft_or_message_id: str) -> Draft | None:
         message_id = await self._client.hget(self._draft_ids, draft_or_message_id)
         found = await self._client.hgetall(self._draft_key(str(message_id or draft_or_message_id)))
         return _draft(found) if found else None
 
-    async def move_draft(
-        self, message_id: str, olds: tuple[str, ...], new: DeliveryState, detail: str
-    ) -> bool:
-        args = [self._prefix, new.value, detail, repr(time.time()), message_id, self._holder,
-                *olds]  # fmt: skip
-        moved = await self._client.eval(_MOVE_DRAFT, 1, self._draft_key(message_id), *args)
+    async def settle_legacy(self, message_id: str, new: DeliveryState, detail: str) -> bool:
+        args = [self._prefix, new.value, detail, repr(time.time()), message_id]
+        moved = await self._client.eval(_SETTLE_LEGACY, 1, self._draft_key(message_id), *args)
         return bool(moved)
-
-    async def drafts_in(self, state: DeliveryState) -> list[OutboxRow]:
-        members = await self._client.smembers(f"{self._prefix}email:drafts:{state.value}")
-        rows = [await self.draft(str(message_id)) for message_id in sorted(members)]
-        return [row for row in rows if row is not None]
-
-    async def sending_elsewhere(self, row: OutboxRow) -> bool:
-        owner = str(await self._client.hget(self._draft_key(row.message_id), "owner") or "")
-        if owner in ("", self._holder) or holder_process_gone(owner):
-            return False
-        return bool(await self._client.exists(self._owner_key(owner)))
-
-    def _owner_key(self, holder: str) -> str:
-        return f"{self._prefix}email:owner:{holder}"
 
     def _draft_key(self, message_id: str) -> str:
         return f"{self._prefix}email:draft:{message_id}"
@@ -176,13 +143,13 @@ def _cursor_json(cursor: Cursor) -> str:
     )
 
 
-def _draft(fields: dict[Any, Any]) -> OutboxRow:
-    return OutboxRow(
+def _draft(fields: dict[Any, Any]) -> Draft:
+    return Draft(
         str(fields["message_id"]),
         str(fields["draft_id"]),
         str(fields["account"]),
-        DeliveryState.parse(str(fields["state"])),
         list(json.loads(str(fields["recipients"]))),
         base64.b64decode(str(fields["raw"])),
+        legacy_state(str(fields["state"])),
         str(fields["detail"]),
     )

@@ -13,7 +13,13 @@ from wakeful.channels.email.config import EmailAccountConfig
 
 
 class NotSent(Exception):
-    """The server surely did not accept the message; it may be sent again after a fix."""
+    """The server surely did not accept the message. ``permanent``: the server said no
+    for good (a 5xx reply, or no SMTP server configured); else it may work later (the
+    server unreachable, a 4xx reply)."""
+
+    def __init__(self, reason: str, *, permanent: bool = False) -> None:
+        super().__init__(reason)
+        self.permanent = permanent
 
 
 class MaybeSent(Exception):
@@ -24,7 +30,7 @@ async def _prepare(
     account: EmailAccountConfig, password: str, sender: str, recipients: list[str]
 ) -> aiosmtplib.SMTP:
     if not account.smtp_host:
-        raise NotSent(f"email account {account.name} has no smtp_host configured")
+        raise NotSent(f"email account {account.name} has no smtp_host configured", permanent=True)
     smtp = aiosmtplib.SMTP(
         hostname=account.smtp_host,
         port=account.smtp_port,
@@ -41,8 +47,15 @@ async def _prepare(
             await smtp.rcpt(rcpt)
     except (aiosmtplib.SMTPException, OSError) as exc:
         smtp.close()
-        raise NotSent(f"{type(exc).__name__}: {exc}") from None
+        raise NotSent(f"{type(exc).__name__}: {exc}", permanent=_permanent(exc)) from None
     return smtp
+
+
+def _permanent(exc: Exception) -> bool:
+    """RFC 5321 §4.2.1: a 5yz reply is a permanent failure; 4yz and no reply are not."""
+    if isinstance(exc, aiosmtplib.SMTPRecipientsRefused):
+        return all(refusal.code >= 500 for refusal in exc.recipients)
+    return isinstance(exc, aiosmtplib.SMTPResponseException) and exc.code >= 500
 
 
 async def send_raw(
@@ -54,7 +67,8 @@ async def send_raw(
         response = await smtp.data(raw)
     except aiosmtplib.SMTPResponseException as exc:
         smtp.close()
-        raise NotSent(f"the SMTP server refused the message: {exc.code} {exc.message}") from None
+        refused = f"the SMTP server refused the message: {exc.code} {exc.message}"
+        raise NotSent(refused, permanent=_permanent(exc)) from None
     except (aiosmtplib.SMTPException, OSError) as exc:
         smtp.close()
         raise MaybeSent(f"{type(exc).__name__}: {exc}") from None

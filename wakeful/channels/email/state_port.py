@@ -1,9 +1,10 @@
 """What the email channel keeps between restarts, whichever backend keeps it.
 
 Per mailbox the cursor and the Message-IDs delivered (for a UIDVALIDITY
-resync), and the outbox's drafts. ``MailDb`` keeps them in the daemon's
-SQLite file; ``RedisMailState`` under ``[store] redis_prefix``, where every
-daemon of a fleet sees the same cursors and drafts.
+resync), and the drafts of ``draft_email`` (their sending is the shared
+outbox's). ``MailDb`` keeps them in the daemon's SQLite file; ``RedisMailState``
+under ``[store] redis_prefix``, where every daemon of a fleet sees the same
+cursors and drafts.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from __future__ import annotations
 from typing import Protocol
 
 from wakeful.channels.email.db import Cursor
-from wakeful.channels.email.draft_record import OutboxRow
+from wakeful.channels.email.draft_record import Draft
 from wakeful.core.outbox.states import DeliveryState
 
 
@@ -30,21 +31,13 @@ class MailState(Protocol):
         """The event id a message with this Message-ID was delivered as, if any."""
         ...
 
-    async def add_draft(self, row: OutboxRow, now: float) -> None: ...
+    async def add_draft(self, row: Draft, now: float) -> None: ...
 
-    async def draft(self, draft_or_message_id: str) -> OutboxRow | None: ...
+    async def draft(self, draft_or_message_id: str) -> Draft | None: ...
 
-    async def move_draft(
-        self, message_id: str, olds: tuple[str, ...], new: DeliveryState, detail: str
-    ) -> bool:
-        """Compare-and-set a draft's state: False when it was in none of ``olds``."""
-        ...
-
-    async def drafts_in(self, state: DeliveryState) -> list[OutboxRow]: ...
-
-    async def sending_elsewhere(self, row: OutboxRow) -> bool:
-        """Whether another daemon of the fleet, still running, is sending this draft now:
-        then it must not be reconciled (it would be marked unknown under that daemon)."""
+    async def settle_legacy(self, message_id: str, new: DeliveryState, detail: str) -> bool:
+        """Settle a draft an older version left ``sending`` (compare-and-set on that
+        state): False when it was not ``sending`` any more."""
         ...
 
     async def aclose(self) -> None: ...

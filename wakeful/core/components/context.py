@@ -34,6 +34,7 @@ from wakeful.core.heartbeat_checks import HeartbeatCheck
 from wakeful.core.loop.session_scope import SessionScope
 from wakeful.core.loop.task_views import SessionTaskViews
 from wakeful.core.outbox.channels import Channel
+from wakeful.core.outbox.deliverer import Delivery
 from wakeful.core.outbox.record import NewMessage, OutgoingMessage
 from wakeful.core.spend import SpendGuard
 from wakeful.core.system_prompt import LiveSection
@@ -56,6 +57,9 @@ class Submit(Protocol):
 
 
 SendMessage = Callable[[NewMessage], Awaitable[OutgoingMessage]]
+# Deliver now, in the caller's task (once per key), and return what became of it: for a
+# tool that must report truthfully whether its message went out (send_email).
+DeliverMessage = Callable[[NewMessage], Awaitable[Delivery]]
 # (session, text, key): a notification to the owner where they are (the outbox's
 # notification targets, once per key); returns what happened, in a sentence.
 NotifyOwner = Callable[[str, str, str], Awaitable[str]]
@@ -131,12 +135,29 @@ class EventGate:
         self._send: SendMessage | None = None
         self._sessions: SessionControl | None = None
         self._notify: NotifyOwner | None = None
+        self._deliver: DeliverMessage | None = None
 
     def open(
-        self, submit: Submit, send: SendMessage, sessions: SessionControl, notify: NotifyOwner
+        self,
+        submit: Submit,
+        send: SendMessage,
+        sessions: SessionControl,
+        notify: NotifyOwner,
+        deliver: DeliverMessage,
     ) -> None:
         self._submit, self._send, self._sessions = submit, send, sessions
-        self._notify = notify
+        self._notify, self._deliver = notify, deliver
+
+    def deliverer_for(self, name: str) -> DeliverMessage:
+        async def deliver(message: NewMessage) -> Delivery:
+            if self._deliver is None:
+                raise LateRegistration(
+                    f"component {name!r} sent a message before the outbox was open; "
+                    "send messages from run() or a tool, not configure()"
+                )
+            return await self._deliver(message)
+
+        return deliver
 
     def notifier_for(self, name: str) -> NotifyOwner:
         async def notify(session: str, text: str, key: str) -> str:
@@ -217,6 +238,9 @@ class ComponentSetup:
     # Through the outbox (exactly once per key), sent by its delivery task (this call
     # never waits on the channel); refused until the run phase, like submit.
     send_message: SendMessage
+    # Through the outbox too, but delivered in the caller's task, which learns what became
+    # of the message (waiting briefly for another attempt at the same key).
+    deliver_message: DeliverMessage
     # The owner's decisions on waiting tool calls (chat buttons, "approve <id>").
     approvals: Approvals
     # Ending a session for good; refused until the run phase, like submit.

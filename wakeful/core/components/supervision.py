@@ -64,6 +64,7 @@ async def configure_all(
             resources=resources,
             submit=gate.for_component(component.name),
             send_message=gate.sender_for(component.name),
+            deliver_message=gate.deliverer_for(component.name),
             approvals=approvals,
             sessions=gate.sessions_for(component.name),
             notify_owner=gate.notifier_for(component.name),

@@ -1,9 +1,10 @@
-"""What a channel is to the outbox: a name and one ``deliver`` call."""
+"""What a channel is to the outbox: a name and one ``deliver`` call (and, optionally,
+a way to confirm after a crash that a send went out: ``ConfirmsDelivery``)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from wakeful.core.outbox.record import OutgoingMessage
 
@@ -45,4 +46,16 @@ class Channel(Protocol):
     async def deliver(self, message: OutgoingMessage) -> Receipt:
         """Hand ``message`` over; raise TryLater or NeverDeliverable when it was not.
         Any other exception means the outcome is unknown."""
+        ...
+
+
+@runtime_checkable
+class ConfirmsDelivery(Channel, Protocol):
+    """Optional: a channel that can find out afterwards whether a message went out
+    (e-mail: its Message-ID in the account's Sent folder). The deliverer asks it about
+    every message a stop or crash left ``unknown``; a yes settles it ``sent``."""
+
+    async def confirm_delivered(self, message: OutgoingMessage) -> bool | None:
+        """True: it went out; False: no trace of it (it stays ``unknown``, never resent);
+        None: cannot tell now (the server is down): asked again later."""
         ...

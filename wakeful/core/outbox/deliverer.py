@@ -7,6 +7,9 @@ process may have died after the channel took it. A channel that drops repeats
 itself (``resend_safe``, Matrix's txnId) gets such a message again instead.
 Where daemons share the outbox (Redis), a claim names its daemon, and only a
 daemon that is gone has its ``sending`` messages settled so (``watch_claims``).
+A channel that can look afterwards (``ConfirmsDelivery``: e-mail searches its
+Sent folder) is asked about each message so left ``unknown``: found, it is
+settled ``sent``; not found, it stays ``unknown``; no answer, asked again later.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 import anyio
 import structlog
@@ -21,13 +25,19 @@ from anyio.abc import TaskStatus
 
 from wakeful.core.outbox.channels import (
     Channel,
+    ConfirmsDelivery,
     NeverDeliverable,
     Receipt,
     TryLater,
 )
 from wakeful.core.outbox.port import OutgoingMessages
 from wakeful.core.outbox.record import NewMessage, OutgoingMessage
-from wakeful.core.outbox.states import RESENT_AFTER_STOP, STOPPED_MID_SEND, DeliveryState
+from wakeful.core.outbox.states import (
+    CONFIRMED_AFTER_STOP,
+    RESENT_AFTER_STOP,
+    STOPPED_MID_SEND,
+    DeliveryState,
+)
 from wakeful.kernel import tracing
 from wakeful.store.base import StoreUnavailable
 
@@ -35,6 +45,18 @@ log = structlog.get_logger(__name__)
 
 SENDING, PENDING = DeliveryState.SENDING, DeliveryState.PENDING
 MAX_BACKOFF_S = 300.0
+# How long a start waits for channels to confirm what a crash left unknown (an IMAP
+# search on loopback takes milliseconds); what is not answered by then is asked later.
+CONFIRM_AT_START_S = 5.0
+
+
+@dataclass(frozen=True)
+class Delivery:
+    """What became of one ``deliver_settled`` call."""
+
+    message: OutgoingMessage  # as it stands after the attempt (or the wait)
+    receipt: Receipt | None  # the channel's word, when this call's attempt delivered it
+    created: bool  # False: the key was known, so nothing new was handed over
 
 
 class Deliverer:
@@ -48,6 +70,10 @@ class Deliverer:
         self._not_before: dict[int, float] = {}  # "try later" answers, by message id
         self._settled: dict[int, anyio.Event] = {}
         self.receipts: dict[int, Receipt] = {}  # the last few, for whoever awaits a send
+        # Left unknown by a stop, on a channel that can confirm: by message id, the
+        # message, that channel, when to ask next and how often it could not tell.
+        self._unconfirmed: dict[int, tuple[OutgoingMessage, ConfirmsDelivery, float, int]] = {}
+        self._confirm_wakeup = anyio.Event()
 
     def notify(self) -> None:
         """Pending messages or a new retry time: look again now."""
@@ -56,10 +82,15 @@ class Deliverer:
     async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         safe = [name for name, channel in self.channels.items() if channel.resend_safe]
         self._left_mid_send(await self.outbox.mark_interrupted(resend=safe))
+        # Before the sessions resume, so a tool asking about such a message finds it
+        # settled; a channel slower than this is asked again in the background.
+        with anyio.move_on_after(CONFIRM_AT_START_S):
+            await self._confirm_due()
         task_status.started()
         async with anyio.create_task_group() as group:
             # Daemons sharing the outbox: sends of one that died are settled while we run.
             group.start_soon(self.outbox.watch_claims, safe, self._left_mid_send)
+            group.start_soon(self._confirm_forever)
             await self._deliver_forever()
 
     def _left_mid_send(self, messages: list[OutgoingMessage]) -> None:
@@ -69,7 +100,49 @@ class Deliverer:
                 self.notify()
             else:
                 log.warning("outgoing message left mid-send; not resent", message_id=message.id)
+                channel = self.channels.get(message.channel)
+                if isinstance(channel, ConfirmsDelivery):
+                    self._unconfirmed[message.id] = (message, channel, 0.0, 0)
+                    self._confirm_wakeup.set()
             self._settle(message.id)
+
+    async def _confirm_forever(self) -> None:
+        while True:
+            self._confirm_wakeup = anyio.Event()
+            try:
+                wait_s = await self._confirm_due()
+            except StoreUnavailable as exc:  # the message stays queued for confirmation
+                log.warning("outbox unavailable; confirmation retried later", error=str(exc))
+                wait_s = self._retry_s
+            with anyio.move_on_after(wait_s):
+                await self._confirm_wakeup.wait()
+
+    async def _confirm_due(self) -> float:
+        """Ask each channel about the messages due; seconds until the next is due."""
+        now, next_due = time.monotonic(), math.inf
+        for message_id, (message, channel, due, tries) in list(self._unconfirmed.items()):
+            if due > now:
+                next_due = min(next_due, due - now)
+                continue
+            try:
+                found = await channel.confirm_delivered(message)
+            except Exception as exc:  # a channel's failure is "cannot tell now"
+                log.warning("confirming a send failed", message_id=message_id, error=repr(exc))
+                found = None
+            if found is None:
+                backoff = min(MAX_BACKOFF_S, self._retry_s * 2**tries)
+                due = time.monotonic() + backoff
+                self._unconfirmed[message_id] = (message, channel, due, tries + 1)
+                next_due = min(next_due, backoff)
+                continue
+            if found:  # compare-and-set: nothing else may have moved it since
+                await self._record(
+                    message_id, DeliveryState.UNKNOWN, DeliveryState.SENT, CONFIRMED_AFTER_STOP
+                )
+                log.info("a send left unknown was confirmed", message_id=message_id)
+            del self._unconfirmed[message_id]
+            self._settle(message_id)
+        return next_due
 
     async def _deliver_forever(self) -> None:
         while True:
@@ -114,18 +187,28 @@ class Deliverer:
     async def deliver_new(self, message: NewMessage) -> OutgoingMessage:
         """Store ``message`` claimed and deliver it now; a known key is not sent again
         (it is delivered only if it is still pending)."""
+        return (await self._deliver_new(message))[0]
+
+    async def deliver_settled(self, message: NewMessage, timeout_s: float) -> Delivery:
+        """``deliver_new``, then the message as the attempt left it (waiting at most
+        ``timeout_s`` for another task's attempt at the same key)."""
+        record, created = await self._deliver_new(message)
+        settled = await self.settled(record.id, timeout_s) or record
+        return Delivery(settled, self.receipts.get(record.id) if created else None, created)
+
+    async def _deliver_new(self, message: NewMessage) -> tuple[OutgoingMessage, bool]:
         channel = self.channels.get(message.channel)
         if channel is None:
             record = await self.outbox.add(message)
             await self.deliver(record)
-            return record
+            return record, record.attempts == 0
         record, claimed = await self.outbox.add_claimed(message)
         if claimed:
             await self._attempt(channel, record)
             self._settle(record.id)
         elif record.state is PENDING:
             await self.deliver(record)
-        return record
+        return record, claimed
 
     async def deliver(self, message: OutgoingMessage) -> None:
         channel = self.channels.get(message.channel)

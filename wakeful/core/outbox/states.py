@@ -27,6 +27,10 @@ class DeliveryState(StrEnum):
 
 
 STOPPED_MID_SEND = "the daemon stopped while this was being sent; it may or may not have arrived"
+CONFIRMED_AFTER_STOP = (
+    "the daemon stopped while this was being sent; the channel confirmed afterwards that it "
+    "went out"
+)
 RESENT_AFTER_STOP = (
     "the daemon stopped while this was being sent; sent again (the channel drops a repeat)"
 )
@@ -42,6 +46,8 @@ ALLOWED_MOVES: frozenset[tuple[DeliveryState, DeliveryState]] = frozenset(
         (DeliveryState.SENDING, DeliveryState.PENDING),  # the channel said "try later"
         (DeliveryState.SENDING, DeliveryState.FAILED),  # the channel said "never"
         (DeliveryState.SENDING, DeliveryState.UNKNOWN),  # died or lost the answer mid-send
+        # A channel that can look (e-mail's Sent folder) found it went out after all.
+        (DeliveryState.UNKNOWN, DeliveryState.SENT),
     }
 )
 

@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
+from email.header import Header
 from email.message import EmailMessage
 from email.utils import format_datetime, getaddresses, make_msgid
 
 from pydantic import Field
 
 from wakeful.channels.email.accounts import MailAccount, MailAccounts
+from wakeful.channels.email.drafts import Drafts
 from wakeful.channels.email.imap import ImapConnection
 from wakeful.channels.email.inbound import split_email_id
 from wakeful.channels.email.message import ParsedEmail, parse_email
-from wakeful.channels.email.outbox import Outbox
+from wakeful.channels.email.seven_bit import SEVEN_BIT, render
 from wakeful.channels.email.tools.common import MailToolError, account_for, on_message
 from wakeful.channels.email.tools.draft_effect import draft_effect
 from wakeful.core.effects import Effect, Reach
@@ -34,12 +36,17 @@ def _build(
     body: str,
     original: ParsedEmail | None,
 ) -> EmailMessage:
-    msg = EmailMessage()
+    msg = EmailMessage(policy=SEVEN_BIT)
     msg["From"] = account.address
     msg["To"] = ", ".join(to)
     if cc:
         msg["Cc"] = ", ".join(cc)
-    msg["Subject"] = subject
+    if subject.isascii():
+        msg["Subject"] = subject
+    else:
+        # Encoded whole, as RFC 2047 words: the policy's own folding drops a space between
+        # two encoded words (readers ignore whitespace there), so "¡ ¡" would read "¡¡".
+        msg.set_raw("Subject", Header(subject, "utf-8", header_name="Subject").encode())
     msg["Date"] = format_datetime(utcnow())
     domain = account.address.rpartition("@")[2] or "localhost"
     msg["Message-ID"] = make_msgid(domain=domain)
@@ -75,19 +82,21 @@ class DraftEmail:
     effect = Effect.CONTROL  # a local draft: nothing leaves until send_email
     timeout_s: float | None = 60.0
 
-    def __init__(self, accounts: MailAccounts, outbox: Outbox) -> None:
+    def __init__(self, accounts: MailAccounts, drafts: Drafts) -> None:
         self._accounts = accounts
-        self._outbox = outbox
+        self._drafts = drafts
 
     async def run(self, a: Args, ctx: ToolContext) -> ToolOutput:
         try:
             msg, account = await self._compose(a)
+            raw = render(msg)
         except (MailToolError, ValueError) as exc:
             return ToolOutput(str(exc), is_error=True)
         recipients = [addr for _, addr in getaddresses([*a.to, *a.cc] or [str(msg["To"])]) if addr]
         message_id = str(msg["Message-ID"])
-        draft_id = await self._outbox.add(account.name, message_id, recipients, msg.as_bytes())
-        rendered = msg.as_string()
+        draft_id = await self._drafts.add(account.name, message_id, recipients, raw)
+        # Readable, not as sent: headers decoded, the body not quoted-printable.
+        rendered = "".join(f"{k}: {v}\n" for k, v in msg.items()) + "\n" + msg.get_content()
         return ToolOutput(
             f"Draft {draft_id} is ready (Message-ID {message_id}); nothing has been sent. To "
             f'send it call send_email {{"draft_id": "{draft_id}"}}.\n--- rendered message ---\n'
@@ -129,21 +138,21 @@ class SendEmail:
     effect = Effect.SEND
     timeout_s: float | None = 120.0
 
-    def __init__(self, outbox: Outbox) -> None:
-        self._outbox = outbox
+    def __init__(self, drafts: Drafts) -> None:
+        self._drafts = drafts
 
     async def reach(self, a: Args) -> Reach:
         # The recipients are the draft's: what would really be sent, not what the
         # model says it is sending.
-        row = await self._outbox.get(a.draft_id)
+        row = await self._drafts.get(a.draft_id)
         return Reach(recipients=tuple(row.recipients) if row is not None else ())
 
     async def describe_effect(self, a: Args, ctx: ToolContext) -> str:
-        row = await self._outbox.get(a.draft_id)
+        row = await self._drafts.get(a.draft_id)
         if row is None:
             return f"send draft {a.draft_id}: there is no such draft (nothing would be sent)"
         return draft_effect(row)
 
     async def run(self, a: Args, ctx: ToolContext) -> ToolOutput:
-        outcome = await self._outbox.send(a.draft_id)
+        outcome = await self._drafts.send(a.draft_id, ctx.session)
         return ToolOutput(outcome.text, is_error=not outcome.ok, data={"state": outcome.state})

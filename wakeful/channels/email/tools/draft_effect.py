@@ -11,10 +11,10 @@ from email import message_from_bytes, policy
 from email.message import EmailMessage
 from email.utils import getaddresses
 
-from wakeful.channels.email.draft_record import OutboxRow
+from wakeful.channels.email.draft_record import Draft
 
 
-def draft_effect(row: OutboxRow) -> str:
+def draft_effect(row: Draft) -> str:
     message = message_from_bytes(row.raw, policy=policy.default)
     assert isinstance(message, EmailMessage)  # policy.default builds EmailMessage
     headed = {
