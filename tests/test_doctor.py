@@ -123,3 +123,34 @@ def test_a_refused_key_a_missing_sandbox_and_a_bad_config_are_named(
     code, lines = doctor(broken)
     assert code == 1 and len(lines) == 1 and lines[0].startswith("FAIL config: ")
     assert "max_retries" in lines[0]
+
+
+def test_a_chat_accounts_refused_or_missing_credential_is_named_and_a_good_one_is_ok(
+    tmp_path: Path, model: FakeModelServer
+) -> None:
+    """doctor asks Telegram's getMe with each bot's token, as the daemon would: the good
+    bot is ok, a token Telegram refuses and a token file that is not there each fail
+    with the account's name and the fix; no token is ever printed."""
+    from tests.fakes.telegram_api import FakeTelegramApi, bot_config
+    from tests.test_telegram_sigkill import toml_table
+
+    data = private(tmp_path / "data")
+    config = write_config(data, model.base_url, free_port())
+    with FakeTelegramApi() as telegram:
+        good = bot_config(telegram, tmp_path, name="good")
+        refused_file = tmp_path / "refused-token"
+        refused_file.write_text("123:not-the-token\n")
+        refused = good | {"name": "refused", "bot_token_file": str(refused_file)}
+        missing = good | {"name": "missing", "bot_token_file": str(tmp_path / "nowhere")}
+        with config.open("a") as text:
+            for entry in (good, refused, missing):
+                text.write(toml_table("chat.telegram", entry))
+        private(data)
+        code, lines = doctor(config)
+    assert code == 1
+    chat = {line.split(":")[0]: line for line in lines if "chat.telegram" in line}
+    assert "the credential is accepted (@" in chat["ok   chat.telegram 'good'"], lines
+    assert "Telegram refused the token" in chat["FAIL chat.telegram 'refused'"]
+    assert "fix: put a valid credential in" in chat["FAIL chat.telegram 'refused'"]
+    assert "fix: write the credential to that file" in chat["FAIL chat.telegram 'missing'"]
+    assert telegram.token not in "\n".join(lines) and "not-the-token" not in "\n".join(lines)

@@ -5,7 +5,9 @@ The checks: the config loads; the data directory exists, is writable and private
 daemon holds it (and says it is ready) or none does; the store's databases pass
 SQLite's quick check; the model endpoint answers, with the key (one GET of its model
 list: no tokens spent); the shell sandbox works here; the clock agrees with the model
-server's. Exit 0 when nothing failed, 1 otherwise.
+server's; each Telegram, Slack and Matrix account's credential is accepted (the same
+calls `wakeful onboard` makes: getMe, auth.test, whoami). Exit 0 when nothing failed,
+1 otherwise.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import stat
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -49,7 +52,11 @@ class Finding:
 
 
 def add_arguments(sub: Any, add: Any) -> None:
-    doctor = add(sub, "doctor", "check the config, data_dir, store, model, sandbox and clock")
+    doctor = add(
+        sub,
+        "doctor",
+        "check the config, data_dir, store, model, sandbox, clock and chat credentials",
+    )
     doctor.add_argument("--fix", action="store_true", help="apply the safe fixes (permissions)")
 
 
@@ -87,6 +94,7 @@ def check_setup(settings: Settings) -> list[Finding]:
     findings.append(_sandbox(settings, data_dir))
     if skew is not None:
         findings.append(_clock(skew))
+    findings += chat_findings(settings)
     return findings
 
 
@@ -261,3 +269,58 @@ def _sandbox(settings: Settings, data_dir: Path) -> Finding:
             True, "sandbox", 'none: shell commands run unconfined ([safety] sandbox = "none")'
         )
     return Finding(True, "sandbox", "shell commands run in bubblewrap")
+
+
+def chat_findings(settings: Settings) -> list[Finding]:
+    """Each Telegram, Slack and Matrix account's credential, asked of its platform once.
+    The other platforms' credentials are proved by the daemon at its start (their
+    health in `wakeful status`), not here."""
+    from wakeful.cli.onboard_checks import (  # onboard's checks read doctor's: import here
+        CheckFailed,
+        check_matrix,
+        check_slack,
+        check_telegram,
+    )
+    from wakeful.kernel.config_base import read_secret_file
+    from wakeful.kernel.config_files import ConfigError
+
+    def asked(where: str, secret: Path, key: str, check: Callable[[str], str]) -> Finding:
+        try:
+            token = read_secret_file(secret, f"{where}.{key}")
+            return Finding(True, where, f"the credential is accepted ({check(token)})")
+        except CheckFailed as exc:
+            return Finding(False, where, str(exc), f"put a valid credential in {secret}")
+        except ConfigError as exc:  # the secret file is missing or unreadable
+            return Finding(False, where, str(exc), "write the credential to that file")
+
+    chat = settings.chat
+    findings = [
+        asked(
+            f"chat.telegram '{bot.name}'",
+            bot.bot_token_file,
+            "bot_token_file",
+            partial(check_telegram, bot.api_base),
+        )
+        for bot in chat.telegram
+    ]
+    findings += [
+        asked(
+            f"chat.slack '{app.name}'",
+            app.bot_token_file,
+            "bot_token_file",
+            partial(check_slack, app.api_base),
+        )
+        for app in chat.slack
+    ]
+    findings += [
+        asked(
+            f"chat.matrix '{account.name}'",
+            account.access_token_file,
+            "access_token_file",
+            partial(check_matrix, account.homeserver),
+        )
+        for account in chat.matrix
+        # A password log-in makes a new session: the daemon's own start proves that one.
+        if account.access_token_file is not None
+    ]
+    return findings
