@@ -12,8 +12,8 @@ from starlette.applications import Starlette
 from starlette.routing import Route
 
 from tests.fakes.telegram_api import TOKEN, FakeTelegramApi
+from wakeful.channels.chat.health import BotHealth
 from wakeful.channels.telegram.bot_api import BotApi
-from wakeful.channels.telegram.health import BotHealth
 from wakeful.channels.telegram.polling import UpdatePoller
 from wakeful.channels.telegram.updates import platform_message
 from wakeful.channels.telegram.webhook import SECRET_HEADER, WebhookReceiver

@@ -26,6 +26,7 @@ import structlog
 from anyio.abc import TaskStatus
 
 from wakeful.channels.chat.decisions import standing
+from wakeful.channels.chat.health import BotHealth
 from wakeful.channels.chat.inbound import ChatInbound
 from wakeful.channels.chat.outgoing import ChatChannel
 from wakeful.channels.chat.typing_indicator import TypingIndicator
@@ -40,7 +41,6 @@ from wakeful.channels.discord.messages import (
     platform_message,
 )
 from wakeful.channels.discord.rest import DiscordRest, RateLimited, RestError, RestUnreachable
-from wakeful.channels.telegram.health import BotHealth
 from wakeful.core.approvals import DecideOutcome
 from wakeful.core.components.context import ComponentHealth, ComponentSetup
 from wakeful.kernel.config_base import ConfigError, read_secret_file

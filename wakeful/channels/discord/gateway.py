@@ -33,7 +33,7 @@ import structlog
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed
 
-from wakeful.channels.telegram.health import BotHealth
+from wakeful.channels.chat.health import BotHealth
 
 log = structlog.get_logger(__name__)
 

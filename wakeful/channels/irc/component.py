@@ -19,6 +19,7 @@ import anyio
 import structlog
 from anyio.abc import TaskStatus
 
+from wakeful.channels.chat.health import BotHealth
 from wakeful.channels.chat.inbound import ChatInbound, PlatformMessage
 from wakeful.channels.chat.outgoing import ChatChannel
 from wakeful.channels.chat.typing_indicator import TypingIndicator
@@ -27,7 +28,6 @@ from wakeful.channels.irc.config import IrcConfig
 from wakeful.channels.irc.connection import IrcConnection, IrcError, Login
 from wakeful.channels.irc.identity import Identities
 from wakeful.channels.irc.protocol import Line
-from wakeful.channels.telegram.health import BotHealth
 from wakeful.core.components.context import ComponentHealth, ComponentSetup
 from wakeful.kernel.logging import add_secrets
 

@@ -14,6 +14,7 @@ import anyio
 import structlog
 from anyio.abc import TaskStatus
 
+from wakeful.channels.chat.health import BotHealth
 from wakeful.channels.chat.inbound import ChatInbound, Received
 from wakeful.channels.chat.outgoing import ChatChannel
 from wakeful.channels.chat.typing_indicator import TypingIndicator
@@ -29,7 +30,6 @@ from wakeful.channels.signal.config import SignalConfig
 from wakeful.channels.signal.envelopes import SignalMessage, parse_envelope
 from wakeful.channels.signal.socket_api import SignalSocketApi
 from wakeful.channels.signal.stream import EventStream
-from wakeful.channels.telegram.health import BotHealth
 from wakeful.core.components.context import ComponentHealth, ComponentSetup
 from wakeful.kernel.logging import add_secrets
 from wakeful.store.base import Cursor

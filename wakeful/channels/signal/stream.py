@@ -17,8 +17,8 @@ from collections.abc import Awaitable, Callable
 import anyio
 import structlog
 
+from wakeful.channels.chat.health import BotHealth
 from wakeful.channels.signal.api import DaemonApi, SignalError, StreamEvent
-from wakeful.channels.telegram.health import BotHealth
 from wakeful.store.base import ChannelState, Cursor
 
 log = structlog.get_logger(__name__)

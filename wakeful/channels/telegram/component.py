@@ -18,6 +18,7 @@ import structlog
 from anyio.abc import TaskStatus
 from starlette.routing import Route
 
+from wakeful.channels.chat.health import BotHealth
 from wakeful.channels.chat.inbound import ChatInbound
 from wakeful.channels.chat.outgoing import ChatChannel
 from wakeful.channels.chat.typing_indicator import TypingIndicator
@@ -25,7 +26,6 @@ from wakeful.channels.telegram.bot_api import BotApi, BotApiError, BotApiUnreach
 from wakeful.channels.telegram.buttons import ApprovalButtons
 from wakeful.channels.telegram.client import TelegramClient
 from wakeful.channels.telegram.config import SECRET_TOKEN, TelegramConfig
-from wakeful.channels.telegram.health import BotHealth
 from wakeful.channels.telegram.polling import UpdatePoller
 from wakeful.channels.telegram.updates import ALLOWED_UPDATES, button_press, platform_message
 from wakeful.channels.telegram.webhook import WebhookReceiver

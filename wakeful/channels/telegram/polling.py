@@ -15,8 +15,8 @@ from typing import Any
 import anyio
 import structlog
 
+from wakeful.channels.chat.health import BotHealth
 from wakeful.channels.telegram.bot_api import BotApi, BotApiError, BotApiUnreachable
-from wakeful.channels.telegram.health import BotHealth
 from wakeful.channels.telegram.updates import ALLOWED_UPDATES, update_id
 from wakeful.store.base import ChannelState, Cursor
 

@@ -19,10 +19,10 @@ import structlog
 from anyio.abc import TaskStatus
 from starlette.routing import Route
 
+from wakeful.channels.chat.health import BotHealth
 from wakeful.channels.chat.inbound import ChatInbound
 from wakeful.channels.chat.outgoing import ChatChannel
 from wakeful.channels.chat.typing_indicator import TypingIndicator
-from wakeful.channels.telegram.health import BotHealth
 from wakeful.channels.whatsapp.client import BadCredentials, WhatsAppClient
 from wakeful.channels.whatsapp.config import WhatsAppConfig
 from wakeful.channels.whatsapp.signing import AppSignature

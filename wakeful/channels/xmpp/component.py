@@ -16,10 +16,10 @@ import anyio
 import structlog
 from anyio.abc import TaskStatus
 
+from wakeful.channels.chat.health import BotHealth
 from wakeful.channels.chat.inbound import ChatInbound
 from wakeful.channels.chat.outgoing import ChatChannel
 from wakeful.channels.chat.typing_indicator import TypingIndicator
-from wakeful.channels.telegram.health import BotHealth
 from wakeful.channels.xmpp.config import XmppConfig
 from wakeful.core.components.context import ComponentHealth, ComponentSetup
 from wakeful.kernel.config_base import ConfigError

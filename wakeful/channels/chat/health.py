@@ -1,4 +1,5 @@
-"""One bot's health as /api/status and /readyz show it, and the backoff between failures."""
+"""A chat account's health as /api/status and /readyz show it, and the backoff between
+failures: every platform's connection (Telegram, Signal, WhatsApp, Discord, XMPP, IRC)."""
 
 from __future__ import annotations
 
