@@ -44,7 +44,12 @@ class MatrixClient:
     resend_safe = True  # the homeserver drops a repeated txnId: see the module's docstring
 
     def __init__(
-        self, api: MatrixApi, user_id: str, name: str, state: ChannelState, msgtype: str
+        self,
+        api: MatrixApi,
+        user_id: str,
+        name: str,
+        state: ChannelState,
+        msgtype: str = "m.notice",  # [[chat.matrix]] msgtype's default
     ) -> None:
         self.api = api
         self.msgtype = msgtype
