@@ -15,6 +15,8 @@ being taken twice by its id in the store (Signal's sender + timestamp).
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import itertools
 import json
 import math
@@ -48,6 +50,53 @@ class _Waiting:
     body: Any = None
 
 
+class _UnixStream(ByteStream):
+    """A Unix socket on asyncio's own transport. anyio's UNIX socket stream has a race:
+    a read that becomes ready in the same loop turn as the reading task is cancelled
+    (the daemon stopping) calls ``set_result`` on a cancelled future, an "Exception in
+    callback" the loop logs (and anyio's test runner raises). asyncio's transport has no
+    such window; TCP goes through anyio, which uses the transport already."""
+
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self._reader, self._writer = reader, writer
+
+    @classmethod
+    async def connect(cls, path: str) -> _UnixStream:
+        reader, writer = await asyncio.open_unix_connection(path)
+        return cls(reader, writer)
+
+    async def receive(self, max_bytes: int = 65536) -> bytes:
+        try:
+            data = await self._reader.read(max_bytes)
+        except (ConnectionError, OSError) as exc:
+            raise anyio.BrokenResourceError from exc
+        if not data:
+            raise anyio.EndOfStream
+        return data
+
+    async def send(self, item: bytes) -> None:
+        if self._writer.is_closing():
+            raise anyio.ClosedResourceError
+        try:
+            self._writer.write(item)
+            await self._writer.drain()
+        except (ConnectionError, OSError) as exc:
+            raise anyio.BrokenResourceError from exc
+
+    async def send_eof(self) -> None:
+        self._writer.write_eof()
+
+    async def aclose(self) -> None:
+        self._writer.close()
+        # Closed is what was asked: an error while closing changes nothing.
+        with (
+            anyio.CancelScope(shield=True),
+            anyio.move_on_after(1.0),
+            contextlib.suppress(ConnectionError, OSError),
+        ):
+            await self._writer.wait_closed()
+
+
 class SignalSocketApi:
     """One daemon's calls and notifications over ``tcp://host:port`` or ``unix:///path``."""
 
@@ -66,7 +115,7 @@ class SignalSocketApi:
     async def _connect(self) -> ByteStream:
         try:
             if self.url.startswith("unix://"):
-                return await anyio.connect_unix(self.url.removeprefix("unix://"))
+                return await _UnixStream.connect(self.url.removeprefix("unix://"))
             host, _, port = self.url.removeprefix("tcp://").rpartition(":")
             return await anyio.connect_tcp(host.strip("[]"), int(port))
         except OSError as exc:
