@@ -9,7 +9,9 @@ from __future__ import annotations
 import io
 import os
 import sys
+import time
 import weakref
+from collections.abc import Callable
 from pathlib import Path
 
 import pexpect
@@ -57,3 +59,17 @@ def screen_lines(child: pexpect.spawn) -> list[str]:
 
 def on_screen(child: pexpect.spawn) -> str:
     return "\n".join(screen_lines(child))
+
+
+def screen_until(
+    child: pexpect.spawn, done: Callable[[list[str]], bool], timeout_s: float = 10.0
+) -> list[str]:
+    """The screen once ``done`` holds for it, reading what the chat writes meanwhile: a
+    prompt redraw ("you>") comes between the rows of a stream, so it marks no end."""
+    deadline = time.monotonic() + timeout_s
+    while not done(lines := screen_lines(child)):
+        if time.monotonic() > deadline:
+            raise AssertionError(f"the screen never got there: {lines}")
+        # Reads whatever arrives within the slice (the EOF or TIMEOUT is not an error).
+        child.expect([pexpect.TIMEOUT, pexpect.EOF], timeout=0.1)
+    return lines

@@ -16,7 +16,13 @@ from pathlib import Path
 import pexpect
 import pytest
 
-from tests.chat_terminal import COLUMNS, on_screen, screen_lines, spawn_chat, transcript
+from tests.chat_terminal import (
+    COLUMNS,
+    on_screen,
+    screen_until,
+    spawn_chat,
+    transcript,
+)
 from tests.daemon_process import DaemonProcess, free_port, write_config
 from tests.fakes.model_replies import Reply, ToolCallSpec
 from tests.fakes.model_server import FakeModelServer
@@ -72,6 +78,12 @@ def test_the_reply_streams_and_is_printed_once(
 LONG = " ".join(f"x{i:03d}" for i in range(150))
 
 
+def finished(lines: list[str], last_word: str) -> bool:
+    """The reply's last row is on the screen and the prompt is the last line under it."""
+    filled = [line for line in lines if line.strip()]
+    return any(line.endswith(last_word) for line in filled) and filled[-1].startswith("you>")
+
+
 @pytest.mark.parametrize("columns", [80, 100])
 def test_a_long_reply_streams_row_by_row_and_wraps_at_words(
     columns: int, daemon: DaemonProcess, model_server: FakeModelServer, tmp_path: Path
@@ -83,8 +95,9 @@ def test_a_long_reply_streams_row_by_row_and_wraps_at_words(
     assert not model_server.requests[0].completed, "shown only once the paragraph ended"
     model_server.wait_for_completion(0, timeout_s=15)
     child.expect("x149")
-    child.expect("you>")
-    rows = [row for row in screen_lines(child) if row.startswith("x")]
+    # The last row is drawn for good once the reply ends; the prompt redraws between.
+    screen = screen_until(child, lambda lines: finished(lines, "x149"))
+    rows = [row for row in screen if row.startswith("x")]
     assert all(len(row) < columns for row in rows), rows
     shown = " ".join(rows).split(" ")
     assert shown == LONG.split(" "), rows  # every word once, none cut across rows

@@ -101,12 +101,15 @@ def run_chat(client: DaemonClient, session: str, timeout_s: float, history: bool
     if history:
         screen.show(client.outbox(session, unread=False))
     follower = Follower(client.clone(), session, screen)
-    if terminal:
-        # Imported here: prompt_toolkit is only needed on a terminal.
-        from wakeful.cli.chat_prompt import TerminalChat
+    try:
+        if terminal:
+            # Imported here: prompt_toolkit is only needed on a terminal.
+            from wakeful.cli.chat_prompt import TerminalChat
 
-        return TerminalChat(client, session, screen, follower, model=timeout_s > 0).run()
-    return _plain_chat(client, session, timeout_s, follower)
+            return TerminalChat(client, session, screen, follower, model=timeout_s > 0).run()
+        return _plain_chat(client, session, timeout_s, follower)
+    finally:
+        screen.settle()  # a message on the screen is acknowledged before the chat ends
 
 
 def start_following(client: DaemonClient, session: str, follower: Follower) -> None:

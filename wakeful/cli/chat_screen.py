@@ -45,6 +45,8 @@ class ChatScreen:
         self.on_change: Callable[[], None] = lambda: None
 
     def show(self, messages: list[dict[str, Any]], *, acknowledge: bool = True) -> None:
+        # Printed and acknowledged under one lock: a quit right after a message appeared
+        # waits for its acknowledgement (settle), or the next chat would show it again.
         with self._lock:
             # An item without an outbox id (an older daemon) cannot be told apart: shown.
             fresh = [m for m in messages if m.get("id") not in self._shown]
@@ -52,9 +54,14 @@ class ChatScreen:
                 self._remember(message)
                 if not self._was_streamed(message):
                     self._print(message_line(message))
-        ids = tuple(m["id"] for m in fresh if isinstance(m.get("id"), int))
-        if ids and acknowledge:
-            self._client.acknowledge(self._session, ids=ids)
+            ids = tuple(m["id"] for m in fresh if isinstance(m.get("id"), int))
+            if ids and acknowledge:
+                self._client.acknowledge(self._session, ids=ids)
+
+    def settle(self, timeout_s: float = 5.0) -> None:
+        """Wait (a bounded while) for a message being shown to be acknowledged."""
+        if self._lock.acquire(timeout=timeout_s):
+            self._lock.release()
 
     def show_unread(self) -> None:
         self.show(self._client.outbox(self._session, unread=True))
