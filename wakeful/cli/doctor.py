@@ -275,12 +275,7 @@ def chat_findings(settings: Settings) -> list[Finding]:
     """Each Telegram, Slack and Matrix account's credential, asked of its platform once.
     The other platforms' credentials are proved by the daemon at its start (their
     health in `wakeful status`), not here."""
-    from wakeful.cli.onboard_checks import (  # onboard's checks read doctor's: import here
-        CheckFailed,
-        check_matrix,
-        check_slack,
-        check_telegram,
-    )
+    from wakeful.cli.chat_checks import CheckFailed, check_matrix, check_slack, check_telegram
     from wakeful.kernel.config_base import read_secret_file
     from wakeful.kernel.config_files import ConfigError
 
