@@ -244,3 +244,25 @@ async def test_latest_is_the_sessions_newest_message(outbox: OutgoingMessages) -
     await outbox.add(new("c", "elsewhere", session="other"))
     latest = await outbox.latest("main")
     assert latest is not None and latest.text == "second"
+
+
+async def test_the_approval_a_notice_is_about_is_stored(outbox: OutgoingMessages) -> None:
+    """A notice's ``approval`` is stored and read back by every read; others have none,
+    whatever their key looks like."""
+    notice = NewMessage("main", "chat:web", "approve?", "k1", approval="abcd2345")
+    added = await outbox.add(notice)
+    plain = await outbox.add(new("approval:looks-like-one"))
+    assert (added.approval, plain.approval) == ("abcd2345", None)
+    claimed = await outbox.move(added.id, PENDING, SENDING)
+    assert claimed is not None and claimed.approval == "abcd2345"
+    assert await outbox.get(added.id) == claimed
+    assert [(m.id, m.approval) for m in await outbox.history("main")] == [
+        (added.id, "abcd2345"),
+        (plain.id, None),
+    ]
+    assert [m.approval for m in await outbox.pending()] == [None]
+    sending, _ = await outbox.add_claimed(
+        NewMessage("main", "chat:web", "x", "k2", approval="efgh6789")
+    )
+    assert sending.approval == "efgh6789"
+    assert (await outbox.get(sending.id)) == sending

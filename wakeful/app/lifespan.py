@@ -408,6 +408,7 @@ def _connect_approvals(
             approval_notice(approval),
             urgency="high",
             key=notice_key(approval.id),
+            approval=approval.id,
         )
 
     safety.approvals.connect(

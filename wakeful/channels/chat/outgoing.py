@@ -5,9 +5,10 @@ The outbox gives exactly-once per record (a send interrupted by a crash is
 of them went out is remembered in channel state, so a retry after a failed
 piece sends the rest, never an earlier piece again.
 
-An approval's notice (its outbox key says which approval, see
-:func:`approval_of_notice`) goes out with Approve/Deny buttons on platforms
-that have them: its last piece is sent by ``send_approval_notice``.
+An approval's notice (its record's ``approval`` says which approval; the daemon
+sets it where it files one, never from a key the model chose) goes out with
+Approve/Deny buttons on platforms that have them: its last piece is sent by
+``send_approval_notice``.
 """
 
 from __future__ import annotations
@@ -15,7 +16,6 @@ from __future__ import annotations
 from typing import Protocol, runtime_checkable
 
 from wakeful.channels.chat.chunking import split_message
-from wakeful.core.approvals import approval_of_notice
 from wakeful.core.outbox.channels import NeverDeliverable, Receipt
 from wakeful.core.outbox.record import OutgoingMessage
 from wakeful.store.base import ChannelState
@@ -72,7 +72,7 @@ class ChatChannel:
         pieces = split_message(message.text, self._client.max_chars)
         progress_key = f"chunks:{self.name}:{message.id}"
         done = int(await self._state.get_state(progress_key) or 0) if len(pieces) > 1 else 0
-        approval = approval_of_notice(message.key)
+        approval = message.approval
         buttons = self._client if isinstance(self._client, SendsApprovalButtons) else None
         for number in range(done, len(pieces)):
             ref = f"{message.id}.{number}"

@@ -79,6 +79,8 @@ class ServiceWindow:
 
     async def keep(self, wa_id: str, message: OutgoingMessage, text: str) -> None:
         record = {"session": message.session, "text": text, "key": message.key}
+        if message.approval is not None:  # released with its buttons
+            record["approval"] = message.approval
         await self._state.put_state(self._key("held", f"{wa_id}:{message.id}"), json.dumps(record))
 
     async def kept(self, wa_id: str) -> dict[str, dict[str, str]]:
@@ -95,7 +97,12 @@ class ServiceWindow:
         for key, record in kept.items():
             # Keyed by the kept message: a crash before forget() sends nothing twice.
             message = NewMessage(
-                record["session"], channel, record["text"], f"whatsapp:kept:{key}", address=wa_id
+                record["session"],
+                channel,
+                record["text"],
+                f"whatsapp:kept:{key}",
+                address=wa_id,
+                approval=record.get("approval"),
             )
             await send(message)
             await self.forget(key)

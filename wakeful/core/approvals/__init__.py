@@ -13,7 +13,6 @@ from wakeful.core.approvals.record import (
     DecideOutcome,
     already_decided,
     approval_id,
-    approval_of_notice,
     notice_key,
 )
 from wakeful.core.approvals.service import Approvals
@@ -26,7 +25,6 @@ __all__ = [
     "DecideOutcome",
     "already_decided",
     "approval_id",
-    "approval_of_notice",
     "decided_event",
     "notice_key",
     "outcome_event",

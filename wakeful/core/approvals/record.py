@@ -101,18 +101,10 @@ NOTICE_KEY_PREFIX = "approval:"
 
 
 def notice_key(identifier: str) -> str:
-    """The outbox key of the owner's notice about an approval (one per approval)."""
+    """The outbox key of the owner's notice about an approval (one per approval): it
+    makes filing it idempotent. Which approval a message is about is its ``approval``
+    field, not this key."""
     return f"{NOTICE_KEY_PREFIX}{identifier}"
-
-
-def approval_of_notice(key: str) -> str | None:
-    """The approval a message is the notice of, from its outbox key (the daemon's own
-    key, never the model's text): chat platforms add Approve/Deny buttons to it.
-    Notices to several channels carry ":<channel>" after the id."""
-    if not key.startswith(NOTICE_KEY_PREFIX):
-        return None
-    identifier = key[len(NOTICE_KEY_PREFIX) :].split(":", 1)[0]
-    return identifier or None
 
 
 def approval_id(session: str, call_id: str) -> str:

@@ -24,7 +24,7 @@ import structlog
 from redis.asyncio import Redis
 from redis.commands.core import AsyncScript
 
-from wakeful.core.outbox.record import NewMessage, OutgoingMessage
+from wakeful.core.outbox.record import NewMessage, OutgoingMessage, approval_of_old_record
 from wakeful.core.outbox.states import (
     RESENT_AFTER_STOP,
     STOPPED_MID_SEND,
@@ -58,7 +58,7 @@ if ARGV[8] == '1' then state, attempts, owner = 'sending', 1, ARGV[11] end
 redis.call('HSET', msg .. id, 'id', id, 'key', ARGV[2], 'session', ARGV[3], 'channel', ARGV[4],
   'text', ARGV[5], 'answers', ARGV[6], 'created_at', ARGV[7], 'updated_at', ARGV[7],
   'state', state, 'attempts', attempts, 'last_error', '', 'acked_at', '', 'address', ARGV[9],
-  'owner', owner, 'claimed_at', owner ~= '' and ARGV[7] or '')
+  'owner', owner, 'claimed_at', owner ~= '' and ARGV[7] or '', 'approval', ARGV[12])
 redis.call('SET', p .. 'outbox:key:' .. ARGV[2], id)
 redis.call('ZADD', p .. 'outbox:state:' .. state, id, id)
 if ARGV[4] == ARGV[10] then redis.call('ZADD', p .. 'outbox:unread:' .. ARGV[3], id, id) end
@@ -134,6 +134,8 @@ def _record(flat: Sequence[Any]) -> OutgoingMessage:
         answers=f["answers"] or None,
         acked_at=float(f["acked_at"]) if f["acked_at"] else None,
         address=f.get("address") or None,  # records from before addresses have none
+        # '' is "not a notice"; no field at all is a record from before the field.
+        approval=f["approval"] or None if "approval" in f else approval_of_old_record(f["key"]),
     )
 
 
@@ -202,7 +204,8 @@ class RedisOutbox:
         m = message
         args: list[str | int] = [m.key, m.session, m.channel, m.text, m.answers or "",
                 repr(time.time()),
-                int(claim), m.address or "", LOCAL_CHAT, self.owner]  # fmt: skip
+                int(claim), m.address or "", LOCAL_CHAT, self.owner,
+                m.approval or ""]  # fmt: skip
         # Safe to repeat: a second run finds the key and returns the first record
         # (a claim it made is then reported as not ours: it stays for the restart
         # check, never sent twice).
@@ -214,7 +217,7 @@ class RedisOutbox:
         state = DeliveryState.SENDING if claim else DeliveryState.PENDING
         return OutgoingMessage(
             int(found), m.session, m.channel, m.text, m.key, state, int(claim), "", now, now,
-            m.answers, None, m.address,
+            m.answers, None, m.address, m.approval,
         ), True  # fmt: skip
 
     async def get(self, message_id: int) -> OutgoingMessage | None:

@@ -101,9 +101,12 @@ class Outbox:
         settled = await self.deliverer.settled(record.id, REPORT_WAIT_S) or record
         return self.describe(settled)
 
-    async def notify_and_report(self, session: str, text: str, *, urgency: str, key: str) -> str:
+    async def notify_and_report(
+        self, session: str, text: str, *, urgency: str, key: str, approval: str | None = None
+    ) -> str:
         """A notification (no message is being answered): by urgency, where the user
-        last wrote and the configured preferences; each target once per key."""
+        last wrote and the configured preferences; each target once per key.
+        ``approval``: the approval this is the owner's notice of (see NewMessage)."""
         targets = notification_targets(
             urgency,
             known=self.deliverer.channels.keys(),
@@ -114,7 +117,9 @@ class Outbox:
         reports = []
         for number, target in enumerate(targets):
             piece_key = key if number == 0 else f"{key}:{target.channel}"
-            message = NewMessage(session, target.channel, text, piece_key, address=target.address)
+            message = NewMessage(
+                session, target.channel, text, piece_key, address=target.address, approval=approval
+            )
             record = await self.deliverer.deliver_new(message)
             settled = await self.deliverer.settled(record.id, REPORT_WAIT_S) or record
             reports.append(self.describe(settled))

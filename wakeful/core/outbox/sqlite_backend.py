@@ -11,7 +11,7 @@ import time
 from collections.abc import Callable, Collection
 from typing import Any, TypeVar
 
-from wakeful.core.outbox.record import NewMessage, OutgoingMessage
+from wakeful.core.outbox.record import NewMessage, OutgoingMessage, approval_of_old_record
 from wakeful.core.outbox.states import (
     RESENT_AFTER_STOP,
     STOPPED_MID_SEND,
@@ -39,25 +39,28 @@ CREATE TABLE IF NOT EXISTS outbox (
     created_at REAL NOT NULL,
     updated_at REAL NOT NULL,
     acked_at REAL,
-    address TEXT
+    address TEXT,
+    approval TEXT
 );
 CREATE INDEX IF NOT EXISTS outbox_by_state ON outbox(state, id);
 CREATE INDEX IF NOT EXISTS outbox_unread ON outbox(session, channel, acked_at, id);
 """
 COLUMNS = (
     "id, session, channel, text, key, state, attempts, last_error, created_at, updated_at,"
-    " answers, acked_at, address"
+    " answers, acked_at, address, approval"
 )
 # Columns added after the first release, for files written by an older daemon.
-ADDED_COLUMNS = {"address": "address TEXT"}
+# A row from before ``approval`` gets NULL there; a newer row stores '' for "not a notice".
+ADDED_COLUMNS = {"address": "address TEXT", "approval": "approval TEXT"}
 
 
 def _record(row: tuple[Any, ...]) -> OutgoingMessage:
     (id_, session, channel, text, key, state, attempts, error, created, updated, answers,
-     acked, address) = row  # fmt: skip
+     acked, address, approval) = row  # fmt: skip
     return OutgoingMessage(
         int(id_), session, channel, text, key, DeliveryState.parse(state), int(attempts),
         error, float(created), float(updated), answers, acked, address,
+        approval_of_old_record(key) if approval is None else approval or None,
     )  # fmt: skip
 
 
@@ -105,10 +108,11 @@ class SqliteOutbox:
         def insert(conn: sqlite3.Connection) -> tuple[tuple[Any, ...], bool]:
             cursor = conn.execute(
                 "INSERT INTO outbox (key, session, channel, text, state, attempts, answers,"
-                " created_at, updated_at, address) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+                " created_at, updated_at, address, approval)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
                 " ON CONFLICT(key) DO NOTHING",
                 (m.key, m.session, m.channel, m.text, state.value, attempts, m.answers, now,
-                 now, m.address),
+                 now, m.address, m.approval or ""),
             )  # fmt: skip
             row = conn.execute(f"SELECT {COLUMNS} FROM outbox WHERE key = ?", (m.key,))
             return row.fetchone(), cursor.rowcount == 1
