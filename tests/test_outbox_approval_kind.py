@@ -18,6 +18,7 @@ from redis.asyncio import Redis
 
 from tests.redis_server import REDIS_URL
 from wakeful.channels.chat.outgoing import ChatChannel
+from wakeful.channels.whatsapp.window import ServiceWindow
 from wakeful.core.approvals import notice_key
 from wakeful.core.outbox.factory import open_outbox
 from wakeful.core.outbox.record import NewMessage, OutgoingMessage
@@ -202,3 +203,29 @@ def test_buttons_iff_made_as_an_approval_notice(
             await store.aclose()
 
     anyio.run(check)
+
+
+@pytest.mark.anyio
+async def test_a_whatsapp_reply_kept_for_the_window_keeps_its_approval(tmp_path: Path) -> None:
+    """A notice held until the user writes again is released as a notice (new key)."""
+    store = await SqliteStore(tmp_path / "events.sqlite").open()
+    try:
+        outbox = await open_outbox(store)
+        window = ServiceWindow(MemoryState(), "main")
+        notice = await outbox.add(
+            NewMessage("main", "whatsapp:main", "ok?", "n", address="15550001", approval="abcd2345")
+        )
+        plain = await outbox.add(NewMessage("main", "whatsapp:main", "hi", "approval:lookalike"))
+        await window.keep("15550001", notice, notice.text)
+        await window.keep("15550001", plain, plain.text)
+        released: list[OutgoingMessage] = []
+
+        async def send(message: NewMessage) -> OutgoingMessage:
+            released.append(await outbox.add(message))
+            return released[-1]
+
+        assert await window.release("15550001", "whatsapp:main", send) == 2
+        assert [(m.text, m.approval) for m in released] == [("ok?", "abcd2345"), ("hi", None)]
+        assert await buttons_of(released[0]) == [("ok?", "abcd2345")]
+    finally:
+        await store.aclose()
