@@ -1,6 +1,6 @@
 """Each chat credential asked of its platform by the channel's own client (Telegram
 getMe, Slack auth.test, Matrix whoami, Discord /users/@me, WhatsApp's phone number,
-signal-cli's listAccounts, an XMPP log-in, an IRC registration): what `wakeful onboard`
+signal-cli's version, an XMPP log-in, an IRC registration): what `wakeful onboard`
 checks before it writes a config and `wakeful doctor` checks of a config in use. A failure
 is one line saying what failed; never the secret. Each is bounded in time."""
 
@@ -85,7 +85,7 @@ def _bounded(what: str, call: Callable[[], Awaitable[str]]) -> str:
     try:
         return anyio.run(run)
     except TimeoutError:
-        raise CheckFailed(f"{what} did not answer within {CHECK_TIMEOUT_S:.0f} s") from None
+        raise CheckFailed(f"{what} did not answer within {CHECK_TIMEOUT_S:g} s") from None
 
 
 def check_discord(api_base: str, token: str) -> str:
@@ -130,35 +130,28 @@ def _ignore(_: object) -> None:
 
 
 def check_signal(url: str, account: str | None, token: str | None) -> str:
-    """The accounts the signal-cli daemon at ``url`` serves, from its listAccounts call;
-    ``account`` (when set) must be one of them."""
+    """signal-cli's version, from the daemon at ``url``, asked for ``account``: a daemon
+    serving several accounts refuses an account it has not registered ("Specified account
+    does not exist"); one started with ``-a`` serves only its own, registered one."""
     from wakeful.channels.signal.api import SignalApi, SignalError
     from wakeful.channels.signal.socket_api import SignalSocketApi
 
-    async def list_accounts() -> str:
-        # No account with the call: listAccounts is the daemon's, not one account's.
-        api: SignalApi | SignalSocketApi = (
-            SignalApi(url, account=None, token=token)
-            if url.startswith(("http://", "https://"))
-            else SignalSocketApi(url, account=None)
-        )
-        try:
-            answer = await api.call("listAccounts", {})
-        finally:
-            await api.aclose()
-        entries = answer if isinstance(answer, list) else []
-        numbers = [str(a.get("number")) for a in entries if isinstance(a, dict)]
-        if account is not None and account not in numbers:
-            raise CheckFailed(
-                f"{account} is not registered with the signal-cli daemon at {url} (it serves "
-                f"{', '.join(numbers) or 'no account'})"
-            )
-        return account or ", ".join(numbers) or "no account"
+    async def version() -> str:
+        if url.startswith(("http://", "https://")):
+            api = SignalApi(url, account=account, token=token)
+            try:
+                answer = await api.call("version", {})
+            finally:
+                await api.aclose()
+        else:  # tcp:// or unix://: answers come on the connection's own reader
+            answer = await SignalSocketApi(url, account=account).call_alone("version", {})
+        found = answer.get("version") if isinstance(answer, dict) else None
+        return f"{account or 'its account'} on signal-cli {found or '(version unknown)'}"
 
     try:
-        return _bounded(url, list_accounts)
+        return _bounded(url, version)
     except SignalError as exc:
-        raise CheckFailed(f"the signal-cli daemon at {url} failed ({exc})") from None
+        raise CheckFailed(f"the signal-cli daemon at {url} refused ({exc})") from None
 
 
 def check_xmpp(config: XmppConfig, password: str) -> str:
