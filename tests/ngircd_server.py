@@ -20,8 +20,16 @@ NICK_LENGTH = 20  # ngircd's default is 9; the tests' nicks are longer (wakeful_
 
 
 class Ngircd:
-    def __init__(self, directory: Path, port: int | None = None, *, tls: bool = False) -> None:
+    def __init__(
+        self,
+        directory: Path,
+        port: int | None = None,
+        *,
+        tls: bool = False,
+        password: str | None = None,
+    ) -> None:
         self.directory = directory
+        self.password = password  # the server password every client must PASS (none: open)
         self.port = port or free_port()
         self.tls_port = free_port() if tls else None
         self.certificate = directory / "cert.pem"  # self-signed, for 127.0.0.1 and localhost
@@ -43,7 +51,8 @@ class Ngircd:
             f"\tListen = 127.0.0.1\n\tPorts = {self.port}\n"
             f"\tMotdFile = {self.directory / 'motd'}\n"
             f"\tPidFile = {self.directory / 'ngircd.pid'}\n"
-            f"{drop}"
+            + (f"\tPassword = {self.password}\n" if self.password else "")
+            + f"{drop}"
             "[Limits]\n"
             "\tMaxConnectionsIP = 0\n"
             f"\tMaxNickLength = {NICK_LENGTH}\n"

@@ -14,8 +14,9 @@ REST (``/api/v10``, ``Authorization: Bot <token>``): GET /gateway/bot; POST
 ``allowed_mentions``, ``nonce`` + ``enforce_nonce``: the same nonce again returns the
 first message and posts nothing); POST /channels/{id}/typing (204); GET
 /channels/{id}; GET /channels/{id}/messages (``after``, ``limit``, newest first); POST
-/users/@me/channels (a DM); POST /interactions/{id}/{token}/callback (once per
-interaction: type 7 rewrites the message, type 4 answers). Errors are
+/users/@me/channels (a DM); GET /users/@me (the bot's user); POST
+/interactions/{id}/{token}/callback (once per interaction: type 7 rewrites the message,
+type 4 answers). Errors are
 ``{"message", "code"}``; a 429 is ``{"message", "retry_after", "global"}`` with
 ``Retry-After`` and ``X-RateLimit-*`` headers. With :attr:`FakeDiscord.bucket` set, POST
 /channels/{id}/messages keeps a per-channel bucket and says so in
@@ -568,6 +569,8 @@ class FakeDiscord(ServesWhileOpen):
             if (method, path) == ("GET", "/gateway/bot"):
                 limit = {"total": 1000, "remaining": 999, "reset_after": 0, "max_concurrency": 1}
                 return 200, {"url": self.gateway_url, "shards": 1, "session_start_limit": limit}
+            if (method, path) == ("GET", "/users/@me"):
+                return 200, BOT_USER
             if (method, path) == ("POST", "/users/@me/channels"):
                 recipient = str((body or {}).get("recipient_id", ""))
                 if not recipient.isdigit():

@@ -8,7 +8,10 @@ It follows signal-cli-jsonrpc(5) and signal-cli's HTTP server:
   -4 an untrusted identity key, -5 a rate limit (its data the send's results
   with ``retryAfterSeconds``), -32601 an unknown method, -32602 bad params.
   Methods: ``send`` (recipient list or groupId, message; answers the
-  timestamp and per-recipient results), ``sendTyping``, ``sendReceipt``.
+  timestamp and per-recipient results), ``sendTyping``, ``sendReceipt``,
+  ``version`` (``{"version": …}``). An ``account`` param naming another number
+  is refused -32602 "Specified account does not exist", as a daemon serving
+  several accounts refuses one it has not registered.
 - ``GET /api/v1/events``: Server-Sent Events, ``id:<start time>-<n>``,
   ``event:receive``, ``data:{"envelope": …, "account": …}``, a ``:`` keep-alive
   comment when idle. The last 1000 events are kept; a ``Last-Event-ID`` of
@@ -46,6 +49,7 @@ from tests.fakes.model_server import _read_body
 
 ACCOUNT = "+15550001111"
 MAX_EVENTS = 1000  # what signal-cli keeps for Last-Event-ID
+VERSION = "0.13.22"  # what the fake says its signal-cli is (the version method)
 Failure = Literal["ratelimit", "io", "untrusted", "user"]
 _FAILURES: dict[str, tuple[int, str]] = {
     "ratelimit": (-5, "Failed to send message due to rate limiting"),
@@ -312,6 +316,8 @@ class FakeSignalCli(ServesWhileOpen):
             _recipients(params)
             self.typing.append((params, time.monotonic()))
             return {"timestamp": next(self._clock), "results": []}
+        if method == "version":  # signal-cli's VersionCommand: {"version": …}
+            return {"version": VERSION}
         if method == "sendReceipt":
             if not params.get("recipient") or not params.get("targetTimestamp"):
                 raise _RpcError(-32602, "recipient and targetTimestamp are required")

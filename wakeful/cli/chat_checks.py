@@ -1,12 +1,20 @@
 """Each chat credential asked of its platform by the channel's own client (Telegram
-getMe, Slack auth.test, Matrix whoami): what `wakeful onboard` checks before it writes a
-config and `wakeful doctor` checks of a config in use. A failure is one line saying what
-failed; never the secret."""
+getMe, Slack auth.test, Matrix whoami, Discord /users/@me, WhatsApp's phone number,
+signal-cli's version, an XMPP log-in, an IRC registration): what `wakeful onboard`
+checks before it writes a config and `wakeful doctor` checks of a config in use. A failure
+is one line saying what failed; never the secret. Each is bounded in time."""
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING
+
 import anyio
 import httpx
+
+if TYPE_CHECKING:  # the channel packages are imported only when a check runs
+    from wakeful.channels.irc.config import IrcConfig
+    from wakeful.channels.xmpp.config import XmppConfig
 
 
 class CheckFailed(Exception):
@@ -62,3 +70,130 @@ def check_matrix(homeserver: str, token: str) -> str:
         return anyio.run(whoami)
     except MatrixError as exc:
         raise CheckFailed(f"{homeserver} refused the token ({exc})") from None
+
+
+CHECK_TIMEOUT_S = 20.0  # a server that neither answers nor refuses: a failure, not a hang
+
+
+def _bounded(what: str, call: Callable[[], Awaitable[str]]) -> str:
+    """``call`` run to its end within CHECK_TIMEOUT_S; a CheckFailed naming ``what`` if not."""
+
+    async def run() -> str:
+        with anyio.fail_after(CHECK_TIMEOUT_S):
+            return await call()
+
+    try:
+        return anyio.run(run)
+    except TimeoutError:
+        raise CheckFailed(f"{what} did not answer within {CHECK_TIMEOUT_S:g} s") from None
+
+
+def check_discord(api_base: str, token: str) -> str:
+    """The bot's user name, from GET /users/@me with this bot token."""
+    from wakeful.channels.discord.rest import DiscordRest, RateLimited, RestError, RestUnreachable
+
+    async def users_me() -> str:
+        async with httpx.AsyncClient() as http:
+            me = await DiscordRest(api_base, token, http).call("GET", "/users/@me")
+        name = me.get("username") if isinstance(me, dict) else None
+        return str(name) if name else "a bot"
+
+    try:
+        return _bounded(api_base, users_me)
+    except RestError as exc:  # "HTTP 401: 401: Unauthorized": Discord's message, not the token
+        raise CheckFailed(f"Discord refused the token ({exc})") from None
+    except (RestUnreachable, RateLimited) as exc:
+        raise CheckFailed(f"cannot ask {api_base} ({exc})") from None
+
+
+def check_whatsapp(api_base: str, version: str, phone_number_id: str, token: str) -> str:
+    """The business number and its name, from GET /{version}/{phone_number_id}."""
+    from wakeful.channels.whatsapp.client import WhatsAppClient
+    from wakeful.core.outbox.channels import NeverDeliverable, TryLater
+
+    async def number() -> str:
+        async with httpx.AsyncClient() as http:
+            client = WhatsAppClient(api_base, version, phone_number_id, token, http, _ignore)
+            answer = await client.check_credentials()
+        shown = answer.get("display_phone_number") or phone_number_id
+        name = answer.get("verified_name")
+        return f"{shown} ({name})" if name else str(shown)
+
+    try:
+        return _bounded(api_base, number)
+    except (NeverDeliverable, TryLater) as exc:  # the Graph API's code and message only
+        raise CheckFailed(str(exc)) from None
+
+
+def _ignore(_: object) -> None:
+    """A check has no component health to report to."""
+
+
+def check_signal(url: str, account: str | None, token: str | None) -> str:
+    """signal-cli's version, from the daemon at ``url``, asked for ``account``: a daemon
+    serving several accounts refuses an account it has not registered ("Specified account
+    does not exist"); one started with ``-a`` serves only its own, registered one."""
+    from wakeful.channels.signal.api import SignalApi, SignalError
+    from wakeful.channels.signal.socket_api import SignalSocketApi
+
+    async def version() -> str:
+        if url.startswith(("http://", "https://")):
+            api = SignalApi(url, account=account, token=token)
+            try:
+                answer = await api.call("version", {})
+            finally:
+                await api.aclose()
+        else:  # tcp:// or unix://: answers come on the connection's own reader
+            answer = await SignalSocketApi(url, account=account).call_alone("version", {})
+        found = answer.get("version") if isinstance(answer, dict) else None
+        return f"{account or 'its account'} on signal-cli {found or '(version unknown)'}"
+
+    try:
+        return _bounded(url, version)
+    except SignalError as exc:
+        raise CheckFailed(f"the signal-cli daemon at {url} refused ({exc})") from None
+
+
+def check_xmpp(config: XmppConfig, password: str) -> str:
+    """The account's JID, after the channel's own connection logged in and out."""
+    from wakeful.channels.xmpp.connection import XmppConnection, XmppUnavailable
+
+    async def log_in() -> str:
+        connection = XmppConnection(config, password, on_message=lambda: None)
+        try:
+            await connection.open()
+        finally:
+            with anyio.CancelScope(shield=True):  # a timed-out log-in is still closed
+                await connection.close()
+        return config.full_jid
+
+    try:
+        return _bounded(config.server or config.jid, log_in)
+    except XmppUnavailable as exc:  # slixmpp's reason: never the password
+        raise CheckFailed(f"{config.jid}: {exc}") from None
+
+
+def check_irc(config: IrcConfig, sasl_password: str | None, server_password: str | None) -> str:
+    """The nick the server registered, after the channel's own registration (and SASL
+    when configured) and a QUIT."""
+    from wakeful.channels.irc.connection import IrcConnection, IrcError, Login
+
+    login = Login(
+        nick=config.nick,
+        username=config.username,
+        realname=config.realname,
+        server_password=server_password,
+        sasl_username=config.sasl_username,
+        sasl_password=sasl_password,
+    )
+
+    async def register() -> str:
+        async with IrcConnection.open(
+            config.server, config.port, tls=config.tls, login=login
+        ) as connection:
+            return f"{connection.nick} on {config.server}:{config.port}"
+
+    try:
+        return _bounded(f"{config.server}:{config.port}", register)
+    except IrcError as exc:
+        raise CheckFailed(str(exc)) from None

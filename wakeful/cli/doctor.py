@@ -5,9 +5,10 @@ The checks: the config loads; the data directory exists, is writable and private
 daemon holds it (and says it is ready) or none does; the store's databases pass
 SQLite's quick check; the model endpoint answers, with the key (one GET of its model
 list: no tokens spent); the shell sandbox works here; the clock agrees with the model
-server's; each Telegram, Slack and Matrix account's credential is accepted (the same
-calls `wakeful onboard` makes: getMe, auth.test, whoami). Exit 0 when nothing failed,
-1 otherwise.
+server's; each configured chat account's credential is accepted (the calls of
+wakeful/cli/chat_checks.py: Telegram getMe, Slack auth.test, Matrix whoami, Discord
+/users/@me, WhatsApp's phone number, signal-cli's version, an XMPP log-in, an IRC
+registration). Exit 0 when nothing failed, 1 otherwise.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import os
 import sqlite3
 import stat
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -33,6 +34,9 @@ from wakeful.kernel.data_dir_perms import exposed_paths
 
 if TYPE_CHECKING:
     from wakeful.app.config import Settings
+    from wakeful.channels.irc.config import IrcConfig
+    from wakeful.channels.signal.config import SignalConfig
+    from wakeful.channels.xmpp.config import XmppConfig
 
 CLOCK_SKEW_S = 60.0
 TIMEOUT_S = 10.0
@@ -272,50 +276,91 @@ def _sandbox(settings: Settings, data_dir: Path) -> Finding:
 
 
 def chat_findings(settings: Settings) -> list[Finding]:
-    """Each Telegram, Slack and Matrix account's credential, asked of its platform once.
-    The other platforms' credentials are proved by the daemon at its start (their
-    health in `wakeful status`), not here."""
-    from wakeful.cli.chat_checks import CheckFailed, check_matrix, check_slack, check_telegram
+    """Each configured chat account's credential, asked of its platform once (one line
+    each); a platform with no account says nothing."""
+    from wakeful.cli import chat_checks as checks
     from wakeful.kernel.config_base import read_secret_file
     from wakeful.kernel.config_files import ConfigError
 
     def asked(where: str, secret: Path, key: str, check: Callable[[str], str]) -> Finding:
+        def with_token() -> str:
+            return check(read_secret_file(secret, f"{where}.{key}"))
+
+        return proved(where, f"put a valid credential in {secret}", with_token)
+
+    def proved(where: str, fix: str, check: Callable[[], str]) -> Finding:
+        """``check`` run: ok with what it found, or FAIL with the fix."""
         try:
-            token = read_secret_file(secret, f"{where}.{key}")
-            return Finding(True, where, f"the credential is accepted ({check(token)})")
-        except CheckFailed as exc:
-            return Finding(False, where, str(exc), f"put a valid credential in {secret}")
-        except ConfigError as exc:  # the secret file is missing or unreadable
+            return Finding(True, where, f"the credential is accepted ({check()})")
+        except checks.CheckFailed as exc:
+            return Finding(False, where, str(exc), fix)
+        except ConfigError as exc:  # a secret file is missing or unreadable
             return Finding(False, where, str(exc), "write the credential to that file")
 
     chat = settings.chat
+    # Platform, accounts, the key of the file holding the token, the check of one account.
+    # A Matrix account without access_token_file logs in with a password, which makes a
+    # new session: the daemon's own start proves that one.
+    by_token: list[tuple[str, Sequence[Any], str, Callable[[Any], Callable[[str], str]]]] = [
+        ("telegram", chat.telegram, "bot_token_file",
+         lambda bot: partial(checks.check_telegram, bot.api_base)),
+        ("slack", chat.slack, "bot_token_file",
+         lambda app: partial(checks.check_slack, app.api_base)),
+        ("matrix", chat.matrix, "access_token_file",
+         lambda account: partial(checks.check_matrix, account.homeserver)),
+        ("discord", chat.discord, "bot_token_file",
+         lambda bot: partial(checks.check_discord, bot.api_base)),
+        ("whatsapp", chat.whatsapp, "access_token_file",
+         lambda number: partial(checks.check_whatsapp, number.api_base, number.api_version,
+                                number.phone_number_id)),
+    ]  # fmt: skip
     findings = [
-        asked(
-            f"chat.telegram '{bot.name}'",
-            bot.bot_token_file,
-            "bot_token_file",
-            partial(check_telegram, bot.api_base),
-        )
-        for bot in chat.telegram
+        asked(f"chat.{platform} '{account.name}'", getattr(account, key), key, check(account))
+        for platform, accounts, key, check in by_token
+        for account in accounts
+        if getattr(account, key) is not None
     ]
     findings += [
-        asked(
-            f"chat.slack '{app.name}'",
-            app.bot_token_file,
-            "bot_token_file",
-            partial(check_slack, app.api_base),
+        proved(
+            f"chat.signal '{account.name}'",
+            "start signal-cli's daemon at url with this account registered (docs/signal.md)",
+            partial(_signal, account),
         )
-        for app in chat.slack
+        for account in chat.signal
     ]
     findings += [
-        asked(
-            f"chat.matrix '{account.name}'",
-            account.access_token_file,
-            "access_token_file",
-            partial(check_matrix, account.homeserver),
+        proved(
+            f"chat.xmpp '{account.name}'",
+            f"check jid and server, and put the account's password in {account.password_file}",
+            partial(_xmpp, account),
         )
-        for account in chat.matrix
-        # A password log-in makes a new session: the daemon's own start proves that one.
-        if account.access_token_file is not None
+        for account in chat.xmpp
+    ]
+    findings += [
+        proved(
+            f"chat.irc '{account.name}'",
+            "check server, port, tls and the passwords in sasl_password_file / "
+            "server_password_file (docs/irc.md)",
+            partial(_irc, account),
+        )
+        for account in chat.irc
     ]
     return findings
+
+
+def _signal(account: SignalConfig) -> str:
+    from wakeful.cli.chat_checks import check_signal
+
+    return check_signal(account.url, account.account, account.auth_token())
+
+
+def _xmpp(account: XmppConfig) -> str:
+    from wakeful.cli.chat_checks import check_xmpp
+
+    return check_xmpp(account, account.password())
+
+
+def _irc(account: IrcConfig) -> str:
+    from wakeful.cli.chat_checks import check_irc
+
+    return check_irc(account, account.sasl_password(), account.server_password())

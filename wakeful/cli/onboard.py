@@ -29,6 +29,7 @@ from wakeful.cli import onboard_checks as checks
 from wakeful.cli import onboard_unit as unit
 from wakeful.cli.client import CliError
 from wakeful.cli.onboard_args import (
+    DEFAULT_DISCORD_API,
     DEFAULT_SLACK_API,
     DEFAULT_TELEGRAM_API,
     KEY_ENV,
@@ -153,15 +154,20 @@ class Interview:
         ]
         print("\nChat apps: the agent answers you there (Enter: none, or no more).")
         while True:
-            choice = self.ask("Add a chat app: telegram, slack or matrix", "none").lower()
+            choice = self.ask("Add a chat app: telegram, slack, matrix or discord", "none").lower()
             if choice in ("", "none", "no", "n"):
                 return chats
-            add = {"telegram": self.telegram, "slack": self.slack, "matrix": self.matrix}
+            add = {
+                "telegram": self.telegram,
+                "slack": self.slack,
+                "matrix": self.matrix,
+                "discord": self.discord,
+            }
             if choice not in add:
-                print(f"  {choice!r} is not one of telegram, slack, matrix, none")
+                print(f"  {choice!r} is not one of telegram, slack, matrix, discord, none")
                 continue
             names = {c.name for c in chats if c.platform == choice}
-            default = {"telegram": "tg", "slack": "work", "matrix": "mx"}[choice]
+            default = {"telegram": "tg", "slack": "work", "matrix": "mx", "discord": "dc"}[choice]
             name = default if default not in names else f"{default}{len(names) + 1}"
             chats.append(add[choice](name))
 
@@ -223,6 +229,27 @@ class Interview:
         keys["allowed_users"] = users
         return ChatAccount("matrix", name, keys, {"access_token_file": token}, user_id)
 
+    def discord(self, name: str) -> ChatAccount:
+        api = self.ask("Discord REST API", DEFAULT_DISCORD_API)
+        while True:
+            token = self.secret("Bot token (Developer Portal, Bot page)", "")
+            try:
+                bot = checks.check_discord(api, token)
+                break
+            except checks.CheckFailed as exc:
+                print(f"  failed: {exc}")
+        print(f"  ok: the bot is {bot}")
+        users = self.ask_checked(
+            "Your Discord user id(s), comma-separated (others get a pairing code)",
+            "",
+            _snowflakes,
+            _words,
+        )
+        keys: dict[str, Any] = {"allowed_user_ids": users}
+        if api != DEFAULT_DISCORD_API:
+            keys["api_base"] = api
+        return ChatAccount("discord", name, keys, {"bot_token_file": token}, bot)
+
     def wants_service(self) -> bool:
         return self.yes("\nInstall and start the systemd user service", default=False)
 
@@ -273,7 +300,7 @@ def _kept_chats(current: Any) -> list[ChatAccount]:
     """The chat accounts of the config being replaced, as they are (their secret files
     stay where they are and are named again)."""
     kept = []
-    for platform in ("telegram", "slack", "matrix"):
+    for platform in ("telegram", "slack", "matrix", "discord"):
         for entry in getattr(current.chat, platform):
             keys = entry.model_dump(mode="json", exclude_defaults=True, exclude={"name"})
             kept.append(ChatAccount(platform, entry.name, keys))
@@ -285,6 +312,16 @@ def _key_origin(current: Any) -> str:
     if llm.api_key_file is not None:
         return f"key in {llm.api_key_file}"
     return f"key in ${llm.api_key_env}" if llm.api_key_env else "key in the config"
+
+
+def _snowflakes(text: str) -> list[str]:
+    ids = _words(text)
+    bad = [i for i in ids if not i.isdigit()]
+    if bad:
+        raise checks.CheckFailed(
+            f"{bad[0]!r} is not a Discord user id (digits; Developer Mode → Copy User ID)"
+        )
+    return ids
 
 
 def _words(text: str) -> list[str]:
@@ -357,7 +394,20 @@ def _chat_flags(args: argparse.Namespace) -> list[ChatAccount]:
         keys = {"homeserver": args.matrix_homeserver, "allowed_users": args.matrix_user}
         secrets = {"access_token_file": _env_secret(TOKEN_ENV["matrix"])}
         chats.append(ChatAccount("matrix", "mx", keys, secrets))
+    if args.discord:
+        keys = {"allowed_user_ids": _flag_snowflakes(args.discord_user)}
+        if args.discord_api != DEFAULT_DISCORD_API:
+            keys["api_base"] = args.discord_api.rstrip("/")
+        secrets = {"bot_token_file": _env_secret(TOKEN_ENV["discord"])}
+        chats.append(ChatAccount("discord", "dc", keys, secrets))
     return chats
+
+
+def _flag_snowflakes(ids: list[str]) -> list[str]:
+    try:
+        return _snowflakes(",".join(ids))
+    except checks.CheckFailed as exc:
+        raise CliError(f"--discord-user: {exc}", exit_code=2) from None
 
 
 def _check_all(answers: Answers) -> None:
@@ -373,6 +423,10 @@ def _check_all(answers: Answers) -> None:
             elif chat.platform == "slack":
                 chat.checked = checks.check_slack(
                     str(chat.keys.get("api_base", DEFAULT_SLACK_API)), secret
+                )
+            elif chat.platform == "discord":
+                chat.checked = checks.check_discord(
+                    str(chat.keys.get("api_base", DEFAULT_DISCORD_API)), secret
                 )
             else:
                 chat.checked = checks.check_matrix(str(chat.keys["homeserver"]), secret)

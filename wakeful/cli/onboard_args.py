@@ -9,6 +9,7 @@ from typing import Any
 # The Bot API's and Slack's Web API's addresses (tests point them at fakes).
 DEFAULT_TELEGRAM_API = "https://api.telegram.org"
 DEFAULT_SLACK_API = "https://slack.com/api"
+DEFAULT_DISCORD_API = "https://discord.com/api/v10"
 OPENAI_BASE_URL = "https://api.openai.com/v1"
 SUGGESTED_MODEL = "gpt-4.1-mini"  # offered only for OpenAI's own endpoint
 KEY_ENV = "OPENAI_API_KEY"
@@ -18,6 +19,7 @@ TOKEN_ENV = {
     "slack": "SLACK_BOT_TOKEN",
     "slack_signing": "SLACK_SIGNING_SECRET",
     "matrix": "MATRIX_ACCESS_TOKEN",
+    "discord": "DISCORD_BOT_TOKEN",
 }
 
 
@@ -55,6 +57,15 @@ def add_arguments(sub: Any, add: Any) -> None:
         help=f"add a Matrix account on this homeserver (token from ${TOKEN_ENV['matrix']})",
     )
     onboard.add_argument("--matrix-user", action="append", default=[], help="an allowed user id")
+    onboard.add_argument(
+        "--discord",
+        action="store_true",
+        help=f"add a Discord bot (token from ${TOKEN_ENV['discord']})",
+    )
+    onboard.add_argument("--discord-api", default=DEFAULT_DISCORD_API, help="Discord's REST API")
+    onboard.add_argument(
+        "--discord-user", action="append", default=[], help="an owner's Discord user id"
+    )
     onboard.add_argument(
         "--systemd", action="store_true", help="install and start the systemd user service"
     )

@@ -11,12 +11,18 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from wakeful.cli.chat_checks import CheckFailed, check_matrix, check_slack, check_telegram
+from wakeful.cli.chat_checks import (
+    CheckFailed,
+    check_discord,
+    check_matrix,
+    check_slack,
+    check_telegram,
+)
 from wakeful.cli.doctor import data_dir_findings, model_finding
 from wakeful.kernel.config_files import split_bind
 
 # Onboard asks the chat platforms as doctor does (wakeful/cli/chat_checks.py).
-__all__ = ["CheckFailed", "check_matrix", "check_slack", "check_telegram"]
+__all__ = ["CheckFailed", "check_discord", "check_matrix", "check_slack", "check_telegram"]
 
 
 def check_model(base_url: str, model: str, api_key: str | None) -> str:

@@ -25,7 +25,7 @@ CHAT_ANCHOR = '# allowed_users = ["@me:example.org"]\n'
 class ChatAccount:
     """One ``[[chat.<platform>]]`` entry: plain keys, and secrets by their ``*_file`` key."""
 
-    platform: str  # "telegram" | "slack" | "matrix"
+    platform: str  # "telegram" | "slack" | "matrix" | "discord"
     name: str
     keys: dict[str, Any] = field(default_factory=dict)
     secrets: dict[str, str] = field(default_factory=dict)  # "bot_token_file" → the token

@@ -145,6 +145,21 @@ class SignalSocketApi:
             raise SignalError(0, "the connection to signal-cli closed before it answered")
         return response_result(waiting.body)
 
+    async def call_alone(self, method: str, params: dict[str, Any]) -> Any:
+        """One call on a connection of its own, closed after it, without subscribing: what
+        `wakeful doctor` asks; a running daemon's own subscription is left alone."""
+        connection = await self._connect()
+        # Notifications the daemon pushes meanwhile (not in manual mode) are dropped here.
+        send, receive = anyio.create_memory_object_stream[StreamEvent](math.inf)
+        async with connection, receive, anyio.create_task_group() as group:
+            self._connection = connection
+            try:
+                group.start_soon(self._read, connection, send)
+                return await self.call(method, params)
+            finally:
+                self._connection = None
+                group.cancel_scope.cancel()
+
     async def listen(self, last_event_id: str | None, on_open: OnOpen, handle: Handle) -> None:
         """``last_event_id`` is unused: these modes number nothing."""
         connection = await self._connect()
