@@ -117,15 +117,22 @@ class Meaning:
         """``words`` (the BM25 ranking) fused with the ranking by meaning; raises
         EmbeddingsFailed (the caller falls back to ``words``)."""
         missing = await anyio.to_thread.run_sync(index.unembedded, self.per_search)
+        added: list[Vector] = []
         if missing:
-            vectors = await self.embedder.embed([text for _, text in missing])
-            rows = [(rowid, to_blob(v)) for (rowid, _), v in zip(missing, vectors, strict=True)]
+            added = await self.embedder.embed([text for _, text in missing])
+            rows = [(rowid, to_blob(v)) for (rowid, _), v in zip(missing, added, strict=True)]
             await anyio.to_thread.run_sync(index.add_vectors, rows)
         [asked] = await self.embedder.embed([query])
-        if index.vectors_changed:
+        same_shape = all(v.shape == asked.shape for v in added)
+        if index.vectors_dropped or not same_shape or self._matrix.shape[1:] != asked.shape:
+            # Read once (at the first search, after a file changed or a model switch);
+            # otherwise what this search embedded is appended, not every vector read again.
             stored = await anyio.to_thread.run_sync(index.all_vectors)
             self._ids = [rowid for rowid, _ in stored]
             blobs = [from_blob(blob) for _, blob in stored]
             dims = {len(v) for v in blobs}
             self._matrix = np.vstack(blobs) if len(dims) == 1 else np.zeros((0, 0), np.float32)
+        elif added:
+            self._ids += [rowid for rowid, _ in missing]
+            self._matrix = np.vstack([self._matrix, *added])
         return fuse(words, nearest(asked, self._ids, self._matrix, k))

@@ -69,8 +69,9 @@ class SearchIndex:
         self._db = sqlite3.connect(path, check_same_thread=False)
         self._db.executescript(_SCHEMA)
         self._files = files
-        # Set whenever a vector is added or dropped: a cached matrix of them is stale.
-        self.vectors_changed = True
+        # Set whenever a vector is dropped (or nothing was read yet): a cached matrix of
+        # them must be read again; added vectors are appended to it by whoever added them.
+        self.vectors_dropped = True
 
     def close(self) -> None:
         self._db.close()
@@ -146,7 +147,7 @@ class SearchIndex:
             (source,),
         )
         self._db.execute("DELETE FROM passages WHERE source = ?", (source,))
-        self.vectors_changed = True
+        self.vectors_dropped = True
 
     def search(self, query: str, limit: int) -> list[Hit]:
         return self.hits(self.ranked(query, limit))
@@ -193,7 +194,7 @@ class SearchIndex:
             if self._synced("embeddings_model") != model:
                 self._db.execute("DELETE FROM vectors")
                 self._mark("embeddings_model", model)
-                self.vectors_changed = True
+                self.vectors_dropped = True
 
     def unembedded(self, limit: int) -> list[tuple[int, str]]:
         rows = self._db.execute(
@@ -206,10 +207,9 @@ class SearchIndex:
     def add_vectors(self, vectors: Sequence[tuple[int, bytes]]) -> None:
         with self._db:
             self._db.executemany("INSERT OR REPLACE INTO vectors VALUES (?, ?)", vectors)
-        self.vectors_changed = True
 
     def all_vectors(self) -> list[tuple[int, bytes]]:
-        self.vectors_changed = False
+        self.vectors_dropped = False
         rows = self._db.execute("SELECT id, vec FROM vectors ORDER BY id").fetchall()
         return [(int(i), bytes(vec)) for i, vec in rows]
 
