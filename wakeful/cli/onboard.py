@@ -152,24 +152,25 @@ class Interview:
             for chat in old
             if self.yes(f"Keep {chat.platform} account {chat.name!r}", default=True)
         ]
+        # Each platform: how its account is asked for, and its first account's default name.
+        platforms: dict[str, tuple[Callable[[str], ChatAccount], str]] = {
+            "telegram": (self.telegram, "tg"),
+            "slack": (self.slack, "work"),
+            "matrix": (self.matrix, "mx"),
+            "discord": (self.discord, "dc"),
+        }
         print("\nChat apps: the agent answers you there (Enter: none, or no more).")
         while True:
             choice = self.ask("Add a chat app: telegram, slack, matrix or discord", "none").lower()
             if choice in ("", "none", "no", "n"):
                 return chats
-            add = {
-                "telegram": self.telegram,
-                "slack": self.slack,
-                "matrix": self.matrix,
-                "discord": self.discord,
-            }
-            if choice not in add:
+            if choice not in platforms:
                 print(f"  {choice!r} is not one of telegram, slack, matrix, discord, none")
                 continue
+            add, default = platforms[choice]
             names = {c.name for c in chats if c.platform == choice}
-            default = {"telegram": "tg", "slack": "work", "matrix": "mx", "discord": "dc"}[choice]
             name = default if default not in names else f"{default}{len(names) + 1}"
-            chats.append(add[choice](name))
+            chats.append(add(name))
 
     def telegram(self, name: str) -> ChatAccount:
         api = self.ask("Telegram Bot API server", DEFAULT_TELEGRAM_API)
