@@ -152,34 +152,31 @@ class Interview:
             for chat in old
             if self.yes(f"Keep {chat.platform} account {chat.name!r}", default=True)
         ]
+        # Each platform: how its account is asked for, and its first account's default name.
+        platforms: dict[str, tuple[Callable[[str], ChatAccount], str]] = {
+            "telegram": (self.telegram, "tg"),
+            "slack": (self.slack, "work"),
+            "matrix": (self.matrix, "mx"),
+            "discord": (self.discord, "dc"),
+        }
         print("\nChat apps: the agent answers you there (Enter: none, or no more).")
         while True:
             choice = self.ask("Add a chat app: telegram, slack, matrix or discord", "none").lower()
             if choice in ("", "none", "no", "n"):
                 return chats
-            add = {
-                "telegram": self.telegram,
-                "slack": self.slack,
-                "matrix": self.matrix,
-                "discord": self.discord,
-            }
-            if choice not in add:
+            if choice not in platforms:
                 print(f"  {choice!r} is not one of telegram, slack, matrix, discord, none")
                 continue
+            add, default = platforms[choice]
             names = {c.name for c in chats if c.platform == choice}
-            default = {"telegram": "tg", "slack": "work", "matrix": "mx", "discord": "dc"}[choice]
             name = default if default not in names else f"{default}{len(names) + 1}"
-            chats.append(add[choice](name))
+            chats.append(add(name))
 
     def telegram(self, name: str) -> ChatAccount:
         api = self.ask("Telegram Bot API server", DEFAULT_TELEGRAM_API)
-        while True:
-            token = self.secret("Bot token from @BotFather", "")
-            try:
-                bot = checks.check_telegram(api, token)
-                break
-            except checks.CheckFailed as exc:
-                print(f"  failed: {exc}")
+        token, bot = self.checked_secret(
+            "Bot token from @BotFather", lambda token: checks.check_telegram(api, token)
+        )
         print(f"  ok: the bot is {bot}")
         users = self.ask_checked(
             "Your Telegram user id(s), comma-separated (others get a pairing code)",
@@ -194,13 +191,9 @@ class Interview:
 
     def slack(self, name: str) -> ChatAccount:
         api = self.ask("Slack Web API", DEFAULT_SLACK_API)
-        while True:
-            token = self.secret("Bot User OAuth Token (xoxb-...)", "")
-            try:
-                bot = checks.check_slack(api, token)
-                break
-            except checks.CheckFailed as exc:
-                print(f"  failed: {exc}")
+        token, bot = self.checked_secret(
+            "Bot User OAuth Token (xoxb-...)", lambda token: checks.check_slack(api, token)
+        )
         print(f"  ok: the bot is {bot}")
         signing = ""
         while not signing:
@@ -216,13 +209,9 @@ class Interview:
         homeserver = ""
         while not homeserver.startswith(("http://", "https://")):
             homeserver = self.ask("Homeserver URL (https://...)", "")
-        while True:
-            token = self.secret("The account's access token", "")
-            try:
-                user_id = checks.check_matrix(homeserver, token)
-                break
-            except checks.CheckFailed as exc:
-                print(f"  failed: {exc}")
+        token, user_id = self.checked_secret(
+            "The account's access token", lambda token: checks.check_matrix(homeserver, token)
+        )
         print(f"  ok: logged in as {user_id}")
         users = _words(self.ask("Matrix users it answers, comma-separated", ""))
         keys: dict[str, Any] = {"homeserver": homeserver, "user_id": user_id}
@@ -231,13 +220,9 @@ class Interview:
 
     def discord(self, name: str) -> ChatAccount:
         api = self.ask("Discord REST API", DEFAULT_DISCORD_API)
-        while True:
-            token = self.secret("Bot token (Developer Portal, Bot page)", "")
-            try:
-                bot = checks.check_discord(api, token)
-                break
-            except checks.CheckFailed as exc:
-                print(f"  failed: {exc}")
+        token, bot = self.checked_secret(
+            "Bot token (Developer Portal, Bot page)", lambda token: checks.check_discord(api, token)
+        )
         print(f"  ok: the bot is {bot}")
         users = self.ask_checked(
             "Your Discord user id(s), comma-separated (others get a pairing code)",
@@ -282,6 +267,15 @@ class Interview:
             if answer or default:
                 return answer
             print("  this one is needed")
+
+    def checked_secret(self, question: str, check: Callable[[str], str]) -> tuple[str, str]:
+        """A secret asked until ``check`` accepts it: the secret and what the check said."""
+        while True:
+            secret = self.secret(question, "")
+            try:
+                return secret, check(secret)
+            except checks.CheckFailed as exc:
+                print(f"  failed: {exc}")
 
     def yes(self, question: str, *, default: bool) -> bool:
         answer = self.ask(f"{question}? (y/n)", "y" if default else "n").lower()
