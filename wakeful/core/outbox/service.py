@@ -120,9 +120,8 @@ class Outbox:
             message = NewMessage(
                 session, target.channel, text, piece_key, address=target.address, approval=approval
             )
-            record = await self.deliverer.deliver_new(message)
-            settled = await self.deliverer.settled(record.id, REPORT_WAIT_S) or record
-            reports.append(self.describe(settled))
+            delivery = await self.deliverer.deliver_settled(message, REPORT_WAIT_S)
+            reports.append(self.describe(delivery.message))
         return "; ".join(reports)
 
     def describe(self, message: OutgoingMessage) -> str:
