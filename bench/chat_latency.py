@@ -40,6 +40,7 @@ from bench.common import (
     iterations_parser,
     ms_row,
     percentile,
+    print_ratios,
     print_table,
     quiet_daemon_logs,
 )
@@ -248,9 +249,7 @@ def report(samples: dict[str, list[float]]) -> None:
             ms_row("  of which [DONE] → TelegramClient.send_text", samples["tg_handed"]),
         ],
     )
-    for q in (50, 99):
-        ratio = percentile(samples["tg_in"], q) / percentile(samples["http_in"], q)
-        print(f"chat → model / HTTP → model at p{q}: {ratio:.2f}× (target ≤ 2×)")
+    print_ratios("chat", samples["tg_in"], samples["http_in"], " (target ≤ 2×)")
     p99 = percentile(samples["tg_out"], 99) * 1000
     print(f"reply → Telegram p99: {p99:.2f} ms after the model finished (target ≤ 10 ms)")
     client = [o - h for o, h in zip(samples["tg_out"], samples["tg_handed"], strict=True)]

@@ -54,6 +54,13 @@ def ms_row(name: str, seconds: Sequence[float]) -> list[str]:
 LATENCY_HEADER = ["measure", "n", "p50 ms", "p99 ms", "max ms"]
 
 
+def print_ratios(what: str, chat: Sequence[float], http: Sequence[float], note: str = "") -> None:
+    """The chat path's latency over the HTTP API's, at p50 and p99."""
+    for q in (50, 99):
+        ratio = percentile(chat, q) / percentile(http, q)
+        print(f"{what} → model / HTTP → model at p{q}: {ratio:.2f}×{note}")
+
+
 def print_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> None:
     widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
 

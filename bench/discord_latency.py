@@ -32,6 +32,7 @@ from bench.common import (
     iterations_parser,
     ms_row,
     percentile,
+    print_ratios,
     print_table,
     quiet_daemon_logs,
 )
@@ -104,9 +105,7 @@ def report(samples: dict[str, list[float]]) -> None:
             ms_row("  of which [DONE] → DiscordClient.send_text", samples["dc_handed"]),
         ],
     )
-    for q in (50, 99):
-        ratio = percentile(samples["dc_in"], q) / percentile(samples["http_in"], q)
-        print(f"chat → model / HTTP → model at p{q}: {ratio:.2f}×")
+    print_ratios("chat", samples["dc_in"], samples["http_in"])
     p99 = percentile(samples["dc_out"], 99) * 1000
     print(f"reply → Discord p99: {p99:.2f} ms after the model finished")
 

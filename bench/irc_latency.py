@@ -32,7 +32,7 @@ from bench.common import (
     LATENCY_HEADER,
     iterations_parser,
     ms_row,
-    percentile,
+    print_ratios,
     print_table,
     quiet_daemon_logs,
 )
@@ -94,9 +94,7 @@ async def main(n: int) -> None:
             ms_row("IRC: model [DONE] → PRIVMSG read by the user", samples["irc_out"]),
         ],
     )
-    for q in (50, 99):
-        ratio = percentile(samples["irc_in"], q) / percentile(samples["in"], q)
-        print(f"IRC → model / HTTP → model at p{q}: {ratio:.2f}×")
+    print_ratios("IRC", samples["irc_in"], samples["in"])
 
 
 if __name__ == "__main__":

@@ -28,7 +28,7 @@ from bench.common import (
     LATENCY_HEADER,
     iterations_parser,
     ms_row,
-    percentile,
+    print_ratios,
     print_table,
     quiet_daemon_logs,
 )
@@ -86,9 +86,7 @@ async def main(n: int) -> None:
             ms_row("Signal: model [DONE] → send received", samples["signal_out"]),
         ],
     )
-    for q in (50, 99):
-        ratio = percentile(samples["signal_in"], q) / percentile(samples["http_in"], q)
-        print(f"Signal → model / HTTP → model at p{q}: {ratio:.2f}×")
+    print_ratios("Signal", samples["signal_in"], samples["http_in"])
 
 
 if __name__ == "__main__":

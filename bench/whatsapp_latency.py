@@ -34,7 +34,7 @@ from bench.common import (
     LATENCY_HEADER,
     iterations_parser,
     ms_row,
-    percentile,
+    print_ratios,
     print_table,
     quiet_daemon_logs,
 )
@@ -112,9 +112,7 @@ def report(samples: dict[str, list[float]]) -> None:
             ms_row("WhatsApp: model [DONE] → /messages received", samples["wa_out"]),
         ],
     )
-    for q in (50, 99):
-        ratio = percentile(samples["wa_in"], q) / percentile(samples["http_in"], q)
-        print(f"chat → model / HTTP → model at p{q}: {ratio:.2f}×")
+    print_ratios("chat", samples["wa_in"], samples["http_in"])
 
 
 if __name__ == "__main__":

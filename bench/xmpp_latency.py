@@ -33,6 +33,7 @@ from bench.common import (
     iterations_parser,
     ms_row,
     percentile,
+    print_ratios,
     print_table,
     quiet_daemon_logs,
 )
@@ -101,9 +102,7 @@ def report(samples: dict[str, list[float]]) -> None:
             ms_row("XMPP: model [DONE] → owner's client receives", samples["xmpp_out"]),
         ],
     )
-    for q in (50, 99):
-        ratio = percentile(samples["xmpp_in"], q) / percentile(samples["http_in"], q)
-        print(f"XMPP → model / HTTP → model at p{q}: {ratio:.2f}× (target ≤ 2×)")
+    print_ratios("XMPP", samples["xmpp_in"], samples["http_in"], " (target ≤ 2×)")
     p99 = percentile(samples["xmpp_out"], 99) * 1000
     print(f"reply → XMPP client p99: {p99:.2f} ms after the model finished (target ≤ 10 ms)")
 

@@ -8,13 +8,13 @@ has is an error here (a test renders every answer), not a silently missing setti
 from __future__ import annotations
 
 import json
-import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from wakeful.app.config_starter import STARTER_CONFIG
+from wakeful.kernel.config_files import write_private
 
 COMMENT_COLUMN = 40  # where the template's trailing comments start
 # The last line of the template's commented chat examples: the real entries go after it.
@@ -119,22 +119,6 @@ def _toml(value: Any) -> str:
     if isinstance(value, dict):
         return "{" + ", ".join(f"{json.dumps(k)} = {_toml(v)}" for k, v in value.items()) + "}"
     return json.dumps(str(value), ensure_ascii=False)
-
-
-def write_private(path: Path, text: str) -> None:
-    """Write ``text`` readable by this user only: beside, then renamed over ``path``,
-    so a reader sees the old file or the new one, never half of one or a wider mode."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_name(f".{path.name}.onboard-{os.getpid()}")
-    descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    try:
-        os.fchmod(descriptor, 0o600)  # O_CREAT's mode applies only to a new file
-        with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
-            handle.write(text)
-    except BaseException:
-        temporary.unlink(missing_ok=True)
-        raise
-    os.replace(temporary, path)
 
 
 def write_all(config: Path, answers: Answers) -> list[Path]:

@@ -142,12 +142,13 @@ class SearchIndex:
     def _drop(self, source: str) -> None:
         """Forget one file's or session's passages, and their vectors first: FTS5 may give
         a freed rowid to the next passage, which must not inherit another's vector."""
-        self._db.execute(
+        dropped = self._db.execute(
             "DELETE FROM vectors WHERE id IN (SELECT rowid FROM passages WHERE source = ?)",
             (source,),
-        )
+        ).rowcount
         self._db.execute("DELETE FROM passages WHERE source = ?", (source,))
-        self.vectors_dropped = True
+        if dropped:  # no vector gone: a cached matrix still holds only live passages
+            self.vectors_dropped = True
 
     def search(self, query: str, limit: int) -> list[Hit]:
         return self.hits(self.ranked(query, limit))

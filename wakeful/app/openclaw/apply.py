@@ -27,7 +27,7 @@ from wakeful.app.openclaw.data_plan import (
 )
 from wakeful.app.openclaw.report import Outcome, Report
 from wakeful.app.openclaw.source import CONFIG_FILE, OpenClawDir, read_openclaw
-from wakeful.kernel.config_files import ConfigError, set_config_dir
+from wakeful.kernel.config_files import ConfigError, set_config_dir, write_private
 from wakeful.kernel.data_dir_lock import DataDirLocked, hold_data_dir_lock
 from wakeful.memory.entries import Entry, EntryKind, EntryLog, EntryStatus, new_entry_id
 from wakeful.memory.files import (
@@ -149,7 +149,7 @@ def _write(
         root.mkdir(parents=True, exist_ok=True, mode=0o700)
         with hold_data_dir_lock(root):
             for path, value in config.secrets.items():
-                _write_secret(path, value)
+                write_private(path, value + "\n")
             for name, body in data.workspace_files.items():
                 target = targets.workspace / name
                 target.parent.mkdir(parents=True, exist_ok=True)
@@ -165,16 +165,6 @@ def _write(
     except OSError as exc:
         where = f" {exc.filename}" if exc.filename else ""
         raise ImportRefused(f"cannot write{where}: {exc.strerror or exc}") from None
-
-
-def _write_secret(path: Path, value: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    try:
-        os.fchmod(fd, 0o600)  # a file that was there keeps no wider mode
-        os.write(fd, (value + "\n").encode())
-    finally:
-        os.close(fd)
 
 
 def _copy_skill(skill: SkillCopy, target: Path) -> None:

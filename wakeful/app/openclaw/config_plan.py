@@ -493,8 +493,9 @@ def _telegram(
 ) -> list[str] | None:
     found = secret(source, settings.get("botToken"))
     token_file = settings.get("tokenFile")
-    if found is None and isinstance(token_file, str) and source.path(token_file) is not None:
-        found = Secret(file=source.path(token_file))
+    if found is None and isinstance(token_file, str):
+        path = source.path(token_file)
+        found = Secret(file=path) if path is not None else None
     if found is None and what == "channels.telegram":
         found = Secret(env="TELEGRAM_BOT_TOKEN")  # OpenClaw's fallback, default account only
     token, how = _secret_path(source, plan, found, f"telegram-{name}-token")
@@ -531,7 +532,8 @@ def _telegram_id(entry: str) -> int | None:
 def _slack(
     source: OpenClawDir, plan: ConfigPlan, name: str, what: str, settings: dict[str, Any]
 ) -> list[str] | None:
-    if secret(source, settings.get("signingSecret")) is None:
+    signing_found = secret(source, settings.get("signingSecret"))
+    if signing_found is None:
         plan.report.dropped(
             what,
             "no signingSecret: wakeful's Slack receives the Events API over HTTPS, which "
@@ -542,9 +544,7 @@ def _slack(
     if found is None and what == "channels.slack":
         found = Secret(env="SLACK_BOT_TOKEN")
     token, how = _secret_path(source, plan, found, f"slack-{name}-token")
-    signing, signing_how = _secret_path(
-        source, plan, secret(source, settings.get("signingSecret")), f"slack-{name}-signing-secret"
-    )
+    signing, signing_how = _secret_path(source, plan, signing_found, f"slack-{name}-signing-secret")
     if token is None or signing is None:
         plan.report.dropped(what, f"bot token {how}; signing secret {signing_how}")
         return None
