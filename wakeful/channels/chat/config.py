@@ -11,6 +11,13 @@ PER_USER = "per-user"
 NAME_PATTERN = r"^[a-z0-9][a-z0-9_-]{0,31}$"
 
 
+def base_url(value: str, error: str) -> str:
+    """An http(s) URL without its trailing slash; ValueError(error) for any other."""
+    if not value.startswith(("http://", "https://")):
+        raise ValueError(error)
+    return value.rstrip("/")
+
+
 class ChatPlatformConfig(Section):
     name: str = Field(
         pattern=NAME_PATTERN,
