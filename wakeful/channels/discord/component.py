@@ -25,6 +25,7 @@ import httpx
 import structlog
 from anyio.abc import TaskStatus
 
+from wakeful.channels.chat.config import read_secret
 from wakeful.channels.chat.decisions import standing
 from wakeful.channels.chat.health import BotHealth
 from wakeful.channels.chat.inbound import ChatInbound
@@ -43,8 +44,7 @@ from wakeful.channels.discord.messages import (
 from wakeful.channels.discord.rest import DiscordRest, RateLimited, RestError, RestUnreachable
 from wakeful.core.approvals import DecideOutcome
 from wakeful.core.components.context import ComponentHealth, ComponentSetup
-from wakeful.kernel.config_base import ConfigError, read_secret_file
-from wakeful.kernel.logging import add_secrets
+from wakeful.kernel.config_base import ConfigError
 from wakeful.store.base import Cursor
 
 log = structlog.get_logger(__name__)
@@ -59,8 +59,7 @@ NOT_OURS = "This button does nothing any more."
 def read_token(config: DiscordConfig) -> str:
     """The bot token; ConfigError names the key when it is unusable."""
     key = f"chat.discord '{config.name}'.bot_token_file"
-    token = read_secret_file(config.bot_token_file, key)
-    add_secrets([token])  # before anything can fail and log: it is in every request
+    token = read_secret(config.bot_token_file, key)  # it is in every request
     if any(ch.isspace() for ch in token):
         raise ConfigError(
             f"{key}: the token has spaces in it; paste only the token from the Developer "

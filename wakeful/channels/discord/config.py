@@ -7,7 +7,7 @@ from pathlib import Path
 
 from pydantic import Field, field_validator, model_validator
 
-from wakeful.channels.chat.config import ChatPlatformConfig
+from wakeful.channels.chat.config import ChatPlatformConfig, base_url
 
 SNOWFLAKE_HELP = "Discord ids (snowflakes) are digits only; copy them with Developer Mode on"
 
@@ -69,9 +69,7 @@ class DiscordConfig(ChatPlatformConfig):
     @field_validator("api_base")
     @classmethod
     def _http_url(cls, value: str) -> str:
-        if not value.startswith(("http://", "https://")):
-            raise ValueError(f"must start with http:// or https://, not {value!r}")
-        return value.rstrip("/")
+        return base_url(value, f"must start with http:// or https://, not {value!r}")
 
     @model_validator(mode="after")
     def _websockets_installed(self) -> DiscordConfig:

@@ -8,7 +8,7 @@ from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from wakeful.channels.chat.config import ChatPlatformConfig
+from wakeful.channels.chat.config import ChatPlatformConfig, base_url
 from wakeful.kernel.config_base import read_secret_file
 
 MATRIX_USER_ID = re.compile(r"^@[^:\s]+:\S+$")
@@ -79,9 +79,9 @@ class MatrixConfig(ChatPlatformConfig):
     @field_validator("homeserver")
     @classmethod
     def _homeserver(cls, value: str) -> str:
-        if not value.startswith(("https://", "http://")):
-            raise ValueError("must be the homeserver's base URL, e.g. 'https://matrix.example.org'")
-        return value.rstrip("/")
+        return base_url(
+            value, "must be the homeserver's base URL, e.g. 'https://matrix.example.org'"
+        )
 
     @field_validator("user_id")
     @classmethod

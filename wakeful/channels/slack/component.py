@@ -13,6 +13,7 @@ import structlog
 from anyio.abc import TaskStatus
 from starlette.routing import Route
 
+from wakeful.channels.chat.config import read_secret
 from wakeful.channels.chat.inbound import ChatInbound
 from wakeful.channels.chat.outgoing import ChatChannel
 from wakeful.channels.slack.client import SlackClient
@@ -22,8 +23,6 @@ from wakeful.channels.slack.interactive import SlackInteractions
 from wakeful.channels.slack.signing import SlackSignature
 from wakeful.core.components.context import ComponentHealth, ComponentSetup
 from wakeful.core.outbox.channels import NeverDeliverable, TryLater
-from wakeful.kernel.config_base import read_secret_file
-from wakeful.kernel.logging import add_secrets
 
 log = structlog.get_logger(__name__)
 
@@ -39,9 +38,8 @@ class SlackComponent:
 
     async def configure(self, setup: ComponentSetup) -> None:
         key = f"chat.slack '{self.config.name}'"
-        token = read_secret_file(self.config.bot_token_file, f"{key} bot_token_file")
-        secret = read_secret_file(self.config.signing_secret_file, f"{key} signing_secret_file")
-        add_secrets([token, secret])  # before anything can fail and log
+        token = read_secret(self.config.bot_token_file, f"{key} bot_token_file")
+        secret = read_secret(self.config.signing_secret_file, f"{key} signing_secret_file")
         http = await setup.resources.enter_async_context(httpx.AsyncClient())
         self._client = SlackClient(self.config.api_base, token, http)
         inbound = ChatInbound(

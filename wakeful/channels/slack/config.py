@@ -7,7 +7,7 @@ from pathlib import Path
 
 from pydantic import Field, field_validator
 
-from wakeful.channels.chat.config import ChatPlatformConfig
+from wakeful.channels.chat.config import ChatPlatformConfig, base_url
 
 DEFAULT_API_BASE = "https://slack.com/api"
 # Slack user ids: U… (or W… on Enterprise Grid), upper-case letters and digits.
@@ -39,9 +39,7 @@ class SlackConfig(ChatPlatformConfig):
     @field_validator("api_base")
     @classmethod
     def _http_url(cls, value: str) -> str:
-        if not value.startswith(("https://", "http://")):
-            raise ValueError(f"must be an http(s) URL such as {DEFAULT_API_BASE!r}")
-        return value.rstrip("/")
+        return base_url(value, f"must be an http(s) URL such as {DEFAULT_API_BASE!r}")
 
     @field_validator("allowed_user_ids")
     @classmethod

@@ -18,6 +18,7 @@ import structlog
 from anyio.abc import TaskStatus
 from starlette.routing import Route
 
+from wakeful.channels.chat.config import read_secret
 from wakeful.channels.chat.health import BotHealth
 from wakeful.channels.chat.inbound import ChatInbound
 from wakeful.channels.chat.outgoing import ChatChannel
@@ -30,8 +31,7 @@ from wakeful.channels.telegram.polling import UpdatePoller
 from wakeful.channels.telegram.updates import ALLOWED_UPDATES, button_press, platform_message
 from wakeful.channels.telegram.webhook import WebhookReceiver
 from wakeful.core.components.context import ComponentHealth, ComponentSetup
-from wakeful.kernel.config_base import ConfigError, read_secret_file
-from wakeful.kernel.logging import add_secrets
+from wakeful.kernel.config_base import ConfigError
 from wakeful.store.base import Cursor
 
 log = structlog.get_logger(__name__)
@@ -40,13 +40,11 @@ log = structlog.get_logger(__name__)
 def read_secrets(config: TelegramConfig) -> tuple[str, str | None]:
     """The bot token and the webhook secret; ConfigError names the key when one is unusable."""
     where = f"chat.telegram '{config.name}'"
-    token = read_secret_file(config.bot_token_file, f"{where}.bot_token_file")
-    # Before anything can fail and log: the token is in every Bot API URL.
-    add_secrets([token])
+    # The token is in every Bot API URL.
+    token = read_secret(config.bot_token_file, f"{where}.bot_token_file")
     if config.secret_token_file is None:
         return token, None
-    secret = read_secret_file(config.secret_token_file, f"{where}.secret_token_file")
-    add_secrets([secret])
+    secret = read_secret(config.secret_token_file, f"{where}.secret_token_file")
     if not SECRET_TOKEN.match(secret):
         raise ConfigError(
             f"{where}.secret_token_file: Telegram accepts 1-256 characters of A-Z a-z 0-9 _ - "

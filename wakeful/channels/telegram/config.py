@@ -8,7 +8,7 @@ from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from wakeful.channels.chat.config import ChatPlatformConfig
+from wakeful.channels.chat.config import ChatPlatformConfig, base_url
 
 # What Telegram accepts as a webhook secret_token (setWebhook).
 SECRET_TOKEN = re.compile(r"^[A-Za-z0-9_-]{1,256}$")
@@ -84,9 +84,7 @@ class TelegramConfig(ChatPlatformConfig):
     def _http_url(cls, value: str | None) -> str | None:
         if value is None:
             return value
-        if not value.startswith(("http://", "https://")):
-            raise ValueError(f"must start with http:// or https://, not {value!r}")
-        return value.rstrip("/")
+        return base_url(value, f"must start with http:// or https://, not {value!r}")
 
     @model_validator(mode="after")
     def _webhook_needs(self) -> TelegramConfig:

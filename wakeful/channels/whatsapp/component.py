@@ -19,6 +19,7 @@ import structlog
 from anyio.abc import TaskStatus
 from starlette.routing import Route
 
+from wakeful.channels.chat.config import read_secret
 from wakeful.channels.chat.health import BotHealth
 from wakeful.channels.chat.inbound import ChatInbound
 from wakeful.channels.chat.outgoing import ChatChannel
@@ -30,8 +31,6 @@ from wakeful.channels.whatsapp.webhook import WhatsAppWebhook
 from wakeful.channels.whatsapp.window import ServiceWindow, Template, WindowedChannel
 from wakeful.core.components.context import ComponentHealth, ComponentSetup
 from wakeful.core.outbox.channels import NeverDeliverable, TryLater
-from wakeful.kernel.config_base import read_secret_file
-from wakeful.kernel.logging import add_secrets
 
 log = structlog.get_logger(__name__)
 
@@ -46,11 +45,9 @@ class WhatsAppComponent:
     async def configure(self, setup: ComponentSetup) -> None:
         config = self.config
         key = f"chat.whatsapp '{config.name}'"
-        token = read_secret_file(config.access_token_file, f"{key} access_token_file")
-        add_secrets([token])  # before anything can fail and log
-        app_secret = read_secret_file(config.app_secret_file, f"{key} app_secret_file")
-        verify_token = read_secret_file(config.verify_token_file, f"{key} verify_token_file")
-        add_secrets([app_secret, verify_token])
+        token = read_secret(config.access_token_file, f"{key} access_token_file")
+        app_secret = read_secret(config.app_secret_file, f"{key} app_secret_file")
+        verify_token = read_secret(config.verify_token_file, f"{key} verify_token_file")
         self._setup = setup
         self.health = BotHealth(self._publish, config.retry_min_s, config.retry_max_s)
         http = await setup.resources.enter_async_context(httpx.AsyncClient())

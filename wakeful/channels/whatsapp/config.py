@@ -7,7 +7,7 @@ from pathlib import Path
 
 from pydantic import Field, field_validator, model_validator
 
-from wakeful.channels.chat.config import ChatPlatformConfig
+from wakeful.channels.chat.config import ChatPlatformConfig, base_url
 
 DEFAULT_API_BASE = "https://graph.facebook.com"
 DEFAULT_API_VERSION = "v23.0"
@@ -92,9 +92,7 @@ class WhatsAppConfig(ChatPlatformConfig):
     @field_validator("api_base")
     @classmethod
     def _http_url(cls, value: str) -> str:
-        if not value.startswith(("https://", "http://")):
-            raise ValueError(f"must be an http(s) URL such as {DEFAULT_API_BASE!r}")
-        return value.rstrip("/")
+        return base_url(value, f"must be an http(s) URL such as {DEFAULT_API_BASE!r}")
 
     @field_validator("api_version")
     @classmethod

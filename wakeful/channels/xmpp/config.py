@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import ipaddress
 import os
 import re
 from pathlib import Path
@@ -12,18 +11,10 @@ from pydantic import Field, field_validator, model_validator
 from wakeful.channels.chat.config import ChatPlatformConfig
 from wakeful.kernel.config_base import ConfigError, read_secret_file
 from wakeful.kernel.config_files import credential_path
+from wakeful.llm.model_key import is_loopback
 
 # A bare JID: localpart@domain, no resource (RFC 7622, the common shape).
 BARE_JID = re.compile(r"^[^@/\s\"&'<>:]+@[^@/\s]+$")
-
-
-def is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 class XmppConfig(ChatPlatformConfig):
