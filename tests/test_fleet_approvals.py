@@ -21,7 +21,8 @@ from tests.fakes.model_replies import Reply, ToolCallSpec, text_reply
 from tests.fleet_daemons import Member, running_fleet, send
 from tests.redis_server import REDIS_URL
 from tests.test_fleet_daemons import owner_of, times_in, wait_until
-from wakeful.core.approvals import Approvals, DecideOutcome
+from wakeful.core.approvals import Approval, Approvals, DecideOutcome
+from wakeful.kernel.events import Event
 from wakeful.store.redis_fleet import FleetOptions
 from wakeful.store.redis_store import RedisStore
 
@@ -139,6 +140,22 @@ def test_two_decisions_at_once_on_two_daemons_one_stands(tmp_path: Path, redis_p
         assert f"The owner {loser} it" not in json.dumps(fleet.trajectory("s2"))
 
 
+class _OwnsNothing:
+    """Effects of a daemon that drives none of the sessions: never asked to act."""
+
+    async def submit(self, event: Event) -> object:
+        raise AssertionError("a daemon that owns no session submitted an event")
+
+    async def run_approved(self, approval: Approval) -> str:
+        raise AssertionError("a daemon that owns no session ran an approved call")
+
+    async def announce(self, approval: Approval) -> None:
+        raise AssertionError("a daemon that owns no session announced an approval")
+
+    def owns(self, session: str) -> bool:
+        return False
+
+
 @pytest.mark.anyio
 async def test_decisions_racing_through_two_stores_one_stands(redis_prefix: str) -> None:
     """The same race without the HTTP in between, many times: two daemons' Approvals on
@@ -149,9 +166,10 @@ async def test_decisions_racing_through_two_stores_one_stands(redis_prefix: str)
         for _ in range(2)
     ]
     try:
-        first, second = (Approvals(store, timeout_s=900) for store in stores)
-        for approvals_of_daemon in (first, second):
-            approvals_of_daemon.share(lambda session: False)  # neither carries it out
+        # Neither carries it out: neither owns the session.
+        first, second = (
+            Approvals(store, timeout_s=900, effects=_OwnsNothing(), shared=True) for store in stores
+        )
         for round_ in range(20):
             filed = await first.request(
                 session="s3", call_id=f"call_{round_}", tool="shell_exec",

@@ -13,13 +13,13 @@ from dataclasses import dataclass, field
 
 import structlog
 
-from wakeful.app.fleet import member
+from wakeful.core.fleet_port import interrupt_unless_taken
 from wakeful.core.loop.queued_events import QueuedEvents
 
 
 @dataclass
 class Loop:
-    """What ``_interrupt`` uses of a session loop: its queue's bookkeeping, its interrupt."""
+    """What ``interrupt_unless_taken`` uses of a loop: its queue's bookkeeping, its interrupt."""
 
     queued: QueuedEvents = field(default_factory=QueuedEvents)
     interrupts: list[str] = field(default_factory=list)
@@ -33,7 +33,7 @@ def test_a_cancel_for_an_event_already_taken_interrupts_nothing() -> None:
     loop.queued.read(["e1"])
     loop.queued.taken(["e1"])  # the safe point took the "stop" message itself
     with structlog.testing.capture_logs() as logs:
-        member._interrupt(loop, "the message asks to stop", False, "e1")  # type: ignore[arg-type]
+        interrupt_unless_taken(loop, "the message asks to stop", False, "e1")  # type: ignore[arg-type]
     assert loop.interrupts == []  # the answer to the "stop" is not cut short
     assert [(e["event"], e["event_id"]) for e in logs] == [
         ("cancel came after its event was taken; nothing to interrupt", "e1")
@@ -43,5 +43,5 @@ def test_a_cancel_for_an_event_already_taken_interrupts_nothing() -> None:
 def test_a_cancel_for_an_event_still_waiting_interrupts_the_loop() -> None:
     loop = Loop()
     loop.queued.read([])
-    member._interrupt(loop, "the message asks to stop", False, "e2")  # type: ignore[arg-type]
+    interrupt_unless_taken(loop, "the message asks to stop", False, "e2")  # type: ignore[arg-type]
     assert loop.interrupts == ["the message asks to stop"]

@@ -33,8 +33,8 @@ async def pair(redis_prefix: str) -> AsyncIterator[tuple[RedisStore, RedisStore]
     a = await RedisStore(REDIS_URL, prefix=redis_prefix, fleet=FAST).open()
     b = await RedisStore(REDIS_URL, prefix=redis_prefix, fleet=FAST).open()
     assert a.fleet is not None and b.fleet is not None
-    await a.fleet.join()
-    await b.fleet.join()
+    await a.fleet.join("")
+    await b.fleet.join("")
     yield a, b
     await a.aclose()
     await b.aclose()
@@ -198,7 +198,7 @@ async def test_orphaned_sessions_spread_over_the_live_daemons(
     await fleet_of(a).hand_over()  # and stops: four orphans, two live daemons
     c = await RedisStore(REDIS_URL, prefix=b.prefix, fleet=FAST).open()
     try:
-        await fleet_of(c).join()
+        await fleet_of(c).join("")
         await fleet_of(b).renew()
         taken_b = await fleet_of(b).adopt()
         taken_c = await fleet_of(c).adopt()
@@ -223,14 +223,14 @@ async def test_a_joining_daemon_gets_its_share_of_a_live_owners_sessions(
     a = await RedisStore(REDIS_URL, prefix=redis_prefix, fleet=FAST).open()
     b = await RedisStore(REDIS_URL, prefix=redis_prefix, fleet=FAST).open()
     try:
-        await fleet_of(a).join()
+        await fleet_of(a).join("")
         for i in range(4):
             await a.append(user_message("hi", session=f"s{i}", event_id=f"e{i}"))
         await read(a)
         for i in range(4):
             await a.consume(f"s{i}", [f"e{i}"], [msg("hi")])
         assert len(fleet_of(a).tokens) == 4  # the one live daemon owns everything
-        await fleet_of(b).join()
+        await fleet_of(b).join("")
         owned: list[tuple[int, int]] = []
         for _ in range(8):
             await beat_giving_up_idle_sessions(fleet_of(a))

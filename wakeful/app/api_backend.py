@@ -64,7 +64,9 @@ class ApiBackend:
         provider: ModelProvider,
         registrations: Registrations,
         safety_overview: SafetyOverview | None = None,
+        fleet_status: FleetStatus | None = None,
     ) -> None:
+        """``fleet_status``: [store] fleet's daemons, lag and dead letters, for /api/status."""
         self.store = store
         self.dispatcher = dispatcher
         self.sessions = sessions
@@ -72,7 +74,7 @@ class ApiBackend:
         self.provider = provider
         self.registrations = registrations
         self.safety_overview = safety_overview
-        self.fleet_status: FleetStatus | None = None  # [store] fleet: daemons, lag, dead
+        self.fleet_status = fleet_status
 
     async def start(self) -> None:
         """Recover after a restart: requeue held events, resume every session."""

@@ -22,6 +22,7 @@ from anyio.abc import TaskGroup
 from structlog.contextvars import bind_contextvars, reset_contextvars
 
 from wakeful.core.feed import Feed
+from wakeful.core.fleet_port import FleetPort, interrupt_unless_taken
 from wakeful.core.front_door import DaemonUnavailable, SubmitResult
 from wakeful.core.loop.deps import LoopDeps
 from wakeful.core.loop.parallel import answer_in_parallel
@@ -39,10 +40,6 @@ from wakeful.store.base import (
 )
 
 log = structlog.get_logger(__name__)
-
-# Fleet: pass an interrupt (session, cause, stop_tools, the event that asks for it) to
-# the daemon that owns the session.
-TellOwner = Callable[[str, str, bool, str], Awaitable[None]]
 
 # How long a failed step waits before it tries again to put its event back.
 REQUEUE_BACKOFF_S = (0.5, 30.0)
@@ -65,16 +62,20 @@ class Dispatcher:
         group: TaskGroup,
         loop_deps: LoopDeps,
         *,
-        owned_only: bool = False,
+        fleet: FleetPort | None = None,
     ) -> None:
-        """``owned_only`` (fleet): loops run only for the sessions this daemon owns; an
-        interrupt for another daemon's session goes to it through ``tell_owner``."""
+        """``fleet``: loops run only for the sessions this daemon owns; an interrupt for
+        another daemon's session goes to its owner through the fleet."""
         self._store = store
         self._router = router
+        self._fleet = fleet
         self.sessions = Sessions(
-            loop_deps, group, submit=self.submit_internal, owned_only=owned_only
+            loop_deps,
+            group,
+            submit=self.submit_internal,
+            owned_only=fleet is not None,
+            on_let_go=fleet.let_go if fleet is not None else None,
         )
-        self.tell_owner: TellOwner | None = None
         self._feed = feed
         self._group = group
         self.stopping = False
@@ -165,7 +166,7 @@ class Dispatcher:
     def _busy(self, session: str, loop: SessionLoop) -> bool | None:
         """Whether the session's loop is busy; None in a fleet when another daemon runs
         it (this daemon's loop object for it never runs, so it is never busy)."""
-        if self.tell_owner is None or self.sessions.owns(session):
+        if self._fleet is None or self.sessions.owns(session):
             return loop.busy
         return None
 
@@ -199,7 +200,7 @@ class Dispatcher:
         if decision.strategy is Strategy.CANCEL:
             cause = f"an urgent {event.kind} arrived ({event.content.text[:80]!r})"
             loop.notify(event.id)  # queued like any other; the interrupt makes it early
-            if self.tell_owner is None or self.sessions.owns(event.session):
+            if self._fleet is None or self.sessions.owns(event.session):
                 loop.interrupt(cause, stop_tools=decision.stop_tools)
             else:  # fleet: the session's loop runs on another daemon
                 tell = self._tell_owner(event.session, cause, decision.stop_tools, event.id)
@@ -215,12 +216,15 @@ class Dispatcher:
     ) -> Callable[[], Coroutine[Any, Any, None]]:
         """The interrupt, sent to the daemon that owns the session; cannot raise: the
         event is stored either way and its owner takes it at the next safe point."""
-        tell = self.tell_owner
-        assert tell is not None
+        fleet = self._fleet
+        assert fleet is not None
 
         async def send() -> None:
             try:
-                await tell(session, cause, stop_tools, event_id)
+                owner = await fleet.tell_owner(session, "cancel", cause, stop_tools, event_id)
+                if owner == fleet.me and self.sessions.owns(session):
+                    # It became this daemon's meanwhile: the control message is for us.
+                    interrupt_unless_taken(self.sessions.get(session), cause, stop_tools, event_id)
             except Exception as exc:
                 metrics.BACKGROUND_FAILURES.inc(step="cancel")
                 log.warning("could not pass the interrupt to the session's owner", error=str(exc))

@@ -34,8 +34,16 @@ log = structlog.get_logger(__name__)
 
 class Sessions:
     def __init__(
-        self, deps: LoopDeps, group: TaskGroup, submit: Submit, *, owned_only: bool = False
+        self,
+        deps: LoopDeps,
+        group: TaskGroup,
+        submit: Submit,
+        *,
+        owned_only: bool = False,
+        on_let_go: Callable[[str], None] | None = None,
     ) -> None:
+        """``owned_only`` (fleet): a loop runs only once this daemon owns its session;
+        ``on_let_go``: told when a loop ends here for good (the fleet forgets its lease)."""
         self._deps = deps
         self._group = group
         self._submit = submit
@@ -45,7 +53,7 @@ class Sessions:
         self._ended: dict[str, anyio.Event] = {}  # set once the loop's task has returned
         self.supervisors: dict[str, SessionSupervisor] = {}
         self._closed: dict[str, str] = {}  # session → why it was closed
-        self.on_let_go: Callable[[str], None] = lambda session: None  # the fleet forgets it
+        self._on_let_go = on_let_go
 
     @property
     def deps(self) -> LoopDeps:
@@ -132,8 +140,8 @@ class Sessions:
             del self._running[session]
             self._loops.pop(session, None)
             self.supervisors.pop(session, None)
-        if session not in self._running:  # not taken again meanwhile (a newer lease)
-            self.on_let_go(session)
+        if session not in self._running and self._on_let_go is not None:
+            self._on_let_go(session)  # not taken again meanwhile (a newer lease)
 
     def _supervise(self, loop: SessionLoop) -> SessionSupervisor:
         deps, limits = self._deps, self._deps.limits

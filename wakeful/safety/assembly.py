@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from wakeful.core.approvals import Approval, Approvals
+from wakeful.core.approvals import Approval, ApprovalEffects, Approvals
 from wakeful.core.session_taint import SessionTaints
 from wakeful.kernel.trust import ResultTrust
 from wakeful.safety.allowlist_step import Allowlist
@@ -44,16 +44,26 @@ def build_safety(
     tool_scope: ToolScope | None = None,
     skill_roots: Sequence[Path] = (),
     mcp_prefixes: Sequence[str] = (),
+    approval_effects: ApprovalEffects | None = None,
+    shared: bool = False,
 ) -> Safety:
     """``review_model``: the model reviewer's model (``[safety] reviewer_model``); it
     judges what the rules let through, after them. ``tool_scope``: the sessions
     restricted to some tools (subagents), checked before every other step.
     ``skill_roots``: where skills live; no tool call may write there.
     ``mcp_prefixes``: the configured MCP servers' tool-name prefixes; their tools vouch per result
-    (wakeful/kernel/trust.py: untrusted unless ``[[mcp.servers]] trusted = true``)."""
+    (wakeful/kernel/trust.py: untrusted unless ``[[mcp.servers]] trusted = true``).
+    ``approval_effects``: what the daemon does with a decision; ``shared``: several
+    daemons share the approvals (a fleet)."""
     taints = SessionTaints(state)
     breaker = DenialBreaker(state, trip_after=settings.breaker_denials)
-    approvals = Approvals(state, timeout_s=settings.approval_timeout_s)
+    approvals = Approvals(
+        state,
+        timeout_s=settings.approval_timeout_s,
+        effects=approval_effects,
+        count_denial=breaker.count_denial,
+        shared=shared,
+    )
     steps: list[PolicyStep] = [
         *([ScopeStep(tool_scope)] if tool_scope is not None else []),
         WorkspaceConfinement(),

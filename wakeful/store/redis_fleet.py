@@ -91,7 +91,7 @@ class RedisFleet:
         self.prefix = prefix
         self.options = options
         self.me = new_daemon_id()
-        self.url = ""  # where this daemon listens, for the registry (set once bound)
+        self.url = ""  # where this daemon listens, for the registry (given by join)
         self.tokens: dict[str, str] = {}  # session -> fencing token, for the owned ones
         self._script = script
         self._started = time.time()
@@ -104,7 +104,9 @@ class RedisFleet:
         info = {"pid": os.getpid(), "host": socket.gethostname(), "url": self.url}
         return json.dumps({**info, "started": self._started, "sessions": len(self.tokens)})
 
-    async def join(self) -> None:
+    async def join(self, url: str) -> None:
+        """Register in the fleet, listening at ``url`` (again after being taken for dead)."""
+        self.url = url
         await self._script("FLEET_JOIN", [self.me, self._info(), self.options.session_lease_ms])
 
     async def read(self, client: Redis, block_ms: int) -> Delivery:

@@ -29,7 +29,7 @@ import structlog
 from anyio.abc import TaskStatus
 from redis.exceptions import RedisError, ResponseError
 
-from wakeful.core.loop.session_loop import SessionLoop
+from wakeful.core.fleet_port import interrupt_unless_taken
 from wakeful.core.sessions import Sessions
 from wakeful.kernel import metrics
 from wakeful.store.base import StoreUnavailable
@@ -44,18 +44,19 @@ RETRY_S = 1.0  # after Redis failed a read or a heartbeat
 
 
 class FleetMember:
-    def __init__(self, store: RedisStore, fleet: RedisFleet, sessions: Sessions) -> None:
+    def __init__(self, store: RedisStore, fleet: RedisFleet, sessions: Sessions, url: str) -> None:
+        """``url``: where this daemon listens, for the fleet's registry."""
         self.store = store
         self.fleet = fleet
         self.sessions = sessions
+        self.url = url
         self.heartbeat_s = fleet.options.heartbeat_s
         self.stopping = False
         self._reading = anyio.CancelScope()
         self._beating = anyio.CancelScope()
-        sessions.on_let_go = fleet.let_go
 
     async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
-        await self.fleet.join()
+        await self.fleet.join(self.url)
         log.info("joined the fleet", daemon=self.fleet.me, prefix=self.fleet.prefix)
         async with anyio.create_task_group() as group:
             group.start_soon(self._read_forever)
@@ -76,7 +77,7 @@ class FleetMember:
                             # Others took this daemon for dead (it was paused) and removed
                             # its control stream; join again.
                             with contextlib.suppress(RedisError, StoreUnavailable):
-                                await self.fleet.join()
+                                await self.fleet.join(self.url)
                             await anyio.sleep(RETRY_S / 10)
                             continue
                         log.warning("cannot read the fleet's streams", error=str(exc))
@@ -114,15 +115,9 @@ class FleetMember:
         loop = self.sessions.get(control.session)
         if control.op == "cancel":
             cause = control.cause or "an urgent event arrived"
-            _interrupt(loop, cause, control.stop_tools, control.event)
+            interrupt_unless_taken(loop, cause, control.stop_tools, control.event)
         else:
             loop.notify()
-
-    async def tell_owner(self, session: str, cause: str, stop_tools: bool, event_id: str) -> None:
-        """The dispatcher's interrupt for a session this daemon does not own."""
-        owner = await self.fleet.tell_owner(session, "cancel", cause, stop_tools, event_id)
-        if owner == self.fleet.me and self.sessions.owns(session):
-            _interrupt(self.sessions.get(session), cause, stop_tools, event_id)
 
     # -- heartbeat ------------------------------------------------------------------
 
@@ -196,15 +191,3 @@ class FleetMember:
 
     async def status(self) -> dict[str, Any]:
         return await self.fleet.status()
-
-
-def _interrupt(loop: SessionLoop, cause: str, stop_tools: bool, event_id: str) -> None:
-    """A cancel another daemon decided, for a loop of this one. The event and its cancel
-    travel apart (the event stream, this daemon's control stream), so the loop may have
-    taken the event at its latest safe point already: the model is being asked with it,
-    and an interrupt now would cut short the answer to the "stop" itself. An idle loop
-    needs no check: its next safe point, which the interrupt brings, clears it."""
-    if event_id and loop.queued.just_took(event_id):
-        log.info("cancel came after its event was taken; nothing to interrupt", event_id=event_id)
-        return
-    loop.interrupt(cause, stop_tools=stop_tools)

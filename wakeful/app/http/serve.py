@@ -57,7 +57,17 @@ class QuietServer(uvicorn.Server):
 
 
 def bind_socket(host: str, port: int) -> socket.socket:
-    """Bind before serving so a port in use fails at start-up with a clear error."""
+    """:func:`reserve_port`, listening (for a server that does not listen itself)."""
+    sock = reserve_port(host, port)
+    sock.listen(1024)
+    return sock
+
+
+def reserve_port(host: str, port: int) -> socket.socket:
+    """Bound, not yet listening: a port in use fails at the very start with a clear
+    error, and the address is known (the fleet's registry), while a client that comes
+    too early is refused as before, not left waiting: uvicorn's server listens on the
+    socket once it serves."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     # IPPROTO_TCP explicitly: asyncio sets TCP_NODELAY only on sockets whose proto says
     # TCP, and accepted sockets inherit it; with proto 0, Nagle + delayed ACK add ~40 ms.
@@ -71,7 +81,6 @@ def bind_socket(host: str, port: int) -> socket.socket:
             f"cannot listen on {host}:{port}: {exc.strerror}; is another wakeful running? "
             "Change [server] bind in the config or WAKEFUL_SERVER__BIND."
         ) from exc
-    sock.listen(1024)
     sock.setblocking(False)
     return sock
 

@@ -15,11 +15,12 @@ from wakeful.core.approvals.record import (
     approval_id,
     notice_key,
 )
-from wakeful.core.approvals.service import Approvals
+from wakeful.core.approvals.service import ApprovalEffects, Approvals
 
 __all__ = [
     "DECIDED",
     "Approval",
+    "ApprovalEffects",
     "ApprovalState",
     "Approvals",
     "DecideOutcome",

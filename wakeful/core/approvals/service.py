@@ -16,7 +16,7 @@ reports it lost rather than running it twice.
 In a fleet (several daemons on one Redis) every daemon files, lists and decides
 any approval, so none is the records' only writer: each reads them from the store,
 and only the daemon that owns a session announces, times out and carries out its
-approvals (see :meth:`Approvals.share`). Every change of a record is a
+approvals (an :class:`Approvals` built ``shared``). Every change of a record is a
 compare-and-set on the text read (:meth:`ChannelState.put_state_if`), re-read and
 re-judged when another writer came in between: two decisions at the same instant
 on two daemons leave exactly one standing, and the owner's "announced" mark never
@@ -29,7 +29,7 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, Protocol
 
 import anyio
 import structlog
@@ -60,11 +60,32 @@ log = structlog.get_logger(__name__)
 
 # Runs an approved call (the registry, without the chain) and returns its result text.
 RunApproved = Callable[[Approval], Awaitable[str]]
-Submit = Callable[[Event], Awaitable[object]]
 # Tells the owner an approval waits (chat notification, web feed).
 Announce = Callable[[Approval], Awaitable[None]]
 # Counts an owner's denial towards the session's breaker.
 CountDenial = Callable[[str], Awaitable[object]]
+
+
+class ApprovalEffects(Protocol):
+    """What the daemon does with approvals, given at construction."""
+
+    async def submit(self, event: Event) -> object:
+        """The decision and the call's outcome re-enter the session as events."""
+        ...
+
+    async def run_approved(self, approval: Approval) -> str:
+        """Run an approved call (the registry, without the chain); its result text."""
+        ...
+
+    async def announce(self, approval: Approval) -> None:
+        """Tell the owner an approval waits (chat notification, web feed)."""
+        ...
+
+    def owns(self, session: str) -> bool:
+        """Whether this daemon drives ``session`` (asked only when shared, a fleet)."""
+        ...
+
+
 # One change of a record, given its current text: the record to write instead, or None
 # to leave it (it is no longer in the state the change is for).
 Step = Callable[[Approval], Approval | None]
@@ -85,43 +106,41 @@ def _iso(moment: datetime) -> str:
 class Approvals:
     """Files, lists, decides and times out approvals; runs approved calls once."""
 
-    def __init__(self, state: ChannelState, *, timeout_s: float) -> None:
+    def __init__(
+        self,
+        state: ChannelState,
+        *,
+        timeout_s: float,
+        effects: ApprovalEffects | None = None,
+        count_denial: CountDenial | None = None,
+        shared: bool = False,
+    ) -> None:
+        """``effects``: what is done with a decision (None: records only, as in tools
+        that file and decide without a daemon). ``count_denial``: the breaker's count.
+        ``shared`` (a fleet): other daemons write these records too, so they are read
+        from the store each time (no cache), and this daemon acts only on the approvals
+        of the sessions it drives (``effects.owns``) — the owner runs an approved call
+        in its session's context, once."""
         self._state = state
         self.timeout_s = timeout_s
+        self._effects = effects
+        self._count_denial = count_denial
+        self._shared = shared
         self._cache: dict[str, _Stored] | None = None
-        self._submit: Submit | None = None
-        self._run_approved: RunApproved | None = None
-        self._announce: Announce | None = None
-        self._count_denial: CountDenial | None = None
         self._changed = anyio.Event()
         self._group: anyio.abc.TaskGroup | None = None
-        self._owns: Callable[[str], bool] | None = None  # set in a fleet
         self._running_here: set[str] = set()  # approved calls this process runs now
 
-    def share(self, owns: Callable[[str], bool]) -> None:
-        """A fleet: other daemons write these records too, so they are read from the
-        store each time (no cache), and this daemon acts only on the approvals of the
-        sessions ``owns`` says it drives — the owner runs an approved call in its
-        session's context, once."""
-        self._owns = owns
-        self._cache = None
-
     def _mine(self, approval: Approval) -> bool:
-        return self._owns is None or self._owns(approval.session)
+        return not self._shared or self._owns(approval.session)
 
-    def connect(
-        self,
-        *,
-        submit: Submit,
-        run_approved: RunApproved,
-        announce: Announce | None = None,
-        count_denial: CountDenial | None = None,
-    ) -> None:
-        """The daemon's parts it needs, known only once the dispatcher exists."""
-        self._submit = submit
-        self._run_approved = run_approved
-        self._announce = announce
-        self._count_denial = count_denial
+    def _owns(self, session: str) -> bool:
+        assert self._effects is not None, "a shared Approvals needs its effects"
+        return self._effects.owns(session)
+
+    def _effect(self) -> ApprovalEffects:
+        assert self._effects is not None, "Approvals was built without its effects"
+        return self._effects
 
     # -- filing ----------------------------------------------------------------
 
@@ -187,12 +206,12 @@ class Approvals:
             key.removeprefix(KEY_PREFIX): _Stored(Approval.from_json(value), value)
             for key, value in raw.items()
         }
-        if self._owns is None:
+        if not self._shared:
             self._cache = records
         return records
 
     async def _read(self, identifier: str) -> _Stored | None:
-        if self._cache is not None or self._owns is None:
+        if self._cache is not None or not self._shared:
             return (await self._records()).get(identifier)
         raw = await self._state.get_state(KEY_PREFIX + identifier)
         return None if raw is None else _Stored(Approval.from_json(raw), raw)
@@ -261,7 +280,7 @@ class Approvals:
                 await self._carry_out_decisions(group)
                 await self.forget_old()
                 wait_s = await self._time_out_expired()
-                if self._owns is not None:  # a decision may come through another daemon
+                if self._shared:  # a decision may come through another daemon
                     wait_s = min(wait_s, SHARED_POLL_S)
                 with anyio.move_on_after(wait_s):
                     await self._changed.wait()
@@ -297,7 +316,7 @@ class Approvals:
                     continue
                 self._running_here.add(approval.id)
                 group.start_soon(self._execute, running, name=f"approved {approval.id}")
-            elif approval.state is ApprovalState.RUNNING and self._owns is not None:
+            elif approval.state is ApprovalState.RUNNING and self._shared:
                 if approval.id not in self._running_here:  # its earlier owner stopped
                     await self._report_lost(approval)
             elif approval.state is ApprovalState.DENIED and not approval.reported:
@@ -307,19 +326,18 @@ class Approvals:
                 await self._report(approval)
 
     async def _tell_owner(self, approval: Approval) -> None:
-        if self._announce is not None:
+        if self._effects is not None:
             try:
-                await self._announce(approval)
+                await self._effects.announce(approval)
             except Exception:  # best effort: the web page, CLI and API still show it
                 log.exception("could not announce an approval", approval_id=approval.id)
         # A decision may have come meanwhile, here or elsewhere: it is kept.
         await self._change(approval.id, _when(ApprovalState.PENDING, announced=True))
 
     async def _execute(self, approval: Approval) -> None:
-        assert self._run_approved is not None, "Approvals.connect() was not called"
         started = time.monotonic()
         try:
-            result = await self._run_approved(approval)
+            result = await self._effect().run_approved(approval)
         except Exception as exc:  # the registry turns tool faults into results; this is ours
             log.exception("approved call failed to run", approval_id=approval.id)
             result = f"the approved call could not be run: {type(exc).__name__}: {exc}"
@@ -369,10 +387,9 @@ class Approvals:
 
     async def _report(self, approval: Approval) -> None:
         """The decision and the call's outcome, as events (deduplicated by id)."""
-        assert self._submit is not None, "Approvals.connect() was not called"
         try:
-            await self._submit(decided_event(approval))
-            await self._submit(outcome_event(approval))
+            await self._effect().submit(decided_event(approval))
+            await self._effect().submit(outcome_event(approval))
         except Exception:
             log.exception("could not report an approval's outcome; retrying", id=approval.id)
             return  # stays unreported: the next pass retries
@@ -398,7 +415,7 @@ class Approvals:
         """Compare-and-set of one record (``None`` deletes it); the cache follows."""
         text = None if approval is None else approval.to_json()
         if not await self._state.put_state_if(KEY_PREFIX + identifier, expected, text):
-            if self._owns is None:
+            if not self._shared:
                 self._cache = None  # someone else wrote after all: read the store again
             return False
         if self._cache is not None:

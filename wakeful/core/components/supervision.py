@@ -22,10 +22,10 @@ from wakeful.core.components.context import (
     Component,
     ComponentHealth,
     ComponentSetup,
-    EventGate,
     LateRegistration,
     Registrations,
 )
+from wakeful.core.components.gate import EventGate
 from wakeful.core.feed import Feed
 from wakeful.kernel import metrics
 from wakeful.kernel.exception_groups import describe_failure, holds

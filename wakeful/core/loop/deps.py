@@ -11,15 +11,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from wakeful.core.approvals import Approvals
+from wakeful.core.approvals import Approval
 from wakeful.core.context.config import DEFAULT_WINDOW, ContextSection
-from wakeful.core.feed import Feed
+from wakeful.core.feed import FeedItem
 from wakeful.core.loop.limits import LoopLimits
 from wakeful.core.loop.model_health import ModelHealth
 from wakeful.core.loop.session_scope import SessionScopes
 from wakeful.core.loop.task_views import SessionTaskViews
 from wakeful.core.loop.tool_tasks import ToolExecutor
-from wakeful.core.outbox.service import Outbox
+from wakeful.core.outbox.record import OutgoingMessage
+from wakeful.core.outbox.service import SessionOutbox
 from wakeful.core.plan import SessionPlans
 from wakeful.core.provider import ModelProvider
 from wakeful.core.session_taint import SessionTaints
@@ -55,23 +56,61 @@ class SessionTools(Protocol):
     async def load(self, session: str, names: Sequence[str]) -> list[str]: ...
 
 
+class AgentOutbox(Protocol):
+    """Where everything the agent says leaves (``wakeful.core.outbox.service.Outbox``)."""
+
+    async def note_event(self, event: Event) -> None:
+        """Where the owner last wrote from: a reply's fallback target."""
+        ...
+
+    async def send(
+        self, session: str, text: str, *, key: str, answering: Event | None = None
+    ) -> OutgoingMessage: ...
+
+    async def send_and_report(
+        self, session: str, text: str, *, key: str, answering: Event | None = None
+    ) -> str: ...
+
+    async def notify_and_report(
+        self, session: str, text: str, *, urgency: str, key: str, approval: str | None = None
+    ) -> str: ...
+
+    async def latest(self, session: str) -> OutgoingMessage | None: ...
+
+    def for_session(self, session: str, answering: Callable[[], Event | None]) -> SessionOutbox: ...
+
+
+class PendingApprovals(Protocol):
+    """The approvals the status bar shows (``wakeful.core.approvals.Approvals``)."""
+
+    async def pending(self, session: str | None = None) -> list[Approval]: ...
+
+
+class FeedPublisher(Protocol):
+    """The live feed a loop reports to (``wakeful.core.feed.Feed``)."""
+
+    def publish(self, session: str, item: FeedItem) -> int: ...
+
+
 @dataclass(frozen=True)
 class LoopDeps:
+    """Every field is the narrowest interface the loop calls, not the daemon's object."""
+
     store: Store
     provider: ModelProvider
     tools: ToolCatalog
-    feed: Feed
+    feed: FeedPublisher
     limits: LoopLimits
     prompts: SystemPrompts  # each session's system prompt
     workspace: Path
     output_dir: Path
-    outbox: Outbox  # everything the agent says leaves through here
+    outbox: AgentOutbox  # everything the agent says leaves through here
     # Components' task views (background shell tasks, …), added at start-up.
     task_views: list[SessionTaskViews] = field(default_factory=list)
     model_health: ModelHealth = field(default_factory=ModelHealth)  # read by the status
     # Where the session's taint is kept (None in tests that build a bare loop).
     taints: SessionTaints | None = None
-    approvals: Approvals | None = None  # the pending ones are shown in the status bar
+    approvals: PendingApprovals | None = None  # the pending ones are shown in the status bar
     # The context budget: [context] and the model's window in tokens.
     context: ContextSection = field(default_factory=ContextSection)
     context_window: int = DEFAULT_WINDOW

@@ -10,7 +10,7 @@ key: a known key sends nothing, a missing one sends the owed reply.
 
 from __future__ import annotations
 
-from wakeful.core.outbox.service import Outbox
+from wakeful.core.loop.deps import AgentOutbox
 from wakeful.core.trajectory.rules import Message
 from wakeful.kernel.events import Event
 from wakeful.store.base import EventQueue, EventStatus
@@ -41,7 +41,7 @@ async def last_answered(store: EventQueue, session: str, pages: int = 20) -> Eve
 
 
 async def send_owed_reply(
-    session: str, messages: list[Message], outbox: Outbox, answering: Event | None = None
+    session: str, messages: list[Message], outbox: AgentOutbox, answering: Event | None = None
 ) -> None:
     for position in range(len(messages) - 1, -1, -1):
         message = messages[position]
@@ -49,7 +49,7 @@ async def send_owed_reply(
             continue
         content = message.get("content")
         if isinstance(content, str) and content and content != EMPTY_TURN:
-            latest = await outbox.messages.latest(session)
+            latest = await outbox.latest(session)
             # The session's newest message is this reply: sent already, under its key
             # or under the key an older daemon used (run id and call number), which a
             # restart cannot rebuild — so an upgrade does not send last replies again.

@@ -43,6 +43,10 @@ class Outbox:
         self._presence = presence
         self._last_active: dict[str, Target | None] = {}
 
+    async def latest(self, session: str) -> OutgoingMessage | None:
+        """The session's newest message, on any channel."""
+        return await self.messages.latest(session)
+
     async def note_event(self, event: Event) -> None:
         """Remember where the owner last wrote from (a reply's fallback target)."""
         if not event.kind.startswith("user.") or (name := channel_name(event.channel)) is None:
