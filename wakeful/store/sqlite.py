@@ -34,6 +34,7 @@ from wakeful.store.base import (
 )
 from wakeful.store.group_commit import GroupCommit
 from wakeful.store.health import StoreHealth
+from wakeful.store.state.port import StatePort
 from wakeful.store.sqlite_schema import (
     SCHEMA,
     SCHEMA_VERSION,
@@ -174,6 +175,11 @@ class SqliteStore:
                 conn.execute("PRAGMA synchronous=FULL")
 
         return await self._run(txn)
+
+    def state(self) -> StatePort:
+        from wakeful.store.state.sqlite_state import SqliteState
+
+        return SqliteState(self)
 
     async def probe_write(self) -> None:
         def txn(conn: sqlite3.Connection) -> None:
