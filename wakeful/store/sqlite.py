@@ -34,7 +34,6 @@ from wakeful.store.base import (
 )
 from wakeful.store.group_commit import GroupCommit
 from wakeful.store.health import StoreHealth
-from wakeful.store.state.port import StatePort
 from wakeful.store.sqlite_schema import (
     SCHEMA,
     SCHEMA_VERSION,
@@ -43,6 +42,7 @@ from wakeful.store.sqlite_schema import (
     corrupt,
     is_corruption,
 )
+from wakeful.store.state.port import StatePort
 
 T = TypeVar("T")
 

@@ -77,7 +77,13 @@ class RedisRecords:
         await self._store._run(write, retry=True)  # setting a value twice sets it once
 
     async def put_if(self, key: str, expected: str | None, value: str | None) -> bool:
-        args: list[str | int] = [key, int(expected is None), expected or "", int(value is None), value or ""]
+        args: list[str | int] = [
+            key,
+            int(expected is None),
+            expected or "",
+            int(value is None),
+            value or "",
+        ]
         # Not retried: a first call that went through would make the repeat answer False.
         done = await self._store._run(lambda c: c.eval(_PUT_IF, 1, self._key, *args), retry=False)
         return bool(done)
