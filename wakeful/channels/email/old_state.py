@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import structlog
 
@@ -35,35 +36,28 @@ _DRAFT = ("message_id", "draft_id", "account", "state", "recipients", "raw", "de
 async def import_old_tables(state: MailState, path: Path) -> int:
     """Copy the file's old e-mail tables into ``state``; how many cursors and drafts
     were copied (a delivered Message-ID is copied but not counted)."""
-    copied = await _copy_cursors(state, path) + await _copy_drafts(state, path)
-    await empty_old_tables(path, TABLES)
-    if copied:
-        log.warning("mail state moved from its old tables into the state records", items=copied)
-    return copied
-
-
-async def _copy_cursors(state: MailState, path: Path) -> int:
+    cursors = await old_rows(path, "email_cursor", _CURSOR)
+    seen = await old_rows(path, "email_seen", _SEEN)
+    drafts = await old_rows(path, "email_outbox", _DRAFT)
+    if not (cursors or seen or drafts):
+        return 0  # every start after the first: nothing to write
     copied = 0
-    for account, mailbox, uidvalidity, last_uid, below in await old_rows(
-        path, "email_cursor", _CURSOR
-    ):
+    for account, mailbox, uidvalidity, last_uid, below in cursors:
         if await state.cursor(account, mailbox) is None:
             await state.set_cursor(account, mailbox, Cursor(uidvalidity, last_uid, below))
             copied += 1
-    for account, mailbox, message_id, event_id in await old_rows(path, "email_seen", _SEEN):
+    for account, mailbox, message_id, event_id in seen:
         await state.remember_seen(account, mailbox, message_id, event_id)
-    return copied
-
-
-async def _copy_drafts(state: MailState, path: Path) -> int:
-    copied = 0
-    for message_id, draft_id, account, stored, recipients, raw, detail in await old_rows(
-        path, "email_outbox", _DRAFT
-    ):
-        blob = bytes(raw) if isinstance(raw, bytes | bytearray | memoryview) else b""
-        row = Draft(str(message_id), str(draft_id), str(account),
-                    list(json.loads(str(recipients))), blob, legacy_state(str(stored)),
-                    str(detail or ""))  # fmt: skip
+    for row in drafts:
         # With the state an older version's own outbox recorded of its send, if any.
-        copied += await state.add_draft(row, 0.0)
+        copied += await state.add_draft(_draft(row), 0.0)
+    await empty_old_tables(path, TABLES)
+    log.warning("mail state moved from its old tables into the state records", items=copied)
     return copied
+
+
+def _draft(row: tuple[Any, ...]) -> Draft:
+    message_id, draft_id, account, stored, recipients, raw, detail = row
+    blob = bytes(raw) if isinstance(raw, bytes | bytearray | memoryview) else b""
+    return Draft(str(message_id), str(draft_id), str(account), list(json.loads(str(recipients))),
+                 blob, legacy_state(str(stored)), str(detail or ""))  # fmt: skip
