@@ -19,6 +19,7 @@ from wakeful.app.config import Settings
 from wakeful.channels.email.component import EmailComponent
 from wakeful.channels.email.cursor import Cursor
 from wakeful.channels.email.draft_record import Draft
+from wakeful.channels.email.inbound import email_id
 from wakeful.channels.email.mail_state import MailState
 from wakeful.channels.email.old_state import import_old_tables
 from wakeful.core.outbox.states import DeliveryState
@@ -186,3 +187,27 @@ async def test_redis_mail_state_of_before_the_port_is_read_as_it_is(redis_prefix
         assert await state.cursor("work", "INBOX") == Cursor(7, 13, 3)
     finally:
         await store.aclose()
+
+
+async def test_a_daemon_upgraded_from_the_old_tables_resumes_at_their_cursor(
+    tmp_path: Path, fast_imap_server: ImapServer, redis_prefix: str
+) -> None:
+    """The e-mail component started on a data directory whose old tables hold a cursor
+    past two mails: it delivers only the mail that came after (initial_sync = "all"
+    would otherwise deliver all three)."""
+    imap = fast_imap_server
+    for n in range(2):
+        await anyio.to_thread.run_sync(imap.append, make_message("x@example.test", f"old {n}", "b"))
+    with imap.client() as client:
+        uidvalidity = int(client.select_folder("INBOX", readonly=True)[b"UIDVALIDITY"])
+    config = settings(tmp_path, "a", redis_prefix, imap)
+    data_dir = config.daemon.data_dir_path()
+    data_dir.mkdir(parents=True, exist_ok=True)
+    write_old_rows(data_dir / "wakeful.db", "INSERT INTO email_cursor VALUES (?, ?, ?, ?, ?)",
+                   ("work", "INBOX", uidvalidity, max(imap.uids("INBOX")), 0))  # fmt: skip
+    component = EmailComponent()
+    async with run_member("a", component, config) as a:
+        await wait_until(lambda: state_of(component) == "idle")
+        await deliver_one_by_one(imap, a, "new", 1)
+    new_uid = max(imap.uids("INBOX"))
+    assert mail_ids(a) == [email_id("work", "INBOX", uidvalidity, new_uid)]
