@@ -4,7 +4,6 @@ older version sent through its own e-mail outbox are reported truthfully, never 
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from email import message_from_bytes, policy
@@ -17,6 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests import test_store_contract
+from tests.email_old_state import write_old_draft_row
 from tests.mail_servers import ImapServer, SmtpSink
 from tests.outbox_owners import lapse_outbox_owners
 from tests.redis_server import REDIS_URL
@@ -24,8 +24,9 @@ from tests.test_store_contract import Opener
 from wakeful.channels.email.accounts import MailAccount
 from wakeful.channels.email.channel import EmailChannel, message_key
 from wakeful.channels.email.config import EmailAccountConfig
-from wakeful.channels.email.db import MailDb
 from wakeful.channels.email.drafts import Drafts
+from wakeful.channels.email.mail_state import MailState
+from wakeful.channels.email.old_state import import_old_tables
 from wakeful.channels.email.tools.compose import _build, render
 from wakeful.core.outbox.channels import Receipt
 from wakeful.core.outbox.deliverer import Deliverer, Delivery
@@ -86,7 +87,7 @@ def test_a_non_ascii_address_is_refused_not_sent_8_bit() -> None:
 @dataclass
 class Sending:
     drafts: Drafts
-    db: MailDb
+    state: MailState
     outbox: OutgoingMessages
     deliverer: Deliverer
 
@@ -97,7 +98,7 @@ async def sending(
 ) -> AsyncIterator[Sending]:
     """The e-mail drafts over a real outbox (SQLite) and real IMAP and SMTP servers."""
     store = await SqliteStore(tmp_path / "wakeful.db").open()
-    db = MailDb(tmp_path / "wakeful.db")
+    state = MailState(store.state())
     mail = account(imap_server, smtp_sink)
     channel = EmailChannel(mail)
     outbox = await open_outbox(store)
@@ -106,11 +107,10 @@ async def sending(
     async def deliver(message: NewMessage) -> Delivery:
         return await deliverer.deliver_settled(message, 5.0)
 
-    drafts = Drafts(db, {"work": channel}, deliver)
+    drafts = Drafts(state, {"work": channel}, deliver)
     try:
-        yield Sending(drafts, db, outbox, deliverer)
+        yield Sending(drafts, state, outbox, deliverer)
     finally:
-        await db.aclose()
         await store.aclose()
 
 
@@ -154,27 +154,20 @@ def old_style_message(message_id: str) -> bytes:
     return raw
 
 
-async def write_old_draft(path: Path, message_id: str, draft_id: str, state: str) -> None:
-    """A draft row as the e-mail package's own outbox wrote it (the same table)."""
-    raw = old_style_message(message_id)
-    with sqlite3.connect(path) as conn:
-        conn.execute(
-            "INSERT INTO email_outbox (message_id, draft_id, account, state, recipients, raw,"
-            " created_at, updated_at, detail) VALUES (?, ?, 'work', ?, '[\"pat@example.test\"]',"
-            " ?, 0, 0, ?)",
-            (message_id, draft_id, state, raw, f"old: {state}"),
-        )
-
-
 async def test_drafts_an_older_version_sent_are_reported_and_never_resent(
     tmp_path: Path, sending: Sending, smtp_sink: SmtpSink, imap_server: ImapServer
 ) -> None:
-    """Rows left by the e-mail package's own outbox: sent and unknown ones are reported
-    as recorded; a `sending` one is settled by the Message-ID rule (found in Sent → sent,
-    not found → unknown); a `prepared` one was never handed over and is sent now."""
+    """Rows left by the e-mail package's own outbox (in its table of before the state
+    port, copied at start): sent and unknown ones are reported as recorded; a `sending`
+    one is settled by the Message-ID rule (found in Sent → sent, not found → unknown); a
+    `prepared` one was never handed over and is sent now."""
     path = tmp_path / "wakeful.db"
     for n, state in enumerate(["sent", "unknown", "sending", "sending", "prepared"]):
-        await write_old_draft(path, f"<old{n}@example.test>", f"draft-old{n}", state)
+        raw = old_style_message(f"<old{n}@example.test>")
+        write_old_draft_row(
+            path, f"<old{n}@example.test>", f"draft-old{n}", state, raw, f"old: {state}"
+        )
+    assert await import_old_tables(sending.state, path) == 5  # as the component does at start
     found = b"Message-ID: <old2@example.test>\r\nSubject: x\r\n\r\nhello\r\n"
     with imap_server.client() as client:  # like servers that keep sent mail themselves
         client.create_folder("Sent")

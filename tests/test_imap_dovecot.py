@@ -23,12 +23,13 @@ from tests.dovecot_server import PASSWORD, DovecotServer, dovecot  # noqa: F401 
 from tests.mail_servers import make_message
 from wakeful.channels.email import watcher as watcher_module
 from wakeful.channels.email.config import EmailAccountConfig
-from wakeful.channels.email.db import MailDb
 from wakeful.channels.email.health import MailboxHealth
 from wakeful.channels.email.imap import ImapConnection
+from wakeful.channels.email.mail_state import MailState
 from wakeful.channels.email.watcher import MailboxWatcher
 from wakeful.core.front_door import SubmitResult
 from wakeful.kernel.events import Event
+from wakeful.store.sqlite import SqliteStore
 
 pytestmark = pytest.mark.anyio
 
@@ -71,8 +72,10 @@ async def _watch(
     server: DovecotServer, tmp_path: Path, inbox: Inbox, work: Callable[[], Any]
 ) -> None:
     account = EmailAccountConfig.model_validate(server.account())  # the defaults otherwise
-    db = MailDb(tmp_path / "mail.db")
-    watcher = MailboxWatcher(account, PASSWORD, "INBOX", db, inbox.submit, inbox.health)
+    store = await SqliteStore(tmp_path / "wakeful.db").open()
+    watcher = MailboxWatcher(
+        account, PASSWORD, "INBOX", MailState(store.state()), inbox.submit, inbox.health
+    )
     try:
         async with anyio.create_task_group() as group:
             group.start_soon(watcher.run)
@@ -80,7 +83,7 @@ async def _watch(
             await work()
             group.cancel_scope.cancel()
     finally:
-        await db.aclose()
+        await store.aclose()
 
 
 def _hooked(monkeypatch: pytest.MonkeyPatch, hook: Callable[[ImapConnection], None]) -> None:

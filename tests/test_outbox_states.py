@@ -6,7 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from wakeful.channels.email.db import MailDb
+from tests.email_old_state import write_old_draft_row
+from wakeful.channels.email.mail_state import MailState
+from wakeful.channels.email.old_state import import_old_tables
 from wakeful.core.outbox.states import DeliveryState, IllegalMove, check_move
 from wakeful.core.outbox.targets import (
     LOCAL_CHAT,
@@ -16,6 +18,7 @@ from wakeful.core.outbox.targets import (
     resolve_target,
 )
 from wakeful.kernel.events import Event, user_message
+from wakeful.store.sqlite import SqliteStore
 
 
 def test_one_state_machine_for_every_channel() -> None:
@@ -36,19 +39,18 @@ def test_one_state_machine_for_every_channel() -> None:
 async def test_email_rows_stored_as_prepared_stay_readable_and_sendable(tmp_path: Path) -> None:
     """A draft written before the states were shared ('prepared') reads as a draft never
     handed over: send_email hands it to the outbox (test_email_one_outbox sends one)."""
-    db = MailDb(tmp_path / "mail.db")
-    await db.run(
-        lambda conn: conn.execute(
-            "INSERT INTO email_outbox (message_id, draft_id, account, state, recipients, raw,"
-            " created_at, updated_at) VALUES ('<m@x>', 'draft-1', 'work', 'prepared', '[]',"
-            " x'00', 0, 0)"
-        )
-    )
-    row = await db.draft("draft-1")
-    assert row is not None and row.legacy_state is None and row.raw == b"\x00"
-    # Nor can it be settled as an older version's send: it never was one.
-    assert not await db.settle_legacy("<m@x>", DeliveryState.SENT, "test")
-    db.close()
+    path = tmp_path / "wakeful.db"
+    write_old_draft_row(path, "<m@x>", "draft-1", "prepared", b"\x00")
+    store = await SqliteStore(path).open()
+    try:
+        state = MailState(store.state())
+        assert await import_old_tables(state, path) == 1
+        row = await state.draft("draft-1")
+        assert row is not None and row.legacy_state is None and row.raw == b"\x00"
+        # Nor can it be settled as an older version's send: it never was one.
+        assert not await state.settle_legacy("<m@x>", DeliveryState.SENT, "test")
+    finally:
+        await store.aclose()
 
 
 def event(channel: str, reply_to: str | None = None) -> Event:

@@ -26,6 +26,7 @@ from typing import Any, Protocol
 
 from wakeful.kernel.events import Event
 from wakeful.store.health import StoreHealth
+from wakeful.store.state.port import StatePort
 
 Message = dict[str, Any]
 
@@ -263,6 +264,11 @@ class Store(EventQueue, TrajectoryStore, ModelCallLog, ChannelState, Protocol):
 
     async def probe_write(self) -> None:
         """One throwaway write that needs fresh space; raises StoreUnavailable if it fails."""
+        ...
+
+    def state(self) -> StatePort:
+        """Records and named leases for components (``wakeful/store/state/``), on this
+        store's backend: the component never chooses one."""
         ...
 
     async def aclose(self) -> None: ...

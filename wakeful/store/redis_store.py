@@ -75,6 +75,7 @@ from wakeful.store.health import StoreHealth
 from wakeful.store.redis_fleet import FleetOptions, RedisFleet
 from wakeful.store.redis_lease import PrefixLease
 from wakeful.store.redis_setup import redacted_url, warn_if_not_durable
+from wakeful.store.state.port import StatePort
 
 T = TypeVar("T")
 
@@ -279,6 +280,11 @@ class RedisStore:
         if script is None:
             raise StoreUnavailable("the event store is closed (the daemon is stopping)")
         return await self._run(lambda c: script(args=[self.prefix, *args], client=c), retry=retry)
+
+    def state(self) -> StatePort:
+        from wakeful.store.state.redis_state import RedisState
+
+        return RedisState(self)
 
     async def probe_write(self) -> None:
         key = f"{self.prefix}write-probe"

@@ -42,6 +42,7 @@ from wakeful.store.sqlite_schema import (
     corrupt,
     is_corruption,
 )
+from wakeful.store.state.port import StatePort
 
 T = TypeVar("T")
 
@@ -174,6 +175,11 @@ class SqliteStore:
                 conn.execute("PRAGMA synchronous=FULL")
 
         return await self._run(txn)
+
+    def state(self) -> StatePort:
+        from wakeful.store.state.sqlite_state import SqliteState
+
+        return SqliteState(self)
 
     async def probe_write(self) -> None:
         def txn(conn: sqlite3.Connection) -> None:

@@ -3,7 +3,12 @@
 
 Configured like any component; its run phase owns a task group in which one
 watcher per (account, mailbox) runs; the daemon stopping cancels them (a
-blocked IDLE is woken by shutting its socket). Sending is the shared outbox's
+blocked IDLE is woken by shutting its socket). Its state is the store's state
+port (``mail_state.py``), whichever backend that is. Each watcher holds the
+mailbox's named lease (``email:watch:<account>:<mailbox>``): with daemons of a
+fleet sharing Redis, one daemon watches a mailbox at a time, the others keep
+its watcher in ``standby`` (no IMAP connection, no IDLE) and take over when the
+lease lapses — the holder stopped, died, or lost touch with Redis. Sending is the shared outbox's
 (``channel.py``, ``drafts.py``), including what a crash left unsettled.
 """
 
@@ -17,9 +22,9 @@ from wakeful.channels.email.accounts import MailAccount, MailAccounts
 from wakeful.channels.email.calendar_tools import CheckCalendarConflicts, ListCalendarEvents
 from wakeful.channels.email.channel import EmailChannel
 from wakeful.channels.email.drafts import Drafts
-from wakeful.channels.email.fleet import open_mail_backend
 from wakeful.channels.email.health import MailboxHealth
-from wakeful.channels.email.state_port import MailState
+from wakeful.channels.email.mail_state import MailState
+from wakeful.channels.email.old_state import import_old_tables
 from wakeful.channels.email.tools.compose import DraftEmail, SendEmail
 from wakeful.channels.email.tools.manage import ArchiveEmail, FlagEmail, MoveEmail
 from wakeful.channels.email.tools.read import ReadEmail, SearchEmail
@@ -84,8 +89,10 @@ class EmailComponent:
             warning = account.owner_trust_warning()
             if warning is not None:
                 log.warning(warning)
-        self.backend = await open_mail_backend(setup, self.lease_ttl_s)
-        db = self.backend.state
+        state = setup.store.state()
+        self.leases = state.leases
+        db = MailState(state)
+        await import_old_tables(db, setup.data_dir / "wakeful.db")
         self.accounts = accounts
         channels = {name: EmailChannel(accounts.get(name)) for name in accounts.names()}
         for channel in channels.values():
@@ -106,5 +113,10 @@ class EmailComponent:
         # Cancelled when the daemon stops; a blocked IDLE is woken by shutting its socket.
         async with anyio.create_task_group() as group:
             for watcher in self.watchers:
-                group.start_soon(self.backend.watch, watcher, name=f"watch {watcher.health.key}")
+                group.start_soon(self._watch, watcher, name=f"watch {watcher.health.key}")
             task_status.started()
+
+    async def _watch(self, watcher: MailboxWatcher) -> None:
+        """Run ``watcher`` for as long as the daemon runs, while holding its mailbox's lease."""
+        name = f"email:watch:{watcher.account.name}:{watcher.mailbox}"
+        await self.leases.hold(name, watcher.run, ttl_s=self.lease_ttl_s, on_wait=watcher.standby)

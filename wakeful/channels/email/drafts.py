@@ -18,9 +18,9 @@ from dataclasses import dataclass
 
 from wakeful.channels.email.channel import EmailChannel, message_key
 from wakeful.channels.email.draft_record import Draft
+from wakeful.channels.email.mail_state import MailState
 from wakeful.channels.email.sent_folder import in_sent_folder
 from wakeful.channels.email.seven_bit import as_text
-from wakeful.channels.email.state_port import MailState
 from wakeful.core.components.context import DeliverMessage
 from wakeful.core.outbox.deliverer import Delivery
 from wakeful.core.outbox.record import NewMessage

@@ -17,7 +17,7 @@ import anyio
 import structlog
 
 from wakeful.channels.email.config import EmailAccountConfig
-from wakeful.channels.email.db import Cursor, CursorStore
+from wakeful.channels.email.cursor import Cursor, CursorStore
 from wakeful.channels.email.health import MailboxHealth, backoff_s
 from wakeful.channels.email.imap import AuthFailed, ImapConnection, in_thread
 from wakeful.channels.email.inbound import build_event, email_id, skip_reason
