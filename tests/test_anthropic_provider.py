@@ -13,7 +13,7 @@ import pytest
 from tests.fakes.anthropic_server import FakeAnthropicServer
 from tests.fakes.model_replies import Reply, ToolCallSpec
 from wakeful.app.config import LlmSection
-from wakeful.app.lifespan import make_provider
+from wakeful.app.startup.resources import make_provider
 from wakeful.core.provider import (
     ContextTooLong,
     ModelKeyRefused,

@@ -26,9 +26,10 @@ from anyio.abc import TaskStatus
 
 from tests.daemon_harness import daemon_settings, harness, last_user_text, watch_feed
 from tests.fakes.model_server import FakeModelServer, Reply, ToolCallSpec
-from wakeful.app import components, lifespan
+from wakeful.app import components
 from wakeful.app.components import COMPONENTS, Registration
 from wakeful.app.config import ConfigError, LlmSection, load_settings
+from wakeful.app.startup import armour
 from wakeful.core.components.context import ComponentSetup
 from wakeful.core.effects import Effect
 from wakeful.core.outbox.channels import Receipt
@@ -145,7 +146,7 @@ async def test_a_tool_is_its_module_plus_one_registry_entry(
         registry.register(Shout())  # the line: Shout() in default_registry's list
         return registry
 
-    monkeypatch.setattr(lifespan, "default_registry", with_shout)
+    monkeypatch.setattr(armour, "default_registry", with_shout)
     model_server.push(
         Reply(tool_calls=[ToolCallSpec("shout", {"text": "quiet please"}, id="call_shout")]),
         Reply(text="Shouted."),
@@ -288,7 +289,7 @@ def test_start_up_imports_no_unconfigured_channel_and_no_model_sdk(tmp_path: Pat
         "import sys\n"
         "from wakeful.app.config import Settings\n"
         "from wakeful.app.components import default_components\n"
-        "from wakeful.app.lifespan import make_provider\n"
+        "from wakeful.app.startup.resources import make_provider\n"
         "settings = Settings()\n"
         "default_components(settings)\n"
         "make_provider(settings.llm, None)\n"

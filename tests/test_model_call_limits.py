@@ -19,7 +19,7 @@ from tests.daemon_harness import harness, settings_for, watch_feed
 from tests.fakes.anthropic_server import FakeAnthropicServer
 from tests.fakes.model_server import FakeModelServer, Reply
 from wakeful.app.config import LlmSection, Settings
-from wakeful.app.lifespan import make_provider
+from wakeful.app.startup.resources import make_provider
 from wakeful.llm import ModelRequest, ModelUnavailable, ProviderError
 from wakeful.llm.anthropic_provider import AnthropicProvider
 from wakeful.llm.openai_provider import OpenAIProvider

@@ -11,7 +11,7 @@ from structlog.testing import capture_logs
 from tests.daemon_harness import daemon_settings, harness, watch_feed
 from tests.fakes.model_server import FakeModelServer, Reply
 from wakeful.app.config import LlmSection
-from wakeful.app.lifespan import make_provider
+from wakeful.app.startup.resources import make_provider
 from wakeful.core.loop.model_health import ModelHealth
 from wakeful.llm.model_key import missing_key_warning
 from wakeful.store.base import ModelCallRecord

@@ -1,0 +1,111 @@
+"""Step 2 of the start: the safety layer and the built-in tools, before any component
+declares its own."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from wakeful.app.config import Settings
+from wakeful.app.startup.resources import Opened
+from wakeful.core.components.context import Registrations
+from wakeful.core.components.gate import EventGate
+from wakeful.core.loop.session_scope import SessionScope, SessionScopes
+from wakeful.core.provider import ModelProvider
+from wakeful.core.tool_output import saved_outputs_dir
+from wakeful.core.tool_registry import ToolRegistry
+from wakeful.mcp.config import namespaced
+from wakeful.safety.assembly import Safety, build_safety
+from wakeful.safety.review_model import ProviderReviewModel
+from wakeful.safety.sandbox import daemon_sandbox
+from wakeful.skills.catalog import SkillCatalog, discover_skills
+from wakeful.skills.load_skill import LoadSkill
+from wakeful.store.base import Store
+from wakeful.tools.registry import default_registry
+from wakeful.tools.search_tools import SearchTools
+from wakeful.tools.tool_surface import ToolSurface
+
+if TYPE_CHECKING:
+    pass
+
+
+@dataclass(frozen=True)
+class Armed:
+    """Step 2: the safety layer and the tools, before any component declares its own."""
+
+    safety: Safety
+    tools: ToolRegistry
+    surface: ToolSurface
+    skills: SkillCatalog
+    scopes: SessionScopes
+    registrations: Registrations
+    workspace: Path
+    output_dir: Path
+
+
+def arm(settings: Settings, opened: Opened, gate: EventGate) -> Armed:
+    data_dir, store, provider = opened.data_dir, opened.store, opened.provider
+    workspace = settings.safety.workspace_path(data_dir)
+    output_dir = saved_outputs_dir(data_dir)
+    workspace.mkdir(parents=True, exist_ok=True)
+    output_dir.mkdir(exist_ok=True)
+    # What components narrow per session (subagents): declared while they configure.
+    session_scopes: list[SessionScope] = []
+    scopes = SessionScopes(session_scopes)
+    sandbox = daemon_sandbox(settings, data_dir)
+    safety = build_safety(
+        settings.safety,
+        store,
+        data_dir=data_dir,
+        review_model=_review_model(settings, provider),
+        tool_scope=scopes,
+        skill_roots=settings.skills.skill_roots(data_dir),
+        mcp_prefixes=[namespaced(server.name, "") for server in settings.mcp.servers],
+        approval_effects=gate.approval_effects(),
+        shared=settings.store.fleet,
+    )
+    tools = default_registry(
+        default_timeout_s=settings.loop.tool_timeout_s,
+        shell_grace_s=settings.loop.stop_grace_s,
+        outputs_max_bytes=settings.loop.outputs_max_mb * 1024 * 1024,
+        http_allow=settings.safety.http_allow,
+        sandbox=sandbox,
+        state=store,  # the ledger of files the agent wrote survives restarts
+        owner_requests=safety.approvals,
+    )
+    skills = discover_skills(settings.skills.skill_roots(data_dir))
+    surface = _tool_surface(settings, tools, store, skills, scopes)
+    registrations = Registrations(tools, session_scopes=session_scopes)
+    registrations.status_providers["sandbox"] = sandbox.status
+    tools.guard_with(safety.chain)  # every call, whoever registered the tool
+    return Armed(safety, tools, surface, skills, scopes, registrations, workspace, output_dir)
+
+
+def _tool_surface(
+    settings: Settings,
+    tools: ToolRegistry,
+    store: Store,
+    skills: SkillCatalog,
+    scopes: SessionScopes,
+) -> ToolSurface:
+    """The surface over ``tools``, with the two tools that belong to it: search_tools,
+    and load_skill when there are skills to load."""
+    surface = ToolSurface(
+        tools,
+        store,
+        defer=settings.tools.defer,
+        defer_above=settings.tools.defer_above,
+        scope=scopes,
+    )
+    tools.register(SearchTools(tools, surface))
+    if len(skills):
+        tools.register(LoadSkill(skills))
+    return surface
+
+
+def _review_model(settings: Settings, provider: ModelProvider) -> ProviderReviewModel | None:
+    model = settings.safety.reviewer_model
+    if not (model and provider.configured):
+        return None
+    return ProviderReviewModel(provider, model, settings.daemon.system_prompt)
