@@ -216,7 +216,6 @@ def test_every_chat_platform_has_its_check_in_the_one_table() -> None:
     [chat] without a check there would go unchecked by both."""
     from wakeful.app.chat_section import ChatSection
     from wakeful.cli.chat_checks import CHAT_CHECKS, TokenCheck
-
     from wakeful.cli.onboard_args import TOKEN_ENV
 
     assert set(CHAT_CHECKS) == set(ChatSection.model_fields) == set(PLATFORMS)
