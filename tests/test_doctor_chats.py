@@ -178,12 +178,13 @@ def test_an_irc_server_that_is_not_listening_fails_in_one_line(
     assert os.linesep not in chat["down"]
 
 
-@pytest.mark.parametrize("platform", ["irc", "signal"])
+@pytest.mark.parametrize("platform", ["irc", "signal", "telegram", "slack", "matrix"])
 def test_a_server_that_accepts_and_never_answers_fails_within_the_checks_bound(
     platform: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A listener that takes the connection and says nothing: the check gives up at its
-    bound, one line, instead of hanging doctor or onboard."""
+    bound, one line, instead of hanging doctor or onboard (the HTTP clients' own timeouts
+    are longer, and a bound the check does not keep fails this with another message)."""
     from wakeful.channels.irc.config import IrcConfig
     from wakeful.cli import chat_checks
 
@@ -192,11 +193,34 @@ def test_a_server_that_accepts_and_never_answers_fails_within_the_checks_bound(
     monkeypatch.setattr(chat_checks, "CHECK_TIMEOUT_S", 0.5)
     with socket.create_server(("127.0.0.1", 0)) as silent:
         port = silent.getsockname()[1]
+        url = f"http://127.0.0.1:{port}"
+        checks = {
+            "irc": lambda: chat_checks.check_irc(
+                IrcConfig(name="mute", server="127.0.0.1", port=port, tls=False, nick="w"),
+                None,
+                None,
+            ),
+            "signal": lambda: chat_checks.check_signal(f"tcp://127.0.0.1:{port}", None, None),
+            "telegram": lambda: chat_checks.check_telegram(url, "123:token"),
+            "slack": lambda: chat_checks.check_slack(url, "xoxb-token"),
+            "matrix": lambda: chat_checks.check_matrix(url, "syt_token"),
+        }
         with pytest.raises(chat_checks.CheckFailed) as failed:
-            if platform == "irc":
-                config = IrcConfig(name="mute", server="127.0.0.1", port=port, tls=False, nick="w")
-                chat_checks.check_irc(config, None, None)
-            else:
-                chat_checks.check_signal(f"tcp://127.0.0.1:{port}", None, None)
-    where = f"127.0.0.1:{port}" if platform == "irc" else f"tcp://127.0.0.1:{port}"
+            checks[platform]()
+    where = {"irc": f"127.0.0.1:{port}", "signal": f"tcp://127.0.0.1:{port}"}.get(platform, url)
     assert str(failed.value) == f"{where} did not answer within 0.5 s"
+
+
+def test_every_chat_platform_has_its_check_in_the_one_table() -> None:
+    """doctor and onboard ask the platforms through one table: a platform added to
+    [chat] without a check there would go unchecked by both."""
+    from wakeful.app.chat_section import ChatSection
+    from wakeful.cli.chat_checks import CHAT_CHECKS, TokenCheck
+    from wakeful.cli.onboard_args import TOKEN_ENV
+
+    assert set(CHAT_CHECKS) == set(ChatSection.model_fields) == set(PLATFORMS)
+
+    # What onboard adds is a one-token platform of the table.
+    onboarded = [platform for platform in TOKEN_ENV if platform in CHAT_CHECKS]
+    assert onboarded == ["telegram", "slack", "matrix", "discord"]
+    assert all(isinstance(CHAT_CHECKS[platform], TokenCheck) for platform in onboarded)

@@ -41,8 +41,8 @@ from tests.openclaw_dirs import (
 )
 from wakeful.app.config import load_settings
 from wakeful.app.openclaw.data_plan import memory_lines, pieces
-from wakeful.app.openclaw.toml_text import toml_string
 from wakeful.cli import main as cli
+from wakeful.kernel.config_files import toml_string
 
 
 @pytest.fixture

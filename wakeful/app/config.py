@@ -40,6 +40,7 @@ from wakeful.kernel.config_files import (
     default_data_dir,
     find_config_file,
     split_bind,
+    toml_value,
 )
 from wakeful.llm.config import LlmSection
 from wakeful.safety.config import SafetySection
@@ -486,17 +487,9 @@ def _example_for(loc: tuple[Any, ...]) -> str | None:
         model = _model_of(field.annotation)
     if field is None or not field.examples:
         return None
-    return _toml_value(field.examples[0])
+    return toml_value(field.examples[0])
 
 
 def _model_of(annotation: Any) -> Any:
     args = getattr(annotation, "__args__", ())
     return args[0] if args and hasattr(args[0], "model_fields") else annotation
-
-
-def _toml_value(value: Any) -> str:
-    if isinstance(value, str):
-        return f'"{value}"'
-    if isinstance(value, list):
-        return "[" + ", ".join(_toml_value(item) for item in value) + "]"
-    return str(value).lower() if isinstance(value, bool) else str(value)

@@ -6,7 +6,6 @@ test fails when the file is stale, so the reference cannot drift from the code.
 
 from __future__ import annotations
 
-import json
 import sys
 import typing
 from collections.abc import Iterator
@@ -17,6 +16,7 @@ from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
 
 from wakeful.app.config import ENV_PREFIX, Settings
+from wakeful.kernel.config_files import toml_value as _toml
 
 HEADER = """\
 # Configuration reference
@@ -118,16 +118,6 @@ def _default(field: FieldInfo) -> str:
 
 def _is_secret(field: FieldInfo) -> bool:
     return "SecretStr" in str(field.annotation) or field.annotation is SecretStr
-
-
-def _toml(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, str | int | float):
-        return json.dumps(value) if isinstance(value, str) else str(value)
-    if isinstance(value, list):
-        return "[" + ", ".join(_toml(item) for item in value) + "]"
-    return json.dumps(str(value))
 
 
 if __name__ == "__main__":

@@ -7,18 +7,41 @@ is one line saying what failed; never the secret. Each is bounded in time."""
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
+from functools import partial
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
 import httpx
+
+from wakeful.kernel.config_files import read_secret_file
 
 if TYPE_CHECKING:  # the channel packages are imported only when a check runs
     from wakeful.channels.irc.config import IrcConfig
     from wakeful.channels.xmpp.config import XmppConfig
 
 
+T = TypeVar("T")
+
+
 class CheckFailed(Exception):
     """What failed, in one line (onboard shows it and asks again; doctor prints it)."""
+
+
+CHECK_TIMEOUT_S = 20.0  # a server that neither answers nor refuses: a failure, not a hang
+
+
+def _bounded(what: str, call: Callable[[], Awaitable[T]]) -> T:
+    """``call`` run to its end within CHECK_TIMEOUT_S; a CheckFailed naming ``what`` if not."""
+
+    async def run() -> T:
+        with anyio.fail_after(CHECK_TIMEOUT_S):
+            return await call()
+
+    try:
+        return anyio.run(run)
+    except TimeoutError:
+        raise CheckFailed(f"{what} did not answer within {CHECK_TIMEOUT_S:g} s") from None
 
 
 def check_telegram(api_base: str, token: str) -> str:
@@ -30,7 +53,7 @@ def check_telegram(api_base: str, token: str) -> str:
             return await BotApi(api_base, token, http).call("getMe")
 
     try:
-        me = anyio.run(get_me)
+        me = _bounded(api_base, get_me)
     except BotApiError as exc:  # its text is the method and Telegram's description only
         raise CheckFailed(f"Telegram refused the token ({exc})") from None
     except BotApiUnreachable as exc:
@@ -50,7 +73,7 @@ def check_slack(api_base: str, token: str) -> str:
         return f"{identity.user_id} in {identity.team}" if identity.team else identity.user_id
 
     try:
-        return anyio.run(auth_test)
+        return _bounded(api_base, auth_test)
     except (NeverDeliverable, TryLater) as exc:  # "Slack auth.test: invalid_auth"
         raise CheckFailed(f"Slack refused the token ({exc})") from None
 
@@ -67,25 +90,9 @@ def check_matrix(homeserver: str, token: str) -> str:
             await api.aclose()
 
     try:
-        return anyio.run(whoami)
+        return _bounded(homeserver, whoami)
     except MatrixError as exc:
         raise CheckFailed(f"{homeserver} refused the token ({exc})") from None
-
-
-CHECK_TIMEOUT_S = 20.0  # a server that neither answers nor refuses: a failure, not a hang
-
-
-def _bounded(what: str, call: Callable[[], Awaitable[str]]) -> str:
-    """``call`` run to its end within CHECK_TIMEOUT_S; a CheckFailed naming ``what`` if not."""
-
-    async def run() -> str:
-        with anyio.fail_after(CHECK_TIMEOUT_S):
-            return await call()
-
-    try:
-        return anyio.run(run)
-    except TimeoutError:
-        raise CheckFailed(f"{what} did not answer within {CHECK_TIMEOUT_S:g} s") from None
 
 
 def check_discord(api_base: str, token: str) -> str:
@@ -197,3 +204,74 @@ def check_irc(config: IrcConfig, sasl_password: str | None, server_password: str
         return _bounded(f"{config.server}:{config.port}", register)
     except IrcError as exc:
         raise CheckFailed(str(exc)) from None
+
+
+# --- the one table of platforms and their checks: doctor's and onboard's ------------------
+
+
+@dataclass(frozen=True)
+class TokenCheck:
+    """A platform whose credential is one token in a file: onboard asks it of the token it
+    was just given (before any file exists), doctor of the file's."""
+
+    token_key: str  # the account's key naming the token's file
+    ask: Callable[[Any, str], str]  # (the account's settings, the token) → what it said
+
+    def fix(self, account: Any) -> str:
+        return f"put a valid credential in {getattr(account, self.token_key)}"
+
+    def configured(self, account: Any, where: str) -> Callable[[], str] | None:
+        """The check of a configured account, its token read from its file; None without
+        one (a Matrix account that logs in with a password: a log-in would make a new
+        session, so the daemon's own start proves it)."""
+        path = getattr(account, self.token_key)
+        if path is None:
+            return None
+        return lambda: self.ask(account, read_secret_file(path, f"{where}.{self.token_key}"))
+
+
+@dataclass(frozen=True)
+class AccountCheck:
+    """A platform whose account reads its own secrets (several, or none)."""
+
+    ask: Callable[[Any], str]  # the account's settings → what it said
+    fix: Callable[[Any], str]  # the line saying what to change
+
+    def configured(self, account: Any, where: str) -> Callable[[], str] | None:
+        return partial(self.ask, account)
+
+
+# Every [chat] platform (a test holds it to ChatSection), in the order doctor reports them.
+CHAT_CHECKS: dict[str, TokenCheck | AccountCheck] = {
+    "telegram": TokenCheck(
+        "bot_token_file", lambda bot, token: check_telegram(bot.api_base, token)
+    ),
+    "slack": TokenCheck("bot_token_file", lambda app, token: check_slack(app.api_base, token)),
+    "matrix": TokenCheck(
+        "access_token_file", lambda account, token: check_matrix(account.homeserver, token)
+    ),
+    "discord": TokenCheck("bot_token_file", lambda bot, token: check_discord(bot.api_base, token)),
+    "whatsapp": TokenCheck(
+        "access_token_file",
+        lambda number, token: check_whatsapp(
+            number.api_base, number.api_version, number.phone_number_id, token
+        ),
+    ),
+    "signal": AccountCheck(
+        lambda account: check_signal(account.url, account.account, account.auth_token()),
+        lambda _: "start signal-cli's daemon at url with this account registered (docs/signal.md)",
+    ),
+    "xmpp": AccountCheck(
+        lambda account: check_xmpp(account, account.password()),
+        lambda account: (
+            f"check jid and server, and put the account's password in {account.password_file}"
+        ),
+    ),
+    "irc": AccountCheck(
+        lambda account: check_irc(account, account.sasl_password(), account.server_password()),
+        lambda _: (
+            "check server, port, tls and the passwords in sasl_password_file / "
+            "server_password_file (docs/irc.md)"
+        ),
+    ),
+}

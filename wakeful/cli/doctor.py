@@ -19,9 +19,8 @@ import os
 import sqlite3
 import stat
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -34,9 +33,6 @@ from wakeful.kernel.data_dir_perms import exposed_paths
 
 if TYPE_CHECKING:
     from wakeful.app.config import Settings
-    from wakeful.channels.irc.config import IrcConfig
-    from wakeful.channels.signal.config import SignalConfig
-    from wakeful.channels.xmpp.config import XmppConfig
 
 CLOCK_SKEW_S = 60.0
 TIMEOUT_S = 10.0
@@ -277,90 +273,27 @@ def _sandbox(settings: Settings, data_dir: Path) -> Finding:
 
 def chat_findings(settings: Settings) -> list[Finding]:
     """Each configured chat account's credential, asked of its platform once (one line
-    each); a platform with no account says nothing."""
-    from wakeful.cli import chat_checks as checks
-    from wakeful.kernel.config_base import read_secret_file
-    from wakeful.kernel.config_files import ConfigError
+    each, by wakeful/cli/chat_checks.py's table); a platform with no account says nothing."""
+    from wakeful.cli.chat_checks import CHAT_CHECKS
 
-    def asked(where: str, secret: Path, key: str, check: Callable[[str], str]) -> Finding:
-        def with_token() -> str:
-            return check(read_secret_file(secret, f"{where}.{key}"))
-
-        return proved(where, f"put a valid credential in {secret}", with_token)
-
-    def proved(where: str, fix: str, check: Callable[[], str]) -> Finding:
-        """``check`` run: ok with what it found, or FAIL with the fix."""
-        try:
-            return Finding(True, where, f"the credential is accepted ({check()})")
-        except checks.CheckFailed as exc:
-            return Finding(False, where, str(exc), fix)
-        except ConfigError as exc:  # a secret file is missing or unreadable
-            return Finding(False, where, str(exc), "write the credential to that file")
-
-    chat = settings.chat
-    # Platform, accounts, the key of the file holding the token, the check of one account.
-    # A Matrix account without access_token_file logs in with a password, which makes a
-    # new session: the daemon's own start proves that one.
-    by_token: list[tuple[str, Sequence[Any], str, Callable[[Any], Callable[[str], str]]]] = [
-        ("telegram", chat.telegram, "bot_token_file",
-         lambda bot: partial(checks.check_telegram, bot.api_base)),
-        ("slack", chat.slack, "bot_token_file",
-         lambda app: partial(checks.check_slack, app.api_base)),
-        ("matrix", chat.matrix, "access_token_file",
-         lambda account: partial(checks.check_matrix, account.homeserver)),
-        ("discord", chat.discord, "bot_token_file",
-         lambda bot: partial(checks.check_discord, bot.api_base)),
-        ("whatsapp", chat.whatsapp, "access_token_file",
-         lambda number: partial(checks.check_whatsapp, number.api_base, number.api_version,
-                                number.phone_number_id)),
-    ]  # fmt: skip
-    findings = [
-        asked(f"chat.{platform} '{account.name}'", getattr(account, key), key, check(account))
-        for platform, accounts, key, check in by_token
-        for account in accounts
-        if getattr(account, key) is not None
-    ]
-    findings += [
-        proved(
-            f"chat.signal '{account.name}'",
-            "start signal-cli's daemon at url with this account registered (docs/signal.md)",
-            partial(_signal, account),
-        )
-        for account in chat.signal
-    ]
-    findings += [
-        proved(
-            f"chat.xmpp '{account.name}'",
-            f"check jid and server, and put the account's password in {account.password_file}",
-            partial(_xmpp, account),
-        )
-        for account in chat.xmpp
-    ]
-    findings += [
-        proved(
-            f"chat.irc '{account.name}'",
-            "check server, port, tls and the passwords in sasl_password_file / "
-            "server_password_file (docs/irc.md)",
-            partial(_irc, account),
-        )
-        for account in chat.irc
-    ]
+    findings = []
+    for platform, how in CHAT_CHECKS.items():
+        for account in getattr(settings.chat, platform):
+            where = f"chat.{platform} '{account.name}'"
+            check = how.configured(account, where)
+            if check is not None:
+                findings.append(_proved(where, how.fix(account), check))
     return findings
 
 
-def _signal(account: SignalConfig) -> str:
-    from wakeful.cli.chat_checks import check_signal
+def _proved(where: str, fix: str, check: Callable[[], str]) -> Finding:
+    """``check`` run: ok with what it found, or FAIL with the fix."""
+    from wakeful.cli.chat_checks import CheckFailed
+    from wakeful.kernel.config_files import ConfigError
 
-    return check_signal(account.url, account.account, account.auth_token())
-
-
-def _xmpp(account: XmppConfig) -> str:
-    from wakeful.cli.chat_checks import check_xmpp
-
-    return check_xmpp(account, account.password())
-
-
-def _irc(account: IrcConfig) -> str:
-    from wakeful.cli.chat_checks import check_irc
-
-    return check_irc(account, account.sasl_password(), account.server_password())
+    try:
+        return Finding(True, where, f"the credential is accepted ({check()})")
+    except CheckFailed as exc:
+        return Finding(False, where, str(exc), fix)
+    except ConfigError as exc:  # a secret file is missing or unreadable
+        return Finding(False, where, str(exc), "write the credential to that file")

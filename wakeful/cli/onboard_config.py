@@ -7,13 +7,13 @@ has is an error here (a test renders every answer), not a silently missing setti
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from wakeful.app.config_starter import STARTER_CONFIG
+from wakeful.kernel.config_files import toml_value as _toml
 from wakeful.kernel.config_files import write_private
 
 COMMENT_COLUMN = 40  # where the template's trailing comments start
@@ -106,19 +106,6 @@ def _set(text: str, name: str, value: str, *, key: str = "", comment: str = "") 
     if trailing:
         line = line.ljust(COMMENT_COLUMN - 1) + " " + trailing
     return pattern.sub(lambda _match: line, text, count=1)
-
-
-def _toml(value: Any) -> str:
-    """A TOML value: a JSON string is a TOML basic string (the same escapes)."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int | float):
-        return repr(value)
-    if isinstance(value, list | tuple):
-        return "[" + ", ".join(_toml(item) for item in value) + "]"
-    if isinstance(value, dict):
-        return "{" + ", ".join(f"{json.dumps(k)} = {_toml(v)}" for k, v in value.items()) + "}"
-    return json.dumps(str(value), ensure_ascii=False)
 
 
 def write_all(config: Path, answers: Answers) -> list[Path]:

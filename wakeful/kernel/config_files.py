@@ -135,3 +135,40 @@ def split_bind(value: str) -> tuple[str, int]:
     elif ":" in host:
         raise ValueError("an IPv6 host must be written in brackets, e.g. '[::1]:8787'")
     return host, int(port_text)
+
+
+# The one writer of TOML values: onboard, the OpenClaw import, the config reference and the
+# config error's example all write config text with it, so each reads back as itself.
+_SHORT_ESCAPES = {"\b": "\\b", "\t": "\\t", "\n": "\\n", "\f": "\\f", "\r": "\\r"}
+
+
+def toml_string(text: str) -> str:
+    """A TOML basic string whose value is ``text`` (quote, backslash and every control
+    character escaped, as TOML requires; other characters as they are)."""
+    out = ['"']
+    for char in text:
+        if char in ('"', "\\"):
+            out.append("\\" + char)
+        elif char in _SHORT_ESCAPES:
+            out.append(_SHORT_ESCAPES[char])
+        elif ord(char) < 0x20 or ord(char) == 0x7F:
+            out.append(f"\\u{ord(char):04x}")
+        else:
+            out.append(char)
+    out.append('"')
+    return "".join(out)
+
+
+def toml_value(value: object) -> str:
+    """``value`` as TOML text: a bool, int, float, string, list or tuple, or dict (an
+    inline table); anything else (a Path, say) as the string of it."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return repr(value)
+    if isinstance(value, list | tuple):
+        return "[" + ", ".join(toml_value(item) for item in value) + "]"
+    if isinstance(value, dict):
+        pairs = (f"{toml_string(str(key))} = {toml_value(item)}" for key, item in value.items())
+        return "{" + ", ".join(pairs) + "}"
+    return toml_string(str(value))

@@ -43,10 +43,6 @@ class Span(Protocol):
         """The step failed; ``reason`` is the daemon's own words (a type or a state)."""
         ...
 
-    def link(self, key: str) -> None:
-        """Link the trace remembered under ``key`` (another event this step answers)."""
-        ...
-
     def remember(self, key: str) -> None:
         """Keep this span's context under ``key`` (an event's id, once it is stored) for
         a later span to continue (:meth:`Tracer.span` ``continues=``)."""
@@ -101,9 +97,6 @@ class _NoopSpan:
         return None
 
     def fail(self, reason: str) -> None:
-        return None
-
-    def link(self, key: str) -> None:
         return None
 
     def remember(self, key: str) -> None:

@@ -51,11 +51,6 @@ class OtelSpan:
         self._span.set_attribute("error.type", reason)
         self._span.set_status(Status(StatusCode.ERROR))
 
-    def link(self, key: str) -> None:
-        context = self._tracer.remembered(key)
-        if context is not None:
-            self._span.add_link(context)
-
     def remember(self, key: str) -> None:
         self._tracer.keep(key, self._span.get_span_context())
 

@@ -44,7 +44,6 @@ class Admission:
         self.between: dict[Closable, None] = {}  # keep-alive, between requests
         self.receiving: dict[Closable, None] = {}  # head complete, body still arriving
         self.closing = 0  # closed by admission, connection_lost not yet run
-        self.evicted = 0  # total, for tests and the log
 
     def waiting(self, conn: Closable, *, fresh: bool) -> None:
         self.busy(conn)
@@ -67,7 +66,6 @@ class Admission:
                 del pool[conn]
                 if conn.close_for_newcomer():
                     self.closing += 1
-                    self.evicted += 1
                     self._notice()
                     return True
         return False

@@ -38,7 +38,6 @@ APIS = {
     "openai-responses": "openai",
     "anthropic-messages": "anthropic",
 }
-CHANNELS_WAKEFUL_HAS = ("telegram", "slack", "matrix")
 # OpenClaw's own bookkeeping in openclaw.json: nothing of the assistant's in them.
 SILENT_KEYS = {"$schema", "meta", "wizard"}
 HANDLED_KEYS = {"agents", "agent", "channels", "models", "env", "skills", "gateway"}

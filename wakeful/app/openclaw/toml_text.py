@@ -1,32 +1,11 @@
-"""TOML values for the written config: strings escaped so any text reads back as itself."""
+"""A key's line of the written config: its TOML value (wakeful/kernel/config_files.py,
+the one writer of TOML values), and its note as a trailing comment."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-
-def toml_string(text: str) -> str:
-    """A TOML basic string whose value is ``text`` (control characters escaped)."""
-    out = ['"']
-    for char in text:
-        if char in ('"', "\\"):
-            out.append("\\" + char)
-        elif ord(char) < 0x20 or ord(char) == 0x7F:
-            out.append(f"\\u{ord(char):04x}")
-        else:
-            out.append(char)
-    out.append('"')
-    return "".join(out)
-
-
-def toml_value(value: str | int | bool | Sequence[str] | Sequence[int]) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, str):
-        return toml_string(value)
-    return "[" + ", ".join(toml_value(item) for item in value) + "]"
+from wakeful.kernel.config_files import toml_value
 
 
 def key_line(

@@ -29,11 +29,6 @@ class TypingIndicator:
         self._stopped = anyio.Event()  # set whenever nothing shows "typing…"
         self._stopped.set()
 
-    @property
-    def typing_in(self) -> frozenset[str]:
-        """The sessions it shows "typing…" for now."""
-        return frozenset(self._busy)
-
     async def wait_stopped(self) -> None:
         """Until no session shows "typing…" (the status page, tests)."""
         await self._stopped.wait()

@@ -29,7 +29,6 @@ from wakeful.channels.irc.connection import IrcConnection, IrcError, Login
 from wakeful.channels.irc.identity import Identities
 from wakeful.channels.irc.protocol import Line
 from wakeful.core.components.context import ComponentHealth, ComponentSetup
-from wakeful.kernel.logging import add_secrets
 
 log = structlog.get_logger(__name__)
 
@@ -52,8 +51,8 @@ class IrcComponent:
 
     async def configure(self, setup: ComponentSetup) -> None:
         config = self.config
+        # Each redacted from every log line as it is read.
         sasl, server_password = config.sasl_password(), config.server_password()
-        add_secrets([s for s in (sasl, server_password) if s is not None])
         self.login = Login(
             nick=config.nick,
             username=config.username,

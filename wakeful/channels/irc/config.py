@@ -7,8 +7,7 @@ from pathlib import Path
 
 from pydantic import Field, field_validator, model_validator
 
-from wakeful.channels.chat.config import ChatPlatformConfig
-from wakeful.kernel.config_base import read_secret_file
+from wakeful.channels.chat.config import ChatPlatformConfig, read_secret
 
 # RFC 2812's nick, plus what networks allow beyond 9 characters.
 NICK = re.compile(r"^[A-Za-z\[\]\\`_^{|}][A-Za-z0-9\[\]\\`_^{|}-]{0,29}$")
@@ -158,12 +157,14 @@ class IrcConfig(ChatPlatformConfig):
     def key(self) -> str:
         return f"chat.irc '{self.name}'"
 
+    # Each password is redacted from every log line once read (read_secret).
+
     def sasl_password(self) -> str | None:
         if self.sasl_password_file is None:
             return None
-        return read_secret_file(self.sasl_password_file, f"{self.key}.sasl_password_file")
+        return read_secret(self.sasl_password_file, f"{self.key}.sasl_password_file")
 
     def server_password(self) -> str | None:
         if self.server_password_file is None:
             return None
-        return read_secret_file(self.server_password_file, f"{self.key}.server_password_file")
+        return read_secret(self.server_password_file, f"{self.key}.server_password_file")

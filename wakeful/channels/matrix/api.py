@@ -73,10 +73,6 @@ class MatrixApi:
     async def aclose(self) -> None:
         await self._http.aclose()
 
-    @property
-    def logged_in(self) -> bool:
-        return self._token is not None
-
     async def _call(
         self,
         method: str,

@@ -8,8 +8,7 @@ from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from wakeful.channels.chat.config import ChatPlatformConfig, base_url
-from wakeful.kernel.config_base import read_secret_file
+from wakeful.channels.chat.config import ChatPlatformConfig, base_url, read_secret
 
 MATRIX_USER_ID = re.compile(r"^@[^:\s]+:\S+$")
 
@@ -113,9 +112,10 @@ class MatrixConfig(ChatPlatformConfig):
         return self.device_id or f"WAKEFUL_{self.name.upper()}"
 
     def credential(self) -> tuple[str, str]:
-        """("token", access token) or ("password", password), read from its file."""
+        """("token", access token) or ("password", password), read from its file and
+        redacted from every log line from then on."""
         if self.access_token_file is not None:
-            token = read_secret_file(self.access_token_file, f"{self.key}.access_token_file")
+            token = read_secret(self.access_token_file, f"{self.key}.access_token_file")
             return "token", token
         assert self.password_file is not None
-        return "password", read_secret_file(self.password_file, f"{self.key}.password_file")
+        return "password", read_secret(self.password_file, f"{self.key}.password_file")

@@ -23,7 +23,6 @@ import httpx
 
 RPC_PATH = "/api/v1/rpc"
 EVENTS_PATH = "/api/v1/events"
-USER_ERROR = -1
 IO_ERROR = -3
 UNTRUSTED_KEY = -4
 RATE_LIMITED = -5

@@ -31,7 +31,6 @@ from wakeful.channels.signal.envelopes import SignalMessage, parse_envelope
 from wakeful.channels.signal.socket_api import SignalSocketApi
 from wakeful.channels.signal.stream import EventStream
 from wakeful.core.components.context import ComponentHealth, ComponentSetup
-from wakeful.kernel.logging import add_secrets
 from wakeful.store.base import Cursor
 
 log = structlog.get_logger(__name__)
@@ -48,9 +47,7 @@ class SignalComponent:
 
     async def configure(self, setup: ComponentSetup) -> None:
         config = self.config
-        token = config.auth_token()
-        if token is not None:
-            add_secrets([token])  # before anything can fail and log
+        token = config.auth_token()  # redacted from every log line as it is read
         self.api: DaemonApi = (
             SignalApi(config.url, account=config.account, token=token)
             if config.url.startswith(("http://", "https://"))

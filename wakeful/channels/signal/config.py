@@ -7,8 +7,7 @@ from pathlib import Path
 
 from pydantic import Field, field_validator, model_validator
 
-from wakeful.channels.chat.config import ChatPlatformConfig
-from wakeful.kernel.config_base import read_secret_file
+from wakeful.channels.chat.config import ChatPlatformConfig, read_secret
 
 # A phone number in E.164 form, or an ACI (a UUID): the two ways Signal names a person.
 NUMBER = re.compile(r"^\+[1-9][0-9]{6,14}$")
@@ -135,6 +134,7 @@ class SignalConfig(ChatPlatformConfig):
         return self
 
     def auth_token(self) -> str | None:
+        """Read from auth_token_file (if any), and redacted from every log line from then on."""
         if self.auth_token_file is None:
             return None
-        return read_secret_file(self.auth_token_file, f"chat.signal[{self.name}].auth_token_file")
+        return read_secret(self.auth_token_file, f"chat.signal[{self.name}].auth_token_file")

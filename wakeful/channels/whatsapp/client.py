@@ -30,8 +30,6 @@ log = structlog.get_logger(__name__)
 
 MAX_TEXT_CHARS = 4096  # text.body
 MAX_BUTTON_BODY_CHARS = 1024  # interactive.body.text
-MAX_BUTTON_TITLE_CHARS = 20  # a reply button's title
-MAX_BUTTONS = 3
 TIMEOUT = httpx.Timeout(15.0, connect=5.0)
 
 # Throughput (130429), pair rate (131056: one recipient written to too often), the

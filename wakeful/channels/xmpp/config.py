@@ -8,8 +8,8 @@ from pathlib import Path
 
 from pydantic import Field, field_validator, model_validator
 
-from wakeful.channels.chat.config import ChatPlatformConfig
-from wakeful.kernel.config_base import ConfigError, read_secret_file
+from wakeful.channels.chat.config import ChatPlatformConfig, read_secret
+from wakeful.kernel.config_base import ConfigError
 from wakeful.kernel.config_files import credential_path
 from wakeful.llm.model_key import is_loopback
 
@@ -148,4 +148,5 @@ class XmppConfig(ChatPlatformConfig):
             )
 
     def password(self) -> str:
-        return read_secret_file(self.password_file, f"{self.key}.password_file")
+        """Read from password_file, and redacted from every log line from then on."""
+        return read_secret(self.password_file, f"{self.key}.password_file")

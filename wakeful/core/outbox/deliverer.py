@@ -197,24 +197,24 @@ class Deliverer:
         return Delivery(settled, self.receipts.get(record.id) if created else None, created)
 
     async def _deliver_new(self, message: NewMessage) -> tuple[OutgoingMessage, bool]:
-        channel = self.channels.get(message.channel)
-        if channel is None:
-            record = await self.outbox.add(message)
-            await self.deliver(record)
-            return record, record.attempts == 0
-        record, claimed = await self.outbox.add_claimed(message)
-        if claimed:
-            await self._attempt(channel, record)
+        """The record, and whether this call created it: the store's own word (one write
+        stores it claimed), so a known key is never called new, whatever its state."""
+        record, created = await self.outbox.add_claimed(message)
+        if created:
+            channel = self.channels.get(message.channel)
+            if channel is None:
+                await self._record(record.id, SENDING, DeliveryState.FAILED, _no_channel(record))
+            else:
+                await self._attempt(channel, record)
             self._settle(record.id)
         elif record.state is PENDING:
             await self.deliver(record)
-        return record, claimed
+        return record, created
 
     async def deliver(self, message: OutgoingMessage) -> None:
         channel = self.channels.get(message.channel)
         if channel is None:
-            error = f"no channel named {message.channel!r} is configured"
-            await self._record(message.id, PENDING, DeliveryState.FAILED, error)
+            await self._record(message.id, PENDING, DeliveryState.FAILED, _no_channel(message))
         elif (claimed := await self.outbox.move(message.id, PENDING, SENDING)) is not None:
             await self._attempt(channel, claimed)
         self._settle(message.id)
@@ -279,6 +279,10 @@ class Deliverer:
             event.set()
         while len(self.receipts) > 1000:
             self.receipts.pop(next(iter(self.receipts)))
+
+
+def _no_channel(message: OutgoingMessage) -> str:
+    return f"no channel named {message.channel!r} is configured"
 
 
 def _has_settled(message: OutgoingMessage | None) -> bool:

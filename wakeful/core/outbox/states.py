@@ -59,8 +59,3 @@ class IllegalMove(ValueError):
 def check_move(old: DeliveryState, new: DeliveryState) -> None:
     if (old, new) not in ALLOWED_MOVES:
         raise IllegalMove(f"an outgoing message cannot move from {old} to {new}")
-
-
-def stored_values(state: DeliveryState) -> tuple[str, ...]:
-    """Every value a row in ``state`` may hold on disk (for compare-and-set)."""
-    return (state.value, *(name for name, s in LEGACY_NAMES.items() if s is state))

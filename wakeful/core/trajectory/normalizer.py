@@ -71,17 +71,6 @@ def normalize(messages: list[Message], *, cut_unfinished: bool = False) -> Norma
     return result
 
 
-def unanswered_calls(messages: list[Message]) -> dict[str, str]:
-    """Calls of the last assistant message that still have no result."""
-    waiting: dict[str, str] = {}
-    for message in messages:
-        if message.get("role") == "tool":
-            waiting.pop(message.get("tool_call_id", ""), None)
-        else:
-            waiting = open_calls(message)
-    return waiting
-
-
 def _close(waiting: dict[str, str], result: Normalized, step_start: int, cut: bool) -> None:
     """End the open step: placeholders for its unanswered calls, or (cut) leave it out."""
     if waiting and cut:

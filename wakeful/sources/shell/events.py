@@ -76,9 +76,7 @@ def exited_event(record: TaskRecord, output: str, suppressed: int) -> Event:
             f"\n{suppressed} lines matching its monitored patterns were not sent as "
             "events (rate limit); they are in the output file."
         )
-    return _event(
-        record, f"shell:{record.task_id}:exit", EventKind.SHELL_EXITED, text, _end_data(record)
-    )
+    return _exit_event(record, text)
 
 
 def stopped_at_shutdown_event(record: TaskRecord) -> Event:
@@ -90,9 +88,7 @@ def stopped_at_shutdown_event(record: TaskRecord) -> Event:
         f"Its last output lines (full output in {record.output_file}):\n"
         + _lines(record.last_lines)
     )
-    return _event(
-        record, f"shell:{record.task_id}:exit", EventKind.SHELL_EXITED, text, _end_data(record)
-    )
+    return _exit_event(record, text)
 
 
 def lost_event(record: TaskRecord) -> Event:
@@ -104,9 +100,7 @@ def lost_event(record: TaskRecord) -> Event:
         f"executed - check its effects before running it again. Its last output lines "
         f"(full output in {record.output_file}):\n" + _lines(record.last_lines)
     )
-    return _event(
-        record, f"shell:{record.task_id}:exit", EventKind.SHELL_EXITED, text, _end_data(record)
-    )
+    return _exit_event(record, text)
 
 
 def timeout_event(record: TaskRecord, runtime_s: float, grace_s: float) -> Event:
@@ -143,9 +137,7 @@ def owner_gone_event(record: TaskRecord) -> Event:
         f"executed - check its effects before running it again. Its output file: "
         f"{record.output_file}"
     )
-    return _event(
-        record, f"shell:{record.task_id}:exit", EventKind.SHELL_EXITED, text, _end_data(record)
-    )
+    return _exit_event(record, text)
 
 
 def output_event(

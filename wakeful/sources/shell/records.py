@@ -24,7 +24,6 @@ from typing import Any
 import anyio.to_thread
 
 RUNNING = "running"
-FINISHED_STATES = ("done", "failed", "cancelled", "lost")
 
 
 @dataclass

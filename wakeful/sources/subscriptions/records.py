@@ -27,7 +27,6 @@ from wakeful.store.base import ChannelState
 
 KEY_PREFIX = "subscriptions:"
 Kind = Literal["mailbox", "webhook", "file", "shell_output", "http_check"]
-KINDS: tuple[Kind, ...] = ("mailbox", "webhook", "file", "shell_output", "http_check")
 State = Literal["active", "ended"]
 
 
