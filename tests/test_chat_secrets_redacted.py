@@ -1,6 +1,7 @@
 """A chat account's secret is redacted from every log line (and tool output) the moment
 it is read from its file: the config's own reader does it (read_secret), so no caller
-can read one and forget to. Each platform whose config reads its secrets itself."""
+can read one and forget to. Each platform whose config reads its secrets itself, and
+e-mail's account password."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from wakeful.channels.email.config import EmailAccountConfig
 from wakeful.channels.irc.config import IrcConfig
 from wakeful.channels.matrix.config import MatrixConfig
 from wakeful.channels.signal.config import SignalConfig
@@ -44,6 +46,13 @@ READERS: dict[str, tuple[Callable[[str], Any], Callable[[Any], object]]] = {
     "matrix token": (
         lambda path: MatrixConfig(**MATRIX, access_token_file=path),
         lambda config: config.credential(),
+    ),
+    "email": (
+        lambda path: EmailAccountConfig(
+            name="e", imap_host="imap.example.org", smtp_host="smtp.example.org",
+            username="w@example.org", password_file=path,
+        ),
+        lambda config: config.resolve_password(),
     ),
     "matrix password": (
         lambda path: MatrixConfig(**MATRIX, password_file=path),
