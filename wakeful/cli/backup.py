@@ -41,17 +41,6 @@ SQLITE_MAGIC = b"SQLite format 3\x00"
 SKIPPED_SUFFIXES = ("-wal", "-shm", "-journal")
 
 
-def add_arguments(sub: Any, add: Any) -> None:
-    backup = add(sub, "backup", "copy everything in data_dir into one file (daemon may run)")
-    backup.add_argument("file", help="the backup file to write, e.g. wakeful-backup.tar.gz")
-    backup.add_argument("--force", action="store_true", help="overwrite an existing file")
-    restore = add(sub, "restore", "put a backup back into data_dir (the daemon stopped)")
-    restore.add_argument("file", help="a file written by `wakeful backup`")
-    restore.add_argument(
-        "--force", action="store_true", help="replace data already there (moved aside, kept)"
-    )
-
-
 def run_backup(args: argparse.Namespace, data_dir: Path, store_backend: str) -> int:
     target = Path(args.file).expanduser()
     if not data_dir.is_dir():

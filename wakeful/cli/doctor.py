@@ -14,9 +14,7 @@ registration). Exit 0 when nothing failed, 1 otherwise.
 from __future__ import annotations
 
 import argparse
-import email.utils
 import os
-import sqlite3
 import stat
 import time
 from collections.abc import Callable, Iterator
@@ -24,13 +22,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import httpx
-
 from wakeful.cli.endpoint import base_url
 from wakeful.kernel.config_files import split_bind
 from wakeful.kernel.data_dir_lock import DataDirLocked, hold_data_dir_lock
-from wakeful.kernel.data_dir_perms import exposed_paths
 
+# httpx, sqlite3 and the data_dir check (it logs: structlog) are imported by the checks
+# that use them: every client command (`wakeful status`) imports this module for its
+# argparse lines, and those imports alone took longer than a status request.
 if TYPE_CHECKING:
     from wakeful.app.config import Settings
 
@@ -115,6 +113,8 @@ def data_dir_findings(data_dir: Path) -> Iterator[Finding]:
             "chown it to the daemon's user, or set [daemon] data_dir to a writable one",
         )
         return
+    from wakeful.kernel.data_dir_perms import exposed_paths  # it logs: structlog
+
     # What the daemon warns of at start-up; the fix is the same `chmod -R`.
     exposed = exposed_paths(data_dir)
     if exposed:
@@ -153,6 +153,8 @@ def _daemon(settings: Settings, data_dir: Path) -> Finding:
 
 
 def _readiness(settings: Settings) -> Finding:
+    import httpx
+
     url = f"{base_url(split_bind(settings.server.bind))}/readyz"  # as every client reaches it
     try:
         answer = httpx.get(url, timeout=TIMEOUT_S)
@@ -173,6 +175,8 @@ def _readiness(settings: Settings) -> Finding:
 def _store(settings: Settings, data_dir: Path) -> list[Finding]:
     if settings.store.backend == "redis":
         return [_redis(settings)]
+    import sqlite3
+
     found = []
     for path in sorted(data_dir.glob("*.db")) + sorted(data_dir.glob("*.sqlite")):
         try:
@@ -217,6 +221,8 @@ def model_finding(settings: Settings) -> tuple[Finding, float | None]:
     if llm.provider == "anthropic":
         headers = {"x-api-key": key or "", "anthropic-version": "2023-06-01"}
     url = f"{llm.base_url}/models"
+    import httpx
+
     try:
         answer = httpx.get(url, headers=headers, timeout=TIMEOUT_S)
     except httpx.HTTPError as exc:
@@ -232,6 +238,8 @@ def model_finding(settings: Settings) -> tuple[Finding, float | None]:
 
 
 def _skew(date: str | None) -> float | None:
+    import email.utils
+
     if not date:
         return None
     try:

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from wakeful.cli import backup as cli_backup
+from wakeful.cli import backup_args as cli_backup_args
 from wakeful.cli import budget as cli_budget
 from wakeful.cli import context as cli_context
 from wakeful.cli import doctor as cli_doctor
@@ -306,6 +306,8 @@ def cmd_usage(args: argparse.Namespace) -> int:
 
 
 def cmd_backup(args: argparse.Namespace) -> int:
+    from wakeful.cli import backup as cli_backup
+
     settings = _settings(args)
     data_dir = settings.daemon.data_dir_path()
     return cli_backup.run_backup(args, data_dir, settings.store.backend)
@@ -326,6 +328,8 @@ def cmd_import(args: argparse.Namespace) -> int:
 
 
 def cmd_restore(args: argparse.Namespace) -> int:
+    from wakeful.cli import backup as cli_backup
+
     return cli_backup.run_restore(args, _settings(args).daemon.data_dir_path())
 
 
@@ -338,7 +342,7 @@ def _parser() -> argparse.ArgumentParser:
         description="wakeful: an event-driven agent daemon, and a client for it.",
     )
     _config_arg(parser, None)
-    parser.add_argument("--version", action="version", version=f"wakeful {_version()}")
+    parser.add_argument("--version", action=_VersionAction, help="print the version and exit")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     _add(sub, "run", cmd_run, "run the daemon in the foreground (logs to stdout)")
     init = _add(sub, "init", cmd_init, "write a commented starter config file")
@@ -399,7 +403,9 @@ def _parser() -> argparse.ArgumentParser:
     cli_budget.add_arguments(sub, lambda where, name, text: _add(where, name, cmd_budget, text))
     cli_memory.add_arguments(sub, lambda where, name, text: _add(where, name, cmd_memory, text))
     commands = {"backup": cmd_backup, "restore": cmd_restore}
-    cli_backup.add_arguments(sub, lambda where, name, text: _add(where, name, commands[name], text))
+    cli_backup_args.add_arguments(
+        sub, lambda where, name, text: _add(where, name, commands[name], text)
+    )
     cli_doctor.add_arguments(sub, lambda where, name, text: _add(where, name, cmd_doctor, text))
     cli_usage.add_arguments(sub, lambda where, name, text: _add(where, name, cmd_usage, text))
     cli_importer.add_arguments(sub, lambda where, name, text: _add(where, name, cmd_import, text))
@@ -441,6 +447,18 @@ def _timeout_arg(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--timeout", type=float, default=300.0, help="seconds to wait for the run to end"
     )
+
+
+class _VersionAction(argparse.Action):
+    """``--version``, looked up when asked: importlib.metadata is a dozen modules every
+    other command would import only to build the parser."""
+
+    def __init__(self, option_strings: list[str], dest: str, **kwargs: Any) -> None:
+        super().__init__(option_strings, dest=argparse.SUPPRESS, nargs=0, **kwargs)
+
+    def __call__(self, parser: argparse.ArgumentParser, *_: Any) -> None:
+        print(f"wakeful {_version()}")
+        parser.exit()
 
 
 def _version() -> str:
