@@ -1,6 +1,8 @@
 """Start-up and footprint on the embedded defaults: what a person waits for and pays.
 
-Rows, each the median (and best) of ``--runs`` runs:
+Rows, each the median (and best) wall time of ``--runs`` runs, and the median CPU
+time (user + system) of the process measured (for READY: the daemon's until then; on a
+machine shared with other work the wall time waits for a core, the CPU time less):
 
 - start → READY: ``wakeful -c EMPTY run`` with ``NOTIFY_SOCKET`` pointing at a
   datagram socket this script binds (it plays systemd); READY=1 is sent once
@@ -9,10 +11,20 @@ Rows, each the median (and best) of ``--runs`` runs:
   READY, nothing configured, nothing happening.
 - ``wakeful status``: the client command end to end against that daemon.
 - modules: how many modules ``import wakeful.cli.main`` and the daemon load.
+- import steps: ``python -c "import X"`` for the CLI, the config (pydantic and every
+  section's model) and the daemon's lifespan, each alone: start → READY less the
+  lifespan's import is the work the daemon does once imported (and its components'
+  imports).
 - SIGTERM → exit 0.
 
 Baselines in the same run: the bare interpreter (``python -c pass``) and the
 interpreter importing pydantic (what any config-validating client pays).
+
+Bytecode: an installed wakeful has its ``.pyc`` files (pip compiles them), a checkout
+run with ``PYTHONDONTWRITEBYTECODE`` (as these sessions' shells set it) compiles every
+module from source at every start — a third of start → READY measured so. Each tree
+gets a bytecode cache of its own (``PYTHONPYCACHEPREFIX``, a temporary directory, so
+nothing is written into the tree), filled by one warm-up run that is not counted.
 
 Only the standard library is used, so the same file measures another tree:
 ``python -m bench.startup --tree /path/to/other/checkout`` (its modules are
@@ -26,6 +38,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import signal
 import socket
 import statistics
@@ -35,6 +48,7 @@ import tempfile
 import time
 import uuid
 from pathlib import Path
+from typing import NamedTuple
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 # The interpreter that runs the measured commands (--python): by default this one. A
@@ -43,7 +57,27 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 PYTHON = [sys.executable]
 # Entry modules in today's layout, then in the layout before issue 23.
 CLI_MODULES = ("wakeful.cli.main", "wakeful.daemon.cli")
+CONFIG_MODULES = ("wakeful.app.config", "wakeful.daemon.config")
 DAEMON_MODULES = ("wakeful.app.lifespan", "wakeful.daemon.lifespan")
+
+
+class Timing(NamedTuple):
+    """Wall time, and the CPU time the measured process spent (user + system): on a
+    machine shared with other work the wall time waits for a core, the CPU time less."""
+
+    wall: float
+    cpu: float
+
+
+def children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def process_cpu(pid: int) -> float:
+    """CPU seconds a running process has used so far (/proc/PID/stat utime + stime)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def free_port() -> int:
@@ -90,10 +124,12 @@ def tree_rss_mib(pid: int) -> float:
 class Tree:
     """One checkout to measure: its interpreter environment and entry modules."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, pycache: Path) -> None:
         self.root = root
-        self.env = {**os.environ, "PYTHONPATH": str(root)}
+        self.env = {**os.environ, "PYTHONPATH": str(root), "PYTHONPYCACHEPREFIX": str(pycache)}
+        self.env.pop("PYTHONDONTWRITEBYTECODE", None)  # the cache is written once, then read
         self.cli = self._first(CLI_MODULES)
+        self.config = self._first(CONFIG_MODULES)
         self.daemon = self._first(DAEMON_MODULES)
 
     def _first(self, names: tuple[str, ...]) -> str:
@@ -102,8 +138,9 @@ class Tree:
                 return name
         raise SystemExit(f"--tree {self.root}: none of {', '.join(names)} exists there")
 
-    def run(self, *args: str, env: dict[str, str] | None = None) -> float:
-        started = time.monotonic()
+    def run(self, *args: str, env: dict[str, str] | None = None) -> Timing:
+        """Run one command to its end; only one child is reaped meanwhile (its CPU)."""
+        started, cpu = time.monotonic(), children_cpu()
         subprocess.run(
             [PYTHON[0], *args],
             check=True,
@@ -111,7 +148,7 @@ class Tree:
             env=env or self.env,
             stdout=subprocess.DEVNULL,
         )
-        return time.monotonic() - started
+        return Timing(time.monotonic() - started, children_cpu() - cpu)
 
     def module_count(self, module: str) -> int:
         out = subprocess.run(
@@ -125,7 +162,7 @@ class Tree:
         return int(out)
 
 
-def one_daemon(tree: Tree, work: Path) -> dict[str, float]:
+def one_daemon(tree: Tree, work: Path) -> dict[str, Timing]:
     """Start on the embedded defaults, measure, ask status, stop; one run's figures."""
     config = work / "wakeful.toml"
     config.write_text("")  # the embedded defaults: nothing configured
@@ -147,7 +184,7 @@ def one_daemon(tree: Tree, work: Path) -> dict[str, float]:
     )
     try:
         try:
-            ready = notify.wait_for("READY") - started
+            ready = Timing(notify.wait_for("READY") - started, process_cpu(proc.pid))
         except TimeoutError:
             raise SystemExit("start → READY: no READY=1 within 60 s") from None
         finally:
@@ -164,11 +201,12 @@ def one_daemon(tree: Tree, work: Path) -> dict[str, float]:
         code = proc.wait(timeout=60)
         if code != 0:
             raise SystemExit(f"SIGTERM → exit: wakeful exited {code}")
+        exited = time.monotonic() - stopping
         return {
             "ready": ready,
-            "rss": rss,
+            "rss": Timing(rss, 0.0),
             "status": status,
-            "exit": time.monotonic() - stopping,
+            "exit": Timing(exited, 0.0),
         }
     finally:
         if proc.poll() is None:
@@ -185,27 +223,53 @@ def main() -> None:
     )
     args = parser.parse_args()
     PYTHON[0] = args.python
-    tree = Tree(args.tree.resolve())
-    bare = [tree.run("-c", "pass") for _ in range(args.runs)]
-    pydantic = [tree.run("-c", "import pydantic_settings") for _ in range(args.runs)]
-    runs = []
-    for _ in range(args.runs):
+    with tempfile.TemporaryDirectory(prefix="wakeful-startup-pyc-") as pycache:
+        tree = Tree(args.tree.resolve(), Path(pycache))
         with tempfile.TemporaryDirectory(prefix="wakeful-startup-") as work:
-            runs.append(one_daemon(tree, Path(work)))
+            one_daemon(tree, Path(work))  # warm-up, not counted: fills the bytecode cache
+        bare = [tree.run("-c", "pass") for _ in range(args.runs)]
+        pydantic = [tree.run("-c", "import pydantic_settings") for _ in range(args.runs)]
+        steps = {
+            module: [tree.run("-c", f"import {module}") for _ in range(args.runs)]
+            for module in (tree.cli, tree.config, tree.daemon)
+        }
+        runs = []
+        for _ in range(args.runs):
+            with tempfile.TemporaryDirectory(prefix="wakeful-startup-") as work:
+                runs.append(one_daemon(tree, Path(work)))
+        report(args, tree, bare, pydantic, steps, runs)
 
-    def row(name: str, values: list[float], unit: str, scale: float = 1000.0) -> None:
-        median = statistics.median(values) * scale
-        best = min(values) * scale
-        print(f"{name:<34} {median:>9.1f} {best:>9.1f}  {unit}")
+
+def report(
+    args: argparse.Namespace,
+    tree: Tree,
+    bare: list[Timing],
+    pydantic: list[Timing],
+    steps: dict[str, list[Timing]],
+    runs: list[dict[str, Timing]],
+) -> None:
+    """One table: each row the median and best of its runs, and the median CPU time."""
+
+    def row(name: str, values: list[Timing], unit: str, scale: float = 1000.0) -> None:
+        median = statistics.median(v.wall for v in values) * scale
+        best = min(v.wall for v in values) * scale
+        cpu = statistics.median(v.cpu for v in values) * scale
+        cpu_text = f"{cpu:>9.1f}" if cpu else f"{'':>9}"
+        print(f"{name:<34} {median:>9.1f} {best:>9.1f} {cpu_text}  {unit}")
 
     print(f"tree: {tree.root}  python: {args.python}")
     print(f"runs: {args.runs}; load average at the end: {os.getloadavg()[0]:.2f}")
-    print(f"{'':<34} {'median':>9} {'best':>9}")
+    print(f"{'':<34} {'median':>9} {'best':>9} {'cpu':>9}")
     row("baseline: python -c pass", bare, "ms")
     row("baseline: import pydantic_settings", pydantic, "ms")
-    row("start → READY (defaults)", [r["ready"] for r in runs], "ms")
-    row("wakeful status (end to end)", [r["status"] for r in runs], "ms")
-    row("SIGTERM → exit 0 (idle)", [r["exit"] for r in runs], "ms")
+    for module, times in steps.items():
+        row(f"import {module}", times, "ms")
+    for key, name in (
+        ("ready", "start → READY (defaults)"),
+        ("status", "wakeful status (end to end)"),
+        ("exit", "SIGTERM → exit 0 (idle)"),
+    ):
+        row(name, [r[key] for r in runs], "ms")
     row("idle RSS (process tree)", [r["rss"] for r in runs], "MiB", scale=1.0)
     print(f"{'modules: import ' + tree.cli:<34} {tree.module_count(tree.cli):>9}")
     print(f"{'modules: import ' + tree.daemon:<34} {tree.module_count(tree.daemon):>9}")
