@@ -4,6 +4,7 @@ the time; these keep the imports that time was won by from coming back)."""
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import subprocess
@@ -110,3 +111,17 @@ def test_the_daemon_on_the_defaults_imports_no_optional_part(tmp_path: Path) -> 
     env = {k: v for k, v in os.environ.items() if not k.startswith("WAKEFUL_")}
     env["WAKEFUL_DAEMON__DATA_DIR"] = str(tmp_path / "data")
     assert loaded(code, OPTIONAL, env) == []
+
+
+def test_serving_switches_the_collector_on_again() -> None:
+    """`wakeful run` pauses the collector for its start-up; serving resumes it (else the
+    daemon would never collect a cycle), also when the heap was frozen before."""
+    from wakeful.app.http.serve import freeze_startup_heap
+
+    for _ in range(2):  # the heap is frozen once per process; the collector resumes each time
+        gc.disable()
+        try:
+            freeze_startup_heap()
+            assert gc.isenabled()
+        finally:
+            gc.enable()
