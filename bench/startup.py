@@ -22,7 +22,7 @@ interpreter importing pydantic (what any config-validating client pays).
 
 Bytecode: an installed wakeful has its ``.pyc`` files (pip compiles them), a checkout
 run with ``PYTHONDONTWRITEBYTECODE`` (as these sessions' shells set it) compiles every
-module from source at every start — a third of start → READY measured so. Each tree
+module from source at every start (a fifth or more of the daemon's import time). Each tree
 gets a bytecode cache of its own (``PYTHONPYCACHEPREFIX``, a temporary directory, so
 nothing is written into the tree), filled by one warm-up run that is not counted.
 
