@@ -350,7 +350,9 @@ def _parser() -> argparse.ArgumentParser:
         description="wakeful: an event-driven agent daemon, and a client for it.",
     )
     _config_arg(parser, None)
-    parser.add_argument("--version", action=_VersionAction, help="print the version and exit")
+    parser.add_argument(
+        "--version", action=_VersionAction, help="show program's version number and exit"
+    )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     _add(sub, "run", cmd_run, "run the daemon in the foreground (logs to stdout)")
     init = _add(sub, "init", cmd_init, "write a commented starter config file")
