@@ -33,8 +33,8 @@ from wakeful.sources.subscriptions.kinds.http_check import HttpCheckKind
 from wakeful.sources.subscriptions.records import Subscription, SubscriptionBook
 from wakeful.sources.subscriptions.request import ConnectRequest
 from wakeful.store.base import Cursor
-from wakeful.store.redis_fleet import FleetOptions
-from wakeful.store.redis_named_lease import lease_holder
+from wakeful.store.fleet.named_lease import lease_holder
+from wakeful.store.fleet.sessions import FleetOptions
 from wakeful.store.redis_store import RedisStore
 
 pytestmark = pytest.mark.anyio
