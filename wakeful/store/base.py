@@ -267,6 +267,11 @@ class StateBackends(Protocol):
     """The rest of the daemon's durable state, kept where the events are: each store
     hands out its own backend of it, so no component picks one or opens Redis."""
 
+    def state(self) -> StatePort:
+        """Records and named leases for components (``wakeful/store/state/``), on this
+        store's backend: the component never chooses one."""
+        ...
+
     async def outbox_messages(self) -> OutgoingMessages:
         """The outbox (``wakeful/store/outbox/``), opened on this store's connection."""
         ...
@@ -292,11 +297,6 @@ class Store(EventQueue, TrajectoryStore, ModelCallLog, ChannelState, StateBacken
 
     async def probe_write(self) -> None:
         """One throwaway write that needs fresh space; raises StoreUnavailable if it fails."""
-        ...
-
-    def state(self) -> StatePort:
-        """Records and named leases for components (``wakeful/store/state/``), on this
-        store's backend: the component never chooses one."""
         ...
 
     async def aclose(self) -> None: ...
