@@ -19,7 +19,7 @@ import anyio
 from bench.common import LATENCY_HEADER, iterations_parser, ms_row, print_table, quiet_daemon_logs
 from tests.redis_server import REDIS_URL, delete_prefix
 from wakeful.kernel.events import user_message
-from wakeful.store.redis_fleet import FleetOptions, RedisFleet
+from wakeful.store.fleet.sessions import FleetOptions, RedisFleet
 from wakeful.store.redis_store import RedisStore
 
 OPTIONS = FleetOptions()  # the defaults: 10 s leases, so nothing lapses during a run

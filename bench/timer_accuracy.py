@@ -55,7 +55,7 @@ from tests.redis_server import REDIS_URL, delete_prefix
 from wakeful.core.loop.task_views import CombinedTaskView
 from wakeful.core.tool import ToolContext
 from wakeful.sources.timers.firing import Outcome, TimerExecutor
-from wakeful.sources.timers.jobstore import PendingFire
+from wakeful.store.timers.port import PendingFire
 
 SESSION = "bench-timers"
 LEAD_S = 2.0

@@ -28,8 +28,9 @@ from wakeful.core.outbox.deliverer import Delivery
 from wakeful.core.outbox.record import NewMessage, OutgoingMessage
 from wakeful.core.tool_registry import ToolRegistry
 from wakeful.kernel.events import Event
-from wakeful.store.base import Cursor
+from wakeful.store.base import Cursor, Store
 from wakeful.store.redis_store import RedisStore
+from wakeful.store.sqlite import SqliteStore
 
 UNUSED_MODEL_URL = "http://127.0.0.1:9/v1"  # these components never call the model
 
@@ -47,7 +48,7 @@ class FleetMember:
 
     name: str
     settings: Settings
-    store: RedisStore
+    store: Store
     registrations: Registrations
     submitted: list[Event] = field(default_factory=list)
     stopped: anyio.Event = field(default_factory=anyio.Event)
@@ -87,7 +88,7 @@ async def run_member(
 ) -> AsyncIterator[FleetMember]:
     """Configure ``component`` and run it until the block ends (as a daemon stopping does)."""
     data_dir = settings.daemon.data_dir_path()
-    store = await RedisStore(REDIS_URL, prefix=settings.store.redis_prefix).open()
+    store = await _open_store(settings, data_dir)
     try:
         async with AsyncExitStack() as resources:
             member = FleetMember(name, settings, store, Registrations(ToolRegistry()))
@@ -119,6 +120,16 @@ async def run_member(
                 member.stop()
     finally:
         await store.aclose()
+
+
+async def _open_store(settings: Settings, data_dir: Path) -> Store:
+    """The store ``[store]`` names, as the daemon opens it (on Redis, the timers its SQLite
+    file held are moved in), but without the prefix lease: several stand-ins share it."""
+    if settings.store.backend == "sqlite":
+        return await SqliteStore(data_dir / "wakeful.db").open()
+    return await RedisStore(
+        REDIS_URL, prefix=settings.store.redis_prefix, sqlite_file=data_dir / "wakeful.db"
+    ).open()
 
 
 class _NoSessions:

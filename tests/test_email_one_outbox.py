@@ -33,9 +33,9 @@ from wakeful.core.outbox.deliverer import Deliverer, Delivery
 from wakeful.core.outbox.factory import open_outbox
 from wakeful.core.outbox.port import OutgoingMessages
 from wakeful.core.outbox.record import NewMessage, OutgoingMessage
-from wakeful.core.outbox.redis_backend import RedisOutbox
 from wakeful.core.outbox.states import DeliveryState
 from wakeful.store.base import Store
+from wakeful.store.outbox.redis import RedisOutbox
 from wakeful.store.redis_store import RedisStore
 from wakeful.store.sqlite import SqliteStore
 

@@ -23,7 +23,7 @@ from tests.redis_server import REDIS_URL
 from tests.test_fleet_daemons import owner_of, times_in, wait_until
 from wakeful.core.approvals import Approval, Approvals, DecideOutcome
 from wakeful.kernel.events import Event
-from wakeful.store.redis_fleet import FleetOptions
+from wakeful.store.fleet.sessions import FleetOptions
 from wakeful.store.redis_store import RedisStore
 
 

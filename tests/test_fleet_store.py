@@ -15,7 +15,7 @@ import redis
 from tests.redis_server import REDIS_URL
 from wakeful.kernel.events import user_message
 from wakeful.store.base import EventStatus, SessionLeaseLost, StoreUnavailable
-from wakeful.store.redis_fleet import FleetOptions, RedisFleet, Routed
+from wakeful.store.fleet.sessions import FleetOptions, RedisFleet, Routed
 from wakeful.store.redis_store import RedisStore
 
 pytestmark = pytest.mark.anyio

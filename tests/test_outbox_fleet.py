@@ -14,8 +14,8 @@ from tests.redis_server import REDIS_URL
 from wakeful.core.outbox.channels import Receipt
 from wakeful.core.outbox.deliverer import Deliverer
 from wakeful.core.outbox.record import NewMessage, OutgoingMessage
-from wakeful.core.outbox.redis_backend import RedisOutbox
 from wakeful.core.outbox.states import DeliveryState
+from wakeful.store.outbox.redis import RedisOutbox
 from wakeful.store.redis_store import RedisStore
 
 pytestmark = pytest.mark.anyio

@@ -9,7 +9,7 @@ import pytest
 from redis.asyncio import Redis
 
 from tests.redis_server import REDIS_URL
-from wakeful.store.redis_named_lease import NamedLease, hold_while, lease_holder
+from wakeful.store.fleet.named_lease import NamedLease, hold_while, lease_holder
 
 pytestmark = pytest.mark.anyio
 

@@ -25,7 +25,7 @@ from wakeful.store.base import (
     Store,
     StoreUnavailable,
 )
-from wakeful.store.redis_fleet import FleetOptions
+from wakeful.store.fleet.sessions import FleetOptions
 from wakeful.store.redis_store import RedisStore
 from wakeful.store.sqlite import SqliteStore
 

@@ -28,13 +28,15 @@ from wakeful.core.front_door import SubmitResult
 from wakeful.kernel.events import Event
 from wakeful.sources.subscriptions.arming import Subscriptions
 from wakeful.sources.subscriptions.config import SubscriptionsSection
-from wakeful.sources.subscriptions.fleet import ChangeNotices, WatchLeases
+from wakeful.sources.subscriptions.fleet import WatchLeases, change_notices
 from wakeful.sources.subscriptions.kinds.http_check import HttpCheckKind
 from wakeful.sources.subscriptions.records import Subscription, SubscriptionBook
 from wakeful.sources.subscriptions.request import ConnectRequest
 from wakeful.store.base import Cursor
-from wakeful.store.redis_fleet import FleetOptions
-from wakeful.store.redis_named_lease import lease_holder
+from wakeful.store.fleet.coordination import RedisCoordination
+from wakeful.store.fleet.named_lease import lease_holder
+from wakeful.store.fleet.port import ChangeNotices
+from wakeful.store.fleet.sessions import FleetOptions
 from wakeful.store.redis_store import RedisStore
 
 pytestmark = pytest.mark.anyio
@@ -64,8 +66,9 @@ async def test_one_daemon_watches_a_subscription_and_another_takes_over(
 ) -> None:
     client = Redis.from_url(REDIS_URL, decode_responses=True)
     try:
-        first = WatchLeases(client, redis_prefix, "host:1:a", TTL_S)
-        second = WatchLeases(client, redis_prefix, "host:2:b", TTL_S)
+        coordination = RedisCoordination(client, redis_prefix)
+        first = WatchLeases(coordination, "host:1:a", TTL_S)
+        second = WatchLeases(coordination, "host:2:b", TTL_S)
         running: set[str] = set()
         async with anyio.create_task_group() as group:
             first_scope = anyio.CancelScope()
@@ -177,9 +180,9 @@ async def two_daemons(
             Daemon(
                 name,
                 store,
-                WatchLeases(client, redis_prefix, f"host:{n}:{name}", TTL_S),
+                WatchLeases(RedisCoordination(client, redis_prefix), f"host:{n}:{name}", TTL_S),
                 site,
-                ChangeNotices(client, redis_prefix) if notices else None,
+                change_notices(RedisCoordination(client, redis_prefix)) if notices else None,
             )
             for n, (name, store) in enumerate(zip(("first", "second"), stores, strict=True))
         )

@@ -20,7 +20,7 @@ from wakeful.core.tool import ToolContext, ToolOutput
 from wakeful.sources.timers.component import TimersComponent
 from wakeful.sources.timers.config import TimerConfig
 from wakeful.sources.timers.firing import TimerExecutor
-from wakeful.sources.timers.jobstore import PendingFire
+from wakeful.store.timers.port import PendingFire
 
 pytestmark = pytest.mark.anyio
 

@@ -1,7 +1,7 @@
 """What the core needs of a fleet (several daemons sharing one Redis store).
 
 The core knows no Redis: the dispatcher and the session registry are given this
-port at construction (``wakeful.store.redis_fleet.RedisFleet`` implements it), and
+port at construction (``wakeful.store.fleet.sessions.RedisFleet`` implements it), and
 a single daemon is given none.
 """
 

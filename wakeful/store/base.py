@@ -12,21 +12,28 @@ is committed in the same transaction as the event it produced (``append``'s
 
 Callers depend on the narrowest port they use (:class:`EventQueue`,
 :class:`TrajectoryStore`, :class:`ModelCallLog`, :class:`ChannelState`);
-:class:`Store` is their
-union, which both backends implement: SQLite (``sqlite.py``, the embedded
-default) and Redis (``redis_store.py``).
+:class:`Store` is their union, which both backends implement: SQLite
+(``sqlite.py``, the embedded default) and Redis (``redis_store.py``). Each also
+hands out the backends of the rest of the durable state (:class:`StateBackends`:
+the outbox, the timers' jobs, the fleet's leases and notices).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from wakeful.kernel.events import Event
 from wakeful.store.health import StoreHealth
 from wakeful.store.state.port import StatePort
+
+if TYPE_CHECKING:  # each backend module is imported only by the store that uses it
+    from wakeful.store.fleet.port import Coordination
+    from wakeful.store.outbox.port import OutgoingMessages
+    from wakeful.store.timers.port import TimerJobStore
 
 Message = dict[str, Any]
 
@@ -256,7 +263,33 @@ class ChannelState(Protocol):
         ...
 
 
-class Store(EventQueue, TrajectoryStore, ModelCallLog, ChannelState, Protocol):
+class StateBackends(Protocol):
+    """The rest of the daemon's durable state, kept where the events are: each store
+    hands out its own backend of it, so no component picks one or opens Redis."""
+
+    def state(self) -> StatePort:
+        """Records and named leases for components (``wakeful/store/state/``), on this
+        store's backend: the component never chooses one."""
+        ...
+
+    async def outbox_messages(self) -> OutgoingMessages:
+        """The outbox (``wakeful/store/outbox/``), opened on this store's connection."""
+        ...
+
+    def timer_jobs(self) -> AbstractAsyncContextManager[TimerJobStore]:
+        """The timers' job store (``wakeful/store/timers/``), opened: its jobs and fires
+        in flight are read. What it holds open ends with the block; drain and close the
+        job store before then."""
+        ...
+
+    def coordination(self, name: str) -> AbstractAsyncContextManager[Coordination | None]:
+        """Named leases, change notices and rosters (``wakeful/store/fleet/port.py``) for
+        the component ``name``, which splits work with the other daemons sharing this
+        store; None where no other daemon can share it (SQLite: one daemon per file)."""
+        ...
+
+
+class Store(EventQueue, TrajectoryStore, ModelCallLog, ChannelState, StateBackends, Protocol):
     """Every port, as both backends implement them, plus health and closing."""
 
     @property
@@ -264,11 +297,6 @@ class Store(EventQueue, TrajectoryStore, ModelCallLog, ChannelState, Protocol):
 
     async def probe_write(self) -> None:
         """One throwaway write that needs fresh space; raises StoreUnavailable if it fails."""
-        ...
-
-    def state(self) -> StatePort:
-        """Records and named leases for components (``wakeful/store/state/``), on this
-        store's backend: the component never chooses one."""
         ...
 
     async def aclose(self) -> None: ...

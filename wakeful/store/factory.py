@@ -13,12 +13,14 @@ from wakeful.store.config import StoreSection
 async def open_store(store: StoreSection, data_dir: Path) -> Store:
     """The open store; raises StoreUnavailable (with what to do) if it cannot be opened.
 
-    With Redis, the components whose state follows a session (timers, email
-    state, the outbox, the list of shell tasks) keep it under the same prefix
-    on their own connections; shell task records stay files in ``data_dir``.
+    The store also hands out the backends of the rest of the durable state (the
+    outbox, the timers' jobs, the fleet's leases and notices: ``StateBackends``).
+    With Redis they live under the same prefix, the outbox on the store's
+    connection and the others on their own; shell task records stay files in
+    ``data_dir``.
     """
     if store.backend == "redis":
-        from wakeful.store.redis_fleet import FleetOptions
+        from wakeful.store.fleet.sessions import FleetOptions
         from wakeful.store.redis_store import RedisStore  # only when used
 
         add_secrets(_url_passwords(store.redis_url))
@@ -30,7 +32,11 @@ async def open_store(store: StoreSection, data_dir: Path) -> Store:
             else None
         )
         return await RedisStore(
-            store.redis_url, prefix=store.redis_prefix, lease=True, fleet=fleet
+            store.redis_url,
+            prefix=store.redis_prefix,
+            lease=True,
+            fleet=fleet,
+            sqlite_file=data_dir / "wakeful.db",  # timers kept there before Redis: moved in
         ).open()
     from wakeful.store.sqlite import SqliteStore
 

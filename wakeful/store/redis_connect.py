@@ -1,8 +1,8 @@
 """A Redis client for a component's own keys under ``[store] redis_prefix``.
 
-Components whose state follows a session across daemons (timers, mail state,
-shell task ownership) keep it under the event store's prefix but on a small
-pool of their own: a blocked pub/sub read or a lease renewal never waits
+State that follows a session across daemons (timers, mail state, shell task
+ownership, subscription leases) is kept under the event store's prefix but on a
+small pool of its own: a blocked pub/sub read or a lease renewal never waits
 behind the store's group commits.
 """
 
@@ -17,8 +17,13 @@ TIMEOUT_S = 10.0
 
 def component_redis(store: StoreSection, name: str, max_connections: int = 4) -> Redis:
     """A client on ``[store] redis_url`` (strings decoded); close it with ``aclose``."""
+    return redis_client(store.redis_url, name, max_connections)
+
+
+def redis_client(url: str, name: str, max_connections: int = 4) -> Redis:
+    """A client of its own on ``url`` (strings decoded), named ``wakeful-<name>``."""
     pool = BlockingConnectionPool.from_url(
-        store.redis_url,
+        url,
         max_connections=max_connections,
         timeout=TIMEOUT_S,
         decode_responses=True,

@@ -23,7 +23,7 @@ Keys, all under the prefix ``P`` (``ARGV[1]``)::
     P lease                string: the daemon that owns this prefix (SET NX PX)
 
 With ``[store] fleet`` (several daemons on one prefix, ``P fleet:on`` set; the
-fleet's own keys are listed in :mod:`~wakeful.store.redis_fleet_scripts`)
+fleet's own keys are listed in :mod:`~wakeful.store.fleet.session_scripts`)
 an event not yet consumed also has one live entry in the stream ``P events``
 (its id in the hash's ``entry`` field): the status changes below add it and
 acknowledge it (XACK) in the same script, so an entry is acknowledged exactly

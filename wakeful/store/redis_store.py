@@ -21,9 +21,9 @@ one Redis server.
 Several daemons on one prefix: with ``fleet`` (``[store] fleet = true``) open
 events also have an entry in a Redis Stream that the daemons read with a
 consumer group, each session has one owner by lease, and trajectory writes
-carry the owner's fencing token (:mod:`~wakeful.store.redis_fleet`).
+carry the owner's fencing token (:mod:`~wakeful.store.fleet.sessions`).
 Without it one daemon owns a prefix: with ``lease=True`` (the daemon) a second
-one on the same prefix refuses to start (:mod:`~wakeful.store.redis_lease`).
+one on the same prefix refuses to start (:mod:`~wakeful.store.fleet.prefix_lease`).
 
 Known gaps:
 
@@ -32,7 +32,6 @@ Known gaps:
 - Durability is Redis's: a 202 survives a Redis restart only with
   ``appendonly yes`` (``appendfsync always`` for SQLite's synchronous=FULL
   guarantee). :mod:`~wakeful.store.redis_setup` warns at open.
-- Timers, email state and the outbox stay in the SQLite files in data_dir.
 """
 
 from __future__ import annotations
@@ -41,9 +40,11 @@ import dataclasses
 import json
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
 from redis.asyncio import BlockingConnectionPool, Redis
@@ -54,7 +55,6 @@ from redis.exceptions import RedisError
 from redis.retry import Retry
 
 from wakeful.kernel.events import Event
-from wakeful.store import redis_fleet_scripts as fleet_lua
 from wakeful.store import redis_scripts as lua
 from wakeful.store.base import (
     AppendResult,
@@ -70,12 +70,19 @@ from wakeful.store.base import (
     StoredEvent,
     StoreUnavailable,
 )
+from wakeful.store.fleet import session_scripts as fleet_lua
+from wakeful.store.fleet.prefix_lease import PrefixLease
+from wakeful.store.fleet.sessions import FleetOptions, RedisFleet
 from wakeful.store.group_commit import GroupCommit
 from wakeful.store.health import StoreHealth
-from wakeful.store.redis_fleet import FleetOptions, RedisFleet
-from wakeful.store.redis_lease import PrefixLease
+from wakeful.store.redis_connect import redis_client
 from wakeful.store.redis_setup import redacted_url, warn_if_not_durable
 from wakeful.store.state.port import StatePort
+
+if TYPE_CHECKING:
+    from wakeful.store.fleet.port import Coordination
+    from wakeful.store.outbox.port import OutgoingMessages
+    from wakeful.store.timers.port import TimerJobStore
 
 T = TypeVar("T")
 
@@ -139,9 +146,13 @@ class RedisStore:
         timeout_s: float = 10.0,
         lease: bool = False,
         fleet: FleetOptions | None = None,
+        sqlite_file: Path | None = None,
     ) -> None:
         self.where = redacted_url(url)
         self.prefix = prefix
+        # Where this daemon kept timers before they followed the Redis backend: what is
+        # found there is moved in once, at the first ``timer_jobs`` (None: nothing to move).
+        self.sqlite_file = sqlite_file
         self.health = StoreHealth(f"Redis at {self.where}, prefix {prefix!r}")
         self._take_lease = lease and fleet is None
         self._fleet_options = fleet
@@ -235,6 +246,43 @@ class RedisStore:
             return Redis.from_pool(pool)
         except ValueError as exc:
             raise StoreUnavailable(f"[store] redis_url {self.where} is not usable: {exc}") from None
+
+    # -- the rest of the durable state (StateBackends) -------------------------
+
+    async def outbox_messages(self) -> OutgoingMessages:
+        """The outbox under this prefix, on this store's connection."""
+        from wakeful.store.outbox.redis import RedisOutbox  # it imports this module
+
+        return await RedisOutbox(self).open()
+
+    @asynccontextmanager
+    async def timer_jobs(self) -> AsyncIterator[TimerJobStore]:
+        """The jobs every daemon on the prefix shares, on a client of their own (its
+        pub/sub read blocks), after moving in what ``sqlite_file`` still holds."""
+        from wakeful.store.timers.redis import RedisJobStore  # APScheduler: only when used
+        from wakeful.store.timers.redis_import import import_sqlite_timers
+
+        client = redis_client(self._url, "timers")
+        try:
+            if self.sqlite_file is not None:
+                await import_sqlite_timers(self.sqlite_file, client, self.prefix)
+            jobs = RedisJobStore(client, self.prefix)
+            await jobs.open()
+            yield jobs
+        finally:
+            await client.aclose()
+
+    @asynccontextmanager
+    async def coordination(self, name: str) -> AsyncIterator[Coordination | None]:
+        """Leases, notices and rosters under the prefix, on a client named for ``name``
+        (a lease wait or a pub/sub read never waits behind the event store's writes)."""
+        from wakeful.store.fleet.coordination import RedisCoordination
+
+        client = redis_client(self._url, name)
+        try:
+            yield RedisCoordination(client, self.prefix)
+        finally:
+            await client.aclose()
 
     def reader(self) -> Redis:
         """A client of its own for a blocking read (XREADGROUP BLOCK), closed by the caller."""

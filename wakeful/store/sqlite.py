@@ -11,10 +11,11 @@ from __future__ import annotations
 import json
 import sqlite3
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import anyio
 import anyio.to_thread
@@ -43,6 +44,11 @@ from wakeful.store.sqlite_schema import (
     is_corruption,
 )
 from wakeful.store.state.port import StatePort
+
+if TYPE_CHECKING:
+    from wakeful.store.fleet.port import Coordination
+    from wakeful.store.outbox.port import OutgoingMessages
+    from wakeful.store.timers.port import TimerJobStore
 
 T = TypeVar("T")
 
@@ -140,6 +146,29 @@ class SqliteStore:
         if self._conn is not None:
             conn, self._conn = self._conn, None
             await anyio.to_thread.run_sync(conn.close, limiter=self._limiter)
+
+    # -- the rest of the durable state (StateBackends) -------------------------
+
+    async def outbox_messages(self) -> OutgoingMessages:
+        """The table ``outbox`` in this file, on this connection and its one thread."""
+        from wakeful.store.outbox.sqlite import SqliteOutbox  # it imports this module
+
+        return await SqliteOutbox(self).open()
+
+    @asynccontextmanager
+    async def timer_jobs(self) -> AsyncIterator[TimerJobStore]:
+        """The tables ``timer_jobs`` and ``timer_fires`` in this file, on a connection of
+        their own (see ``wakeful/store/timers/sqlite.py`` for why)."""
+        from wakeful.store.timers.sqlite import SqliteJobStore  # APScheduler: only when used
+
+        jobs = SqliteJobStore(self.path, durable_synchronous=self._synchronous)
+        await jobs.open()
+        yield jobs
+
+    @asynccontextmanager
+    async def coordination(self, name: str) -> AsyncIterator[Coordination | None]:
+        """None: one daemon per file, which does every part of the work itself."""
+        yield None
 
     async def _run(self, fn: Callable[[sqlite3.Connection], T]) -> T:
         conn = self._conn

@@ -33,7 +33,7 @@ from wakeful.core.fleet_port import interrupt_unless_taken
 from wakeful.core.sessions import Sessions
 from wakeful.kernel import metrics
 from wakeful.store.base import StoreUnavailable
-from wakeful.store.redis_fleet import Control, RedisFleet, Routed
+from wakeful.store.fleet.sessions import Control, RedisFleet, Routed
 from wakeful.store.redis_store import RedisStore
 
 log = structlog.get_logger(__name__)

@@ -6,8 +6,8 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
 from wakeful.kernel.events import Event
+from wakeful.store.outbox.record import LOCAL_CHAT as LOCAL_CHAT  # the channels import it here
 
-LOCAL_CHAT = "chat:web"
 # How the local front doors label the owner's messages (the HTTP API, `wakeful
 # chat`/`send`, the web page): one channel serves them all — the session's stream.
 LOCAL_CHAT_LABELS = frozenset({"chat:api", "chat:cli", "chat:web", "cli", "web"})

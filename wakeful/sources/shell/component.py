@@ -23,7 +23,7 @@ from wakeful.sources.shell.records import RecordStore
 from wakeful.sources.shell.recovery import report_unfinished
 from wakeful.sources.shell.tools import MonitorShell, StartShell
 from wakeful.sources.shell.view import SessionShellTasks
-from wakeful.store.leases import DEFAULT_TTL_S
+from wakeful.store.fleet.ttl import DEFAULT_TTL_S
 
 if TYPE_CHECKING:  # the composed config lives in the app; its type only
     from wakeful.app.config import Settings
@@ -47,7 +47,7 @@ class ShellComponent:
     """start_shell / monitor_shell, their task views, and recovery after a restart."""
 
     name = "shell"
-    lease_ttl_s = DEFAULT_TTL_S  # with the Redis backend: how soon a gone daemon is noticed
+    lease_ttl_s = DEFAULT_TTL_S  # daemons sharing the store: how soon a gone one is noticed
 
     async def configure(self, setup: ComponentSetup) -> None:
         directory = setup.data_dir / "tasks"
@@ -56,7 +56,7 @@ class ShellComponent:
         # (it may not read the task records, or anything else in the data directory).
         logs = saved_outputs_dir(setup.data_dir) / "tasks"
         logs.mkdir(mode=0o700, parents=True, exist_ok=True)
-        self.roster = _roster(setup, self.lease_ttl_s)
+        self.roster = await _roster(setup, self.lease_ttl_s)
         records = RecordStore(directory, logs=logs)
         if self.roster is not None:
             from wakeful.sources.shell.fleet import FleetRecordStore
@@ -118,17 +118,14 @@ class ShellComponent:
             await anyio.sleep_forever()
 
 
-def _roster(setup: ComponentSetup, ttl_s: float) -> TaskRoster | None:
-    """With the Redis backend, the fleet's list of shell tasks (None: one daemon)."""
-    section = setup.settings.store
-    if section.backend != "redis":
+async def _roster(setup: ComponentSetup, ttl_s: float) -> TaskRoster | None:
+    """Where daemons share the store, the fleet's list of shell tasks (None: one daemon)."""
+    coordination = await setup.resources.enter_async_context(setup.store.coordination("shell"))
+    if coordination is None:
         return None
-    from wakeful.sources.shell.fleet import TaskRoster  # the Redis client: only for a fleet
-    from wakeful.store.redis_connect import component_redis
+    from wakeful.sources.shell.fleet import TaskRoster
 
-    client = component_redis(section, "shell")
-    setup.resources.push_async_callback(client.aclose)
-    return TaskRoster(client, section.redis_prefix, ttl_s)
+    return TaskRoster(coordination, ttl_s)
 
 
 async def _recover(manager: ShellTaskManager) -> None:

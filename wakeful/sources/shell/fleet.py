@@ -2,10 +2,10 @@
 daemon is gone.
 
 A task belongs to the daemon that runs its process; its record stays a file
-in that daemon's data directory (``records.py``). With ``[store] backend =
-"redis"`` every record not yet reported is also listed in
-``shell:tasks`` (task id → owner and record) and each daemon holds a lease
-``shell:owner:<owner>`` while its shell component runs. Every daemon looks
+in that daemon's data directory (``records.py``). Where daemons share the store
+(Redis: it hands out a ``Coordination``) every record not yet reported is also
+listed in the roster ``shell:tasks`` (task id → owner and record) and each daemon
+holds a lease ``shell:owner:<owner>`` while its shell component runs. Every daemon looks
 through the list once per lease TTL: a task whose owner's lease lapsed (or
 whose owner's process on this host has ended) is reported to its session by
 whichever daemon notices — ``shell.exited`` with the owner-gone text if it
@@ -22,8 +22,6 @@ from pathlib import Path
 
 import anyio
 import structlog
-from redis.asyncio import Redis
-from redis.exceptions import RedisError
 
 from wakeful.core.front_door import DaemonUnavailable
 from wakeful.kernel.events import Event
@@ -32,46 +30,36 @@ from wakeful.sources.shell.manager import Submit
 from wakeful.sources.shell.records import RUNNING, RecordStore, TaskRecord
 from wakeful.sources.shell.task import Stop
 from wakeful.store.base import StoreUnavailable
-from wakeful.store.redis_named_lease import (
-    NamedLease,
-    hold_while,
-    holder_process_gone,
-    process_holder_id,
-)
+from wakeful.store.fleet.holders import holder_process_gone
+from wakeful.store.fleet.port import Coordination
 
 log = structlog.get_logger(__name__)
 
-# KEYS: the task list. ARGV: task id, the entry as read. Deletes it only if unchanged.
-_FORGET_IF_SAME = """
-if redis.call('HGET', KEYS[1], ARGV[1]) == ARGV[2] then
-  return redis.call('HDEL', KEYS[1], ARGV[1])
-end
-return 0
-"""
+TASKS = "shell:tasks"  # the roster: task id → its owner and record
+
+
+def owner_lease(owner: str) -> str:
+    return f"shell:owner:{owner}"
 
 
 class TaskRoster:
     """The fleet's list of unreported shell tasks and this daemon's lease on its own."""
 
-    def __init__(self, client: Redis, prefix: str, ttl_s: float) -> None:
-        self.owner = process_holder_id()
-        self._client = client
-        self._prefix = prefix
-        self._tasks = f"{prefix}shell:tasks"
-        self._lease = NamedLease(client, self._owner_key(self.owner), self.owner, ttl_s)
-
-    def _owner_key(self, owner: str) -> str:
-        return f"{self._prefix}shell:owner:{owner}"
+    def __init__(self, coordination: Coordination, ttl_s: float) -> None:
+        self.owner = coordination.holder
+        self._coordination = coordination
+        self._tasks = coordination.roster(TASKS)
+        self._lease = coordination.lease(owner_lease(self.owner), ttl_s=ttl_s)
 
     async def publish(self, record: TaskRecord) -> None:
         """List the task while its end is unreported; drop it once reported."""
         try:
             if record.reported:
-                await self._client.hdel(self._tasks, record.task_id)
+                await self._tasks.delete(record.task_id)
             else:
                 entry = json.dumps({"owner": self.owner, "record": asdict(record)})
-                await self._client.hset(self._tasks, record.task_id, entry)
-        except RedisError as exc:  # the file record is the task's truth; this is a notice board
+                await self._tasks.put(record.task_id, entry)
+        except StoreUnavailable as exc:  # the file record is the task's truth; this is a notice
             log.warning("cannot list a shell task in Redis", task_id=record.task_id, error=str(exc))
 
     async def claim_lease(self) -> None:
@@ -86,13 +74,13 @@ class TaskRoster:
                 await self.report_orphans(submit)
                 await anyio.sleep(self._lease.ttl_s)
 
-        await hold_while(self._lease, sweep_forever)
+        await self._lease.hold(sweep_forever)
 
     async def report_orphans(self, submit: Submit) -> int:
         """Report every listed task whose owner is gone; how many were reported."""
         try:
-            entries = await self._client.hgetall(self._tasks)
-        except RedisError as exc:
+            entries = await self._tasks.entries()
+        except StoreUnavailable as exc:
             log.warning("cannot read the fleet's shell tasks", error=str(exc))
             return 0
         reported = 0
@@ -100,13 +88,13 @@ class TaskRoster:
             try:
                 owner = str(json.loads(raw)["owner"])
                 if owner != self.owner and await self._gone(owner):
-                    reported += await self._report(str(task_id), str(raw), submit)
+                    reported += await self._report(task_id, raw, submit)
             except Exception:  # one bad entry (or a store blip) must not stop the others
                 log.exception("cannot report a shell task of the fleet", task_id=task_id)
         return reported
 
     async def _gone(self, owner: str) -> bool:
-        return holder_process_gone(owner) or not await self._client.exists(self._owner_key(owner))
+        return holder_process_gone(owner) or await self._coordination.lapsed(owner_lease(owner))
 
     async def _report(self, task_id: str, raw: str, submit: Submit) -> int:
         entry = json.loads(raw)
@@ -118,7 +106,7 @@ class TaskRoster:
             log.warning("shell task of a gone daemon not reported yet", task_id=task_id,
                         error=str(exc))  # fmt: skip
             return 0
-        await self._client.eval(_FORGET_IF_SAME, 1, self._tasks, task_id, raw)
+        await self._tasks.delete_if(task_id, raw)
         log.warning("shell task of a daemon that is gone reported", task_id=task_id,
                     owner=entry["owner"], state=record.state)  # fmt: skip
         return 1

@@ -46,7 +46,7 @@ from wakeful.sources.subscriptions.request import ConnectRequest, foreign_fields
 from wakeful.store.base import ChannelState
 
 if TYPE_CHECKING:  # Redis only for a fleet
-    from wakeful.sources.subscriptions.fleet import ChangeNotices
+    from wakeful.store.fleet.port import ChangeNotices
 
 log = structlog.get_logger(__name__)
 

@@ -16,6 +16,7 @@ from starlette.routing import Route
 
 from wakeful.core.components.context import ComponentHealth, ComponentSetup
 from wakeful.sources.subscriptions.arming import Subscriptions
+from wakeful.sources.subscriptions.fleet import WatchLeases, change_notices
 from wakeful.sources.subscriptions.kinds.base import SourceKind
 from wakeful.sources.subscriptions.kinds.files import FileKind
 from wakeful.sources.subscriptions.kinds.hook_filter import HookFilters
@@ -28,8 +29,6 @@ from wakeful.sources.subscriptions.stale_check import StaleSubscriptionsCheck
 from wakeful.sources.subscriptions.tools import ConnectChannel, DisconnectChannel, ListChannels
 
 if TYPE_CHECKING:
-    from redis.asyncio import Redis
-
     from wakeful.channels.email.component import EmailComponent
     from wakeful.sources.shell.component import ShellComponent
     from wakeful.sources.webhook.component import WebhookComponent
@@ -55,13 +54,15 @@ class SubscriptionsComponent:
         book = SubscriptionBook(setup.state)
         await book.load()
         kinds: dict[str, SourceKind] = {}
-        redis = self._redis(setup)
+        # Where daemons share the store: the leases that let one of them watch a mailbox
+        # or check a URL, and the notices that tell the others of a change.
+        coordination = await setup.resources.enter_async_context(
+            setup.store.coordination("subscriptions")
+        )
         leases = notices = None
-        if redis is not None:  # a fleet: the Redis client is imported only then
-            from wakeful.sources.subscriptions.fleet import ChangeNotices, WatchLeases
-
-            leases = WatchLeases(redis, setup.settings.store.redis_prefix)
-            notices = ChangeNotices(redis, setup.settings.store.redis_prefix)
+        if coordination is not None:
+            leases = WatchLeases(coordination)
+            notices = change_notices(coordination)
         subs = Subscriptions(book, kinds, setup.submit, setup.state, section, notices)
         hook_filters = None
         if self._webhooks is not None:
@@ -93,18 +94,6 @@ class SubscriptionsComponent:
         setup.add_status("subscriptions", subs.status)
         setup.add_check("stale subscriptions", StaleSubscriptionsCheck(book))
         setup.set_health("subscriptions", ComponentHealth(True, "ready"))
-
-    def _redis(self, setup: ComponentSetup) -> Redis | None:
-        """On Redis (a fleet may share it): the client for the leases that let one daemon
-        watch a mailbox or check a URL, and for the change notices."""
-        store = setup.settings.store
-        if store.backend != "redis":
-            return None
-        from wakeful.store.redis_connect import component_redis
-
-        client = component_redis(store, "subscriptions")
-        setup.resources.push_async_callback(client.aclose)
-        return client
 
     async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         # This group owns every watch; the daemon stopping cancels them all.

@@ -10,10 +10,9 @@ from anyio.abc import TaskStatus
 
 from wakeful.core.components.context import ComponentHealth, ComponentSetup
 from wakeful.sources.timers.firing import TimerExecutor
-from wakeful.sources.timers.jobstore import PendingFire, SqliteJobStore
 from wakeful.sources.timers.service import TimerService
-from wakeful.sources.timers.store_port import TimerJobStore
 from wakeful.sources.timers.tools import CancelTimer, ListTimers, SetTimer
+from wakeful.store.timers.port import PendingFire, TimerJobStore
 
 if TYPE_CHECKING:  # the composed config lives in the app; its type only
     from wakeful.app.config import Settings
@@ -91,23 +90,8 @@ class TimersComponent:
 
 
 async def _open_job_store(setup: ComponentSetup) -> TimerJobStore:
-    """The jobs where the event store is: SQLite in data_dir, or shared in Redis."""
-    section = setup.settings.store
-    store: TimerJobStore
-    if section.backend == "redis":
-        from wakeful.sources.timers.redis_import import import_sqlite_timers
-        from wakeful.sources.timers.redis_jobstore import RedisJobStore  # only when used
-        from wakeful.store.redis_connect import component_redis
-
-        client = component_redis(section, "timers")
-        setup.resources.push_async_callback(client.aclose)
-        await import_sqlite_timers(setup.data_dir / "wakeful.db", client, section.redis_prefix)
-        store = RedisJobStore(client, section.redis_prefix)
-    else:
-        path = setup.data_dir / "wakeful.db"
-        store = SqliteJobStore(path, durable_synchronous=section.sqlite_synchronous)
-    await store.open()
-    return store
+    """The jobs where the event store is (its SQLite file, or shared in Redis)."""
+    return await setup.resources.enter_async_context(setup.store.timer_jobs())
 
 
 async def _close(store: TimerJobStore) -> None:

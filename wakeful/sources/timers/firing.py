@@ -1,7 +1,7 @@
 """What a due timer does: enqueue one event with a deterministic id, nothing else.
 
 The executor replaces APScheduler's: it runs no job function. For each due
-run it records the run as in flight (see ``jobstore``), then commits either
+run it records the run as in flight (see ``wakeful.store.timers.sqlite``), then commits either
 a ``timer.trigger`` event or, when the run is later than the grace window
 (the daemon was down), a ``system.alert`` saying the run was missed. The
 missed run is an event rather than only a log line so the event log keeps
@@ -28,8 +28,7 @@ from apscheduler.job import Job
 from wakeful.core.front_door import DaemonUnavailable, SubmitResult
 from wakeful.kernel.event_kinds import EventKind
 from wakeful.kernel.events import Event
-from wakeful.sources.timers.jobstore import PendingFire
-from wakeful.sources.timers.store_port import TimerJobStore
+from wakeful.store.timers.port import PendingFire, TimerJobStore
 
 log = structlog.get_logger(__name__)
 

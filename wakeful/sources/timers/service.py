@@ -24,7 +24,7 @@ from apscheduler.schedulers.base import BaseScheduler
 from wakeful.kernel.schedules import Schedule
 from wakeful.sources.timers.config import TimerConfig
 from wakeful.sources.timers.firing import JOB_FUNC, TimerExecutor, iso_utc
-from wakeful.sources.timers.store_port import TimerJobStore
+from wakeful.store.timers.port import TimerJobStore
 
 log = structlog.get_logger(__name__)
 

@@ -34,7 +34,7 @@ from wakeful.sources.subscriptions.request import ConnectRequest
 from wakeful.tools.fetch import parse_target, readable_body
 from wakeful.tools.pinned_http import ContentEncodingError, get_pinned
 
-if TYPE_CHECKING:  # Redis only for a fleet
+if TYPE_CHECKING:  # its type only
     from wakeful.sources.subscriptions.fleet import WatchLeases
 
 MAX_BODY_BYTES = 1024 * 1024

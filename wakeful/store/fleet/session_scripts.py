@@ -1,6 +1,6 @@
 """The Lua scripts of the fleet: several daemons sharing one Redis key prefix.
 
-Each script is one atomic step of :class:`~wakeful.store.redis_fleet.RedisFleet`.
+Each script is one atomic step of :class:`~wakeful.store.fleet.sessions.RedisFleet`.
 The event scripts (:mod:`~wakeful.store.redis_scripts`) keep each not-yet-consumed
 event's one live entry in ``P events``; these scripts decide who handles it.
 

@@ -33,15 +33,16 @@ import sqlite3
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import anyio
 import anyio.to_thread
 import structlog
-from anyio.streams.memory import MemoryObjectReceiveStream
 from apscheduler.job import Job
-from apscheduler.jobstores.memory import MemoryJobStore
 from apscheduler.util import datetime_to_utc_timestamp
+
+from wakeful.store.timers.port import PendingFire
+from wakeful.store.timers.restoring import RestoringJobStore, take_queued
 
 log = structlog.get_logger(__name__)
 
@@ -63,19 +64,6 @@ CREATE TABLE IF NOT EXISTS timer_fires (
 _Statement = tuple[str, tuple[Any, ...]]
 
 
-T = TypeVar("T")
-
-
-def take_queued(receive: MemoryObjectReceiveStream[T]) -> list[T]:
-    """What a job store's writer has queued already, without waiting (for one batch)."""
-    taken: list[T] = []
-    while True:
-        try:
-            taken.append(receive.receive_nowait())
-        except (anyio.WouldBlock, anyio.EndOfStream):
-            return taken
-
-
 @dataclass(frozen=True)
 class _Barrier:
     done: anyio.Event
@@ -84,44 +72,6 @@ class _Barrier:
 
 _Write = _Statement | _Barrier
 _FIRE_PRIORITY_S = 1.0  # longest the writer waits for fires to commit their events
-
-
-@dataclass(frozen=True)
-class PendingFire:
-    """A run handed to the executor whose event may not be committed yet."""
-
-    job_id: str
-    run_time: datetime
-    body: dict[str, Any]  # everything needed to build the event without the job
-
-
-class RestoringJobStore(MemoryJobStore):  # type: ignore[misc]
-    """A memory job store whose jobs were read (pickled) before the scheduler started:
-    restored into it at start, for the SQLite and the Redis job stores alike."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self._loaded: list[bytes] = []
-
-    def start(self, scheduler: Any, alias: str) -> None:
-        super().start(scheduler, alias)
-        for state in self._loaded:
-            job = self._restore(state)
-            if job is not None:
-                super().add_job(job)
-        self._loaded = []
-
-    def _restore(self, state: bytes) -> Job | None:
-        try:
-            job = Job.__new__(Job)
-            job.__setstate__(pickle.loads(state))
-        except Exception:
-            # A job whose code moved cannot run; drop it rather than fail every start.
-            log.exception("cannot restore a stored timer; skipping it")
-            return None
-        job._scheduler = self._scheduler
-        job._jobstore_alias = self._alias
-        return job
 
 
 class SqliteJobStore(RestoringJobStore):

@@ -8,9 +8,18 @@ several daemons share the jobs and ``claim_fire`` lets one of them fire a run).
 
 from __future__ import annotations
 
-from typing import Protocol
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Protocol
 
-from wakeful.sources.timers.jobstore import PendingFire
+
+@dataclass(frozen=True)
+class PendingFire:
+    """A run handed to the executor whose event may not be committed yet."""
+
+    job_id: str
+    run_time: datetime
+    body: dict[str, Any]  # everything needed to build the event without the job
 
 
 class TimerJobStore(Protocol):

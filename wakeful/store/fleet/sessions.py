@@ -5,7 +5,7 @@ events stream and its control stream (XREADGROUP BLOCK), route what it read
 (own it, take it, or move it to its owner), renew its leases, adopt orphaned
 sessions, give one up when it holds more than its share, claim what dead daemons
 held, hand over at a stop. Every step is one script of
-:mod:`~wakeful.store.redis_fleet_scripts`. It also holds the
+:mod:`~wakeful.store.fleet.session_scripts`. It also holds the
 fencing tokens of the sessions this daemon owns, which the store puts on every
 trajectory write (:meth:`RedisStore.consume`): the one place the check happens
 is the write's script.

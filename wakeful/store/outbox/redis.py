@@ -24,21 +24,25 @@ import structlog
 from redis.asyncio import Redis
 from redis.commands.core import AsyncScript
 
-from wakeful.core.outbox.record import NewMessage, OutgoingMessage, approval_of_old_record
-from wakeful.core.outbox.states import (
-    RESENT_AFTER_STOP,
-    STOPPED_MID_SEND,
-    DeliveryState,
-    check_move,
-)
-from wakeful.core.outbox.targets import LOCAL_CHAT
 from wakeful.store.base import StoreUnavailable
-from wakeful.store.leases import DEFAULT_TTL_S
-from wakeful.store.redis_named_lease import (
+from wakeful.store.fleet.named_lease import (
     NamedLease,
     hold_while,
     holder_process_gone,
     process_holder_id,
+)
+from wakeful.store.fleet.ttl import DEFAULT_TTL_S
+from wakeful.store.outbox.record import (
+    LOCAL_CHAT,
+    NewMessage,
+    OutgoingMessage,
+    approval_of_old_record,
+)
+from wakeful.store.outbox.states import (
+    RESENT_AFTER_STOP,
+    STOPPED_MID_SEND,
+    DeliveryState,
+    check_move,
 )
 from wakeful.store.redis_store import RedisStore
 

@@ -1,6 +1,6 @@
 """APScheduler's jobs in Redis, shared by every daemon on the prefix (write-behind).
 
-As with :class:`~wakeful.sources.timers.jobstore.SqliteJobStore`, the jobs
+As with :class:`~wakeful.store.timers.sqlite.SqliteJobStore`, the jobs
 live in memory (APScheduler calls its store synchronously on the event
 loop) and every change is queued, in order, to one writer task that sends
 batches as one MULTI/EXEC. Keys under ``[store] redis_prefix``:
@@ -40,8 +40,9 @@ from redis.asyncio import Redis
 from redis.asyncio.client import PubSub
 from redis.exceptions import RedisError
 
-from wakeful.sources.timers.jobstore import PendingFire, RestoringJobStore, take_queued
-from wakeful.store.redis_named_lease import process_holder_id
+from wakeful.store.fleet.named_lease import process_holder_id
+from wakeful.store.timers.port import PendingFire
+from wakeful.store.timers.restoring import RestoringJobStore, take_queued
 
 log = structlog.get_logger(__name__)
 

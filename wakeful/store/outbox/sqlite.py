@@ -11,14 +11,18 @@ import time
 from collections.abc import Callable, Collection
 from typing import Any, TypeVar
 
-from wakeful.core.outbox.record import NewMessage, OutgoingMessage, approval_of_old_record
-from wakeful.core.outbox.states import (
+from wakeful.store.outbox.record import (
+    LOCAL_CHAT,
+    NewMessage,
+    OutgoingMessage,
+    approval_of_old_record,
+)
+from wakeful.store.outbox.states import (
     RESENT_AFTER_STOP,
     STOPPED_MID_SEND,
     DeliveryState,
     check_move,
 )
-from wakeful.core.outbox.targets import LOCAL_CHAT
 from wakeful.store.sqlite import SqliteStore
 
 PENDING = DeliveryState.PENDING
