@@ -1,6 +1,6 @@
 """The e-mail state as versions before the state port wrote it, for upgrade tests.
 
-``OLD_SCHEMA`` is the tables of ``wakeful/channels/email/db.py`` then (the SQLite
+``OLD_SCHEMA`` is the tables of the former ``wakeful/channels/email/db.py`` (the SQLite
 backend, and the Redis backend before the e-mail state followed it);
 ``write_old_redis_*`` write the keys of its ``redis_state.py``.
 """

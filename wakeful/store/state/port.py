@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Protocol
 
-from wakeful.store.leases import DEFAULT_TTL_S
+from wakeful.store.fleet.ttl import DEFAULT_TTL_S
 
 
 class Records(Protocol):

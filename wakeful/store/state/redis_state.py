@@ -14,8 +14,8 @@ from collections.abc import Awaitable, Callable
 
 from redis.asyncio import Redis
 
-from wakeful.store.leases import DEFAULT_TTL_S
-from wakeful.store.redis_named_lease import NamedLease, hold_while, process_holder_id
+from wakeful.store.fleet.named_lease import NamedLease, hold_while, process_holder_id
+from wakeful.store.fleet.ttl import DEFAULT_TTL_S
 from wakeful.store.redis_store import RedisStore
 from wakeful.store.state.port import check_namespace
 

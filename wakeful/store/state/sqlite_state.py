@@ -12,7 +12,7 @@ import sqlite3
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
-from wakeful.store.leases import DEFAULT_TTL_S
+from wakeful.store.fleet.ttl import DEFAULT_TTL_S
 from wakeful.store.sqlite import SqliteStore
 from wakeful.store.state.port import check_namespace
 

@@ -78,7 +78,7 @@ class MailboxKind:
                         raise Refusal(f"{name}: not a valid regular expression ({exc})") from None
         # The folder is read now: a name that does not exist is this call's error, and
         # mail is new from this moment, not from when the watch first connects.
-        from wakeful.channels.email.db import Cursor
+        from wakeful.channels.email.cursor import Cursor
         from wakeful.channels.email.imap import with_mailbox
         from wakeful.sources.subscriptions.kinds.mailbox_watch import SubscriptionCursor
 

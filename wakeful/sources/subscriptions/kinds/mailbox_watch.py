@@ -12,7 +12,7 @@ import re
 from fnmatch import fnmatch
 from typing import Any
 
-from wakeful.channels.email.db import Cursor
+from wakeful.channels.email.cursor import Cursor
 from wakeful.channels.email.inbound import build_event, email_id
 from wakeful.channels.email.message import ParsedEmail, parse_email
 from wakeful.channels.email.watcher import MailboxWatcher
