@@ -176,32 +176,11 @@ def _set(model: dict[str, str], key: str, value: str | None) -> None:
         model[key] = value
 
 
-async def test_sqlite_lease_is_this_process_s(tmp_path: Path) -> None:
-    store = await SqliteStore(tmp_path / "wakeful.db").open()
-    ran, waited = anyio.Event(), []
-    try:
-        with anyio.fail_after(5):
-            await store.state().leases.hold(
-                "test:job", _set_event(ran), on_wait=lambda: waited.append(1)
-            )
-    finally:
-        await store.aclose()
-    assert ran.is_set() and waited == []
-
-
-def _set_event(event: anyio.Event) -> Callable[[], Awaitable[None]]:
-    async def work() -> None:
-        event.set()
-
-    return work
-
-
 async def test_redis_lease_one_holder_at_a_time_then_takeover(redis_prefix: str) -> None:
-    """Two daemons hold the same lease: one works, the other waits (``on_wait``); when
-    the first stops, the second takes over."""
+    """Two daemons hold the same named lease (the store's coordination, as e-mail holds a
+    mailbox's): one works, the other waits; when the first stops, the second takes over."""
     stores = await open_stores("redis", Path("/nonexistent"), redis_prefix)
     running: list[str] = []
-    waiting: list[str] = []
     changed = anyio.Event()
 
     def work(name: str) -> Callable[[], Awaitable[None]]:
@@ -222,27 +201,26 @@ async def test_redis_lease_one_holder_at_a_time_then_takeover(redis_prefix: str)
             changed = anyio.Event()
 
     try:
-        leases = [store.state().leases for store in stores]
-        with anyio.fail_after(10):
-            async with anyio.create_task_group() as outer:
-                first = anyio.CancelScope()
+        async with stores[0].coordination("a") as one, stores[1].coordination("b") as two:
+            assert one is not None and two is not None  # Redis: daemons share the store
+            first_lease = one.lease("test:job", holder="host-a:1:a", ttl_s=0.6)
+            second_lease = two.lease("test:job", holder="host-b:2:b", ttl_s=0.6)
+            with anyio.fail_after(10):
+                async with anyio.create_task_group() as outer:
+                    first = anyio.CancelScope()
 
-                async def hold_first() -> None:
-                    with first:
-                        await leases[0].hold("test:job", work("a"), ttl_s=0.6)
+                    async def hold_first() -> None:
+                        with first:
+                            await first_lease.hold(work("a"))
 
-                outer.start_soon(hold_first)
-                await until(lambda: running == ["a"])
-                outer.start_soon(
-                    lambda: leases[1].hold(
-                        "test:job", work("b"), ttl_s=0.6, on_wait=lambda: waiting.append("b")
-                    )
-                )
-                assert running == ["a"]
-                first.cancel()  # a stops and releases: b takes over
-                await until(lambda: running == ["b"])
-                assert waiting == ["b"]
-                outer.cancel_scope.cancel()
+                    outer.start_soon(hold_first)
+                    await until(lambda: running == ["a"])
+                    assert not await second_lease.acquire()  # a holds it
+                    outer.start_soon(second_lease.hold, work("b"))
+                    assert running == ["a"]
+                    first.cancel()  # a stops and releases: b takes over
+                    await until(lambda: running == ["b"])
+                    outer.cancel_scope.cancel()
     finally:
         for store in stores:
             await store.aclose()

@@ -90,7 +90,10 @@ class EmailComponent:
             if warning is not None:
                 log.warning(warning)
         state = setup.store.state()
-        self.leases = state.leases
+        # With daemons sharing a Redis store, one watches each mailbox at a time.
+        self.coordination = await setup.resources.enter_async_context(
+            setup.store.coordination("email")
+        )
         db = MailState(state)
         await import_old_tables(db, setup.data_dir / "wakeful.db")
         self.accounts = accounts
@@ -118,5 +121,10 @@ class EmailComponent:
 
     async def _watch(self, watcher: MailboxWatcher) -> None:
         """Run ``watcher`` for as long as the daemon runs, while holding its mailbox's lease."""
+        if self.coordination is None:  # one daemon owns the store: it watches every mailbox
+            await watcher.run()
+            return
         name = f"email:watch:{watcher.account.name}:{watcher.mailbox}"
-        await self.leases.hold(name, watcher.run, ttl_s=self.lease_ttl_s, on_wait=watcher.standby)
+        lease = self.coordination.lease(name, ttl_s=self.lease_ttl_s)
+        watcher.standby()  # until the lease is ours
+        await lease.hold(watcher.run, on_lost=watcher.standby)

@@ -10,12 +10,8 @@ compare-and-set is one Lua script. A lease is a :class:`NamedLease` at
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
-
 from redis.asyncio import Redis
 
-from wakeful.store.fleet.named_lease import NamedLease, hold_while, process_holder_id
-from wakeful.store.fleet.ttl import DEFAULT_TTL_S
 from wakeful.store.redis_store import RedisStore
 from wakeful.store.state.port import check_namespace
 
@@ -41,7 +37,6 @@ class RedisState:
 
     def __init__(self, store: RedisStore) -> None:
         self._store = store
-        self.leases = RedisLeases(store)
 
     def records(self, namespace: str) -> RedisRecords:
         return RedisRecords(self._store, self._store.prefix + check_namespace(namespace))
@@ -87,31 +82,6 @@ class RedisRecords:
         # Not retried: a first call that went through would make the repeat answer False.
         done = await self._store._run(lambda c: c.eval(_PUT_IF, 1, self._key, *args), retry=False)
         return bool(done)
-
-
-class RedisLeases:
-    """Named leases of this process (one holder id for all of them)."""
-
-    def __init__(self, store: RedisStore) -> None:
-        self._store = store
-        self.holder = process_holder_id()
-
-    async def hold(
-        self,
-        name: str,
-        work: Callable[[], Awaitable[None]],
-        *,
-        ttl_s: float = DEFAULT_TTL_S,
-        on_wait: Callable[[], None] | None = None,
-    ) -> None:
-        async def the_client(client: Redis) -> Redis:
-            return client
-
-        client = await self._store._run(the_client, retry=True)
-        lease = NamedLease(client, self._store.prefix + name, self.holder, ttl_s)
-        if on_wait is not None:
-            on_wait()
-        await hold_while(lease, work, on_lost=on_wait)
 
 
 def _text(value: bytes | str) -> str:

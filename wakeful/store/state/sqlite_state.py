@@ -9,10 +9,9 @@ writes with nothing in between. One process owns a data directory (its
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from typing import TypeVar
 
-from wakeful.store.fleet.ttl import DEFAULT_TTL_S
 from wakeful.store.sqlite import SqliteStore
 from wakeful.store.state.port import check_namespace
 
@@ -31,7 +30,6 @@ class SqliteState:
     def __init__(self, store: SqliteStore) -> None:
         self._store = store
         self._created = False
-        self.leases = LocalLeases()
 
     def records(self, namespace: str) -> SqliteRecords:
         return SqliteRecords(self, check_namespace(namespace))
@@ -71,20 +69,6 @@ class SqliteRecords:
             return True
 
         return await self._state.run(swap)
-
-
-class LocalLeases:
-    """Every lease is ours: no other process writes this data directory."""
-
-    async def hold(
-        self,
-        name: str,
-        work: Callable[[], Awaitable[None]],
-        *,
-        ttl_s: float = DEFAULT_TTL_S,
-        on_wait: Callable[[], None] | None = None,
-    ) -> None:
-        await work()
 
 
 def _get(conn: sqlite3.Connection, namespace: str, key: str) -> str | None:
