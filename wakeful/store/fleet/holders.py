@@ -20,7 +20,12 @@ def holder_process_gone(holder: str) -> bool:
     """True for a holder id of :func:`process_holder_id` whose process, on this host,
     has ended: its leases need not be waited out (a daemon restarted after SIGKILL)."""
     host, _, rest = holder.partition(":")
-    pid_text = rest.partition(":")[0]
+    return process_gone(host, rest.partition(":")[0])
+
+
+def process_gone(host: str, pid_text: str) -> bool:
+    """Whether process ``pid_text`` of ``host`` has ended; False when that cannot be
+    known here (another host, not a pid) or it runs (if as another user)."""
     if host != socket.gethostname() or not pid_text.isdigit():
         return False
     try:

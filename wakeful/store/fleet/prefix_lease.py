@@ -25,6 +25,7 @@ from redis.exceptions import RedisError
 
 from wakeful.store import redis_scripts as lua
 from wakeful.store.base import StoreUnavailable
+from wakeful.store.fleet.holders import process_gone
 
 log = structlog.get_logger(__name__)
 
@@ -114,12 +115,4 @@ def _left_by_a_dead_process(held_by: str) -> bool:
     the restarted daemon need not wait for the lease to lapse (systemd would give up)."""
     holder = held_by.rpartition(" ")[0]
     pid_text, _, host = holder.removeprefix("pid ").partition("@")
-    if host != socket.gethostname() or not pid_text.isdigit():
-        return False
-    try:
-        os.kill(int(pid_text), 0)
-    except ProcessLookupError:
-        return True
-    except PermissionError:
-        return False  # alive, another user's
-    return False
+    return process_gone(host, pid_text)
