@@ -25,7 +25,7 @@ from tests.ngircd_server import Ngircd
 from tests.prosody_server import ProsodyServer, prosody  # noqa: F401 (a fixture)
 from tests.test_doctor import doctor, private
 from tests.test_signal_channel import account_config
-from tests.test_telegram_sigkill import toml_table
+from tests.support.chat_config import toml_table
 from tests.test_whatsapp_channel import whatsapp_entry
 from tests.xmpp_daemon import PASSWORDS, xmpp_entry
 

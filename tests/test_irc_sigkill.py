@@ -23,7 +23,7 @@ from tests.fakes.model_server import FakeModelServer, Reply
 from tests.irc_daemon import BOT, CHANNEL, OWNER, irc_config, said, sees_in_channel
 from tests.irc_user import IrcUser, Said
 from tests.ngircd_server import Ngircd
-from tests.test_telegram_sigkill import toml_table
+from tests.support.chat_config import toml_table
 
 FILLER = " and more" * 20  # streamed slowly, so a kill can land mid-stream
 

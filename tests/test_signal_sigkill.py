@@ -28,7 +28,7 @@ from tests.fakes.model_server import FakeModelServer, Reply
 from tests.fakes.signal_cli import FakeSignalCli, Sent
 from tests.test_signal_channel import OWNER, account_config
 from tests.test_telegram_channel import said
-from tests.test_telegram_sigkill import toml_table
+from tests.support.chat_config import toml_table
 
 FILLER = " and more" * 20  # streamed slowly, so a kill can land mid-stream
 
