@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import random
 import re
+import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
@@ -30,8 +31,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Generic, Protocol, TypeVar
 
-from tests.daemon_process import DaemonProcess
 from tests.daemon_harness import last_user_text
+from tests.daemon_process import DaemonProcess
 from tests.fakes.model_server import FakeModelServer, Reply
 
 FILLER = " and more" * 12  # streamed slowly, so a kill can land mid-stream
@@ -64,7 +65,9 @@ class Echo:
     token_delay_s: float = 0.02
 
     def reply(self, body: dict[str, Any]) -> Reply:
-        return Reply(text=f"{self.prefix}{said(body)}{self.filler}", token_delay_s=self.token_delay_s)
+        return Reply(
+            text=f"{self.prefix}{said(body)}{self.filler}", token_delay_s=self.token_delay_s
+        )
 
     def answers(self, text: str, post: str) -> bool:
         answer = f"{self.prefix}{text}"
@@ -87,7 +90,9 @@ class Tags:
         answers = [i for i, m in enumerate(messages) if m["role"] == "assistant"]
         since = messages[answers[-1] + 1 :] if answers else messages
         heard = " ".join(str(m["content"]) for m in since if m["role"] == "user")
-        return Reply(text="**got** " + " ".join(TAG.findall(heard)), token_delay_s=self.token_delay_s)
+        return Reply(
+            text="**got** " + " ".join(TAG.findall(heard)), token_delay_s=self.token_delay_s
+        )
 
     def answers(self, text: str, post: str) -> bool:
         return text in TAG.findall(post)
@@ -123,11 +128,46 @@ class ChatPlatform:
     def wait_for(self, condition: Callable[[], object], timeout_s: float, what: str) -> None:
         poll(condition, timeout_s, what)
 
+    def starting(self) -> None:
+        """Before each start (to note what ``ready`` then waits for)."""
+
     def ready(self, daemon: DaemonProcess) -> None:
         """After each start: until the daemon is where the next round may begin."""
 
     def settle(self) -> None:
         """After each round's kill point: until the platform's own deliveries are done."""
+
+
+class Redelivering(ChatPlatform):
+    """A platform that posts each message to the daemon's webhook until it is answered
+    200 (Slack's retries, Meta's redeliveries): ``say`` sends in the background, so the
+    daemon may be killed and started meanwhile; ``settle`` waits for the 200."""
+
+    unknown_allowed = True  # a random kill may fall between the outbox's claim and the answer
+
+    def __init__(self) -> None:
+        self.sends: list[int] = []  # how many posts each message took
+        self._said: list[str] = []
+        self._deliveries: list[threading.Thread] = []
+
+    def deliver_until_acked(self, text: str, number: int) -> int:
+        """Posts ``text`` (the ``number``-th message said, from 0) until answered 200; the
+        number of posts."""
+        raise NotImplementedError
+
+    def say(self, text: str) -> None:
+        number = len(self._said)
+        self._said.append(text)
+        delivery = threading.Thread(
+            target=lambda: self.sends.append(self.deliver_until_acked(text, number))
+        )
+        delivery.start()
+        self._deliveries.append(delivery)
+
+    def settle(self) -> None:
+        for delivery in self._deliveries:
+            delivery.join(timeout=60)
+        self._deliveries.clear()
 
 
 P = TypeVar("P", bound=ChatPlatform)
@@ -148,19 +188,23 @@ class SigkillRounds(Generic[P]):
         self.config, self.port = config, port
         model.responder = answers.reply
         self.said: list[str] = []
-        self.may_lose: set[str] = set()  # said in the instant of a kill, on a platform that keeps nothing
-        self.earlier_logs: list[str] = []  # of the daemons killed so far
+        self.may_lose: set[str] = (
+            set()
+        )  # said in the instant of a kill, on a platform that keeps nothing
+        self.earlier_logs: list[str] = []  # of the daemons before this one
         self.daemon = DaemonProcess(config, port)
 
     # The daemon
 
     def start(self) -> None:
-        self.daemon = DaemonProcess(self.config, self.port).start()
+        self.earlier_logs += self.daemon.lines  # of the daemon killed or stopped before
+        self.platform.starting()
+        self.daemon = DaemonProcess(self.config, self.port)
+        self.daemon.start()
         self.platform.ready(self.daemon)
 
     def kill(self) -> None:
         self.daemon.kill()
-        self.earlier_logs += self.daemon.lines
 
     def restart(self, *, while_dead: Callable[[], None] = lambda: None) -> None:
         self.kill()
@@ -244,39 +288,45 @@ class SigkillRounds(Generic[P]):
     def check(self) -> int:
         """The invariants of the module's docstring; the number of replies left unknown."""
         assert self.model.violations == [], "invalid trajectories were sent to the model"
+        conversation = self._conversation()
+        read = {text for text in self.said if conversation[text]}
+        wrong = {
+            text: conversation[text]
+            for text in self.said
+            if conversation[text] != 1 and not (text in self.may_lose and text not in read)
+        }
+        assert wrong == {}, f"messages not in the conversation exactly once: {wrong}"
+        self._check_requests()
         posts = self.platform.posted()
-        unknown, wrong = 0, {}
+        unknown, unanswered = 0, {}
         for text in self.said:
             count = sum(self.answers.answers(text, post) for post in posts)
-            if count == 0 and text in self.may_lose:
-                continue
+            if count == 0 and text in self.may_lose and text not in read:
+                continue  # lost in the instant of a kill, before the daemon read it
             if count == 0 and self.platform.unknown_allowed and self.left_unknown(text):
                 unknown += 1
                 continue
             if count != 1:
-                wrong[text] = count
-        assert wrong == {}, f"messages not answered exactly once: {wrong}"
-        self._check_conversation()
+                unanswered[text] = count
+        assert unanswered == {}, f"messages not answered exactly once: {unanswered}"
         logs = "\n".join(self.logs())
         leaked = [secret for secret in self.platform.secrets if secret in logs]
         assert leaked == [], "a secret was logged"
         return unknown
 
-    def _check_conversation(self) -> None:
+    def _conversation(self) -> Counter[str]:
+        """How often each user message is in the main session's trajectory."""
         with self.daemon.client() as client:
             response = client.get("/api/sessions/main/trajectory")
         assert response.status_code == 200, response.text
-        conversation = Counter(
+        return Counter(
             _undated(str(m.get("content")))
             for m in response.json()["messages"]
             if m["role"] == "user"
         )
-        wrong = {
-            text: conversation[text]
-            for text in self.said
-            if conversation[text] != 1 and not (text in self.may_lose and conversation[text] == 0)
-        }
-        assert wrong == {}, f"messages not in the conversation exactly once: {wrong}"
+
+    def _check_requests(self) -> None:
+        """A killed run is asked again, but never with a message twice."""
         for request in self.model.requests:
             heard = Counter(
                 _undated(str(m.get("content")))
