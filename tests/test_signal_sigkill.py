@@ -71,12 +71,18 @@ def test_killed_repeatedly_every_message_is_answered_exactly_once(
 ) -> None:
     """Four kills, one at each kill point: each message answered once."""
     signal = rounds.platform.signal
+
+    def refused_and_recorded(r: SigkillRounds[Signal], text: str) -> None:
+        """signal-cli refused a send with an I/O error, and the outbox recorded the failed
+        attempt: a kill before that record would leave the reply ``unknown`` (claimed,
+        its outcome not known), never resent — this kill point is the retry's."""
+        signal.wait_for(lambda: any(call.error == -3 for call in signal.calls), 20, "a failed send")
+        r.wait_for_failed_attempt(text)
+
     while_sends_fail_with_io = while_sends_fail(
         lambda: signal.fail("io"),
         signal.recover,  # the new daemon's first try succeeds
-        failed=lambda r, text: signal.wait_for(
-            lambda: any(call.error == -3 for call in signal.calls), 20, "a failed send"
-        ),
+        failed=refused_and_recorded,
     )
     rounds.run([mid_stream, after_the_answer, while_sends_fail_with_io, at_once])
     assert any("signal account ready" in line for line in rounds.logs())
