@@ -20,154 +20,49 @@ started daemon must have done before the round goes on.
 
 from __future__ import annotations
 
-import random
-import re
-import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Generic, Protocol, TypeVar
+from typing import Any, Generic, TypeVar
 
-from tests.daemon_harness import last_user_text
 from tests.daemon_process import DaemonProcess
-from tests.fakes.model_server import FakeModelServer, Reply
+from tests.fakes.model_server import FakeModelServer
+from tests.support.answers import QUICK_ECHO, SLOW_ECHO, Answers, Echo, Tags, said, undated
+from tests.support.chat_platform import ChatPlatform, Redelivering, poll
+from tests.support.kill_points import (
+    KillPoint,
+    after_delay,
+    after_the_answer,
+    at_once,
+    cycle,
+    mid_stream,
+    no_kill,
+    random_kills,
+    while_sends_fail,
+)
 
-FILLER = " and more" * 12  # streamed slowly, so a kill can land mid-stream
-TAG = re.compile(r"\bmsg-\d+\b")
-
-
-def said(body: dict[str, Any]) -> str:
-    """The last user message of a model request, without the time the daemon puts before it."""
-    return _undated(last_user_text(body))
-
-
-def _undated(content: str) -> str:
-    return re.sub(r"^\[[^\]]*\] ", "", content)
-
-
-class Answers(Protocol):
-    """How the fake model answers, and which posts answer which message."""
-
-    def reply(self, body: dict[str, Any]) -> Reply: ...
-
-    def answers(self, text: str, post: str) -> bool: ...
-
-
-@dataclass(frozen=True)
-class Echo:
-    """The model answers "{prefix}{what was said}{filler}", token by token."""
-
-    prefix: str = "answer to "
-    filler: str = FILLER
-    token_delay_s: float = 0.02
-
-    def reply(self, body: dict[str, Any]) -> Reply:
-        return Reply(
-            text=f"{self.prefix}{said(body)}{self.filler}", token_delay_s=self.token_delay_s
-        )
-
-    def answers(self, text: str, post: str) -> bool:
-        answer = f"{self.prefix}{text}"
-        return post == answer or post.startswith(f"{answer} ")
-
-
-SLOW_ECHO = Echo()
-QUICK_ECHO = Echo(prefix="answer ", filler="", token_delay_s=0.0)
-
-
-@dataclass(frozen=True)
-class Tags:
-    """The model answers "**got** <tags>", naming the msg-N tags of everything said since
-    its last answer: a reply may answer several messages, read off its tags."""
-
-    token_delay_s: float = 0.01
-
-    def reply(self, body: dict[str, Any]) -> Reply:
-        messages = body["messages"]
-        answers = [i for i, m in enumerate(messages) if m["role"] == "assistant"]
-        since = messages[answers[-1] + 1 :] if answers else messages
-        heard = " ".join(str(m["content"]) for m in since if m["role"] == "user")
-        return Reply(
-            text="**got** " + " ".join(TAG.findall(heard)), token_delay_s=self.token_delay_s
-        )
-
-    def answers(self, text: str, post: str) -> bool:
-        return text in TAG.findall(post)
-
-
-def poll(condition: Callable[[], object], timeout_s: float, what: str) -> None:
-    """Until ``condition()`` is true: for state in other processes that sends no event a
-    test could wait on, read again until the deadline."""
-    deadline = time.monotonic() + timeout_s
-    while not condition():
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"{what}: not within {timeout_s} s")
-        time.sleep(0.05)
-
-
-class ChatPlatform:
-    """A platform's adapter. The defaults suit a platform with nothing to wait for."""
-
-    secrets: Sequence[str] = ()  # never in a daemon's log
-    answer_timeout_s = 30.0
-    # The kill may fall between the outbox's claim and the platform's answer, and the
-    # platform cannot be asked whether it took the send: that reply is left ``unknown``.
-    unknown_allowed = False
-
-    def say(self, text: str) -> None:
-        """The owner writes ``text`` to the bot."""
-        raise NotImplementedError
-
-    def posted(self) -> list[str]:
-        """Every message the bot posted to the owner, as the owner sees it."""
-        raise NotImplementedError
-
-    def wait_for(self, condition: Callable[[], object], timeout_s: float, what: str) -> None:
-        poll(condition, timeout_s, what)
-
-    def starting(self) -> None:
-        """Before each start (to note what ``ready`` then waits for)."""
-
-    def ready(self, daemon: DaemonProcess) -> None:
-        """After each start: until the daemon is where the next round may begin."""
-
-    def settle(self) -> None:
-        """After each round's kill point: until the platform's own deliveries are done."""
-
-
-class Redelivering(ChatPlatform):
-    """A platform that posts each message to the daemon's webhook until it is answered
-    200 (Slack's retries, Meta's redeliveries): ``say`` sends in the background, so the
-    daemon may be killed and started meanwhile; ``settle`` waits for the 200."""
-
-    unknown_allowed = True  # a random kill may fall between the outbox's claim and the answer
-
-    def __init__(self) -> None:
-        self.sends: list[int] = []  # how many posts each message took
-        self._said: list[str] = []
-        self._deliveries: list[threading.Thread] = []
-
-    def deliver_until_acked(self, text: str, number: int) -> int:
-        """Posts ``text`` (the ``number``-th message said, from 0) until answered 200; the
-        number of posts."""
-        raise NotImplementedError
-
-    def say(self, text: str) -> None:
-        number = len(self._said)
-        self._said.append(text)
-        delivery = threading.Thread(
-            target=lambda: self.sends.append(self.deliver_until_acked(text, number))
-        )
-        delivery.start()
-        self._deliveries.append(delivery)
-
-    def settle(self) -> None:
-        for delivery in self._deliveries:
-            delivery.join(timeout=60)
-        self._deliveries.clear()
+__all__ = [
+    "QUICK_ECHO",
+    "SLOW_ECHO",
+    "Answers",
+    "ChatPlatform",
+    "Echo",
+    "KillPoint",
+    "Redelivering",
+    "SigkillRounds",
+    "Tags",
+    "after_delay",
+    "after_the_answer",
+    "at_once",
+    "cycle",
+    "mid_stream",
+    "no_kill",
+    "random_kills",
+    "sigkill_rounds",
+    "while_sends_fail",
+]
 
 
 P = TypeVar("P", bound=ChatPlatform)
@@ -320,7 +215,7 @@ class SigkillRounds(Generic[P]):
             response = client.get("/api/sessions/main/trajectory")
         assert response.status_code == 200, response.text
         return Counter(
-            _undated(str(m.get("content")))
+            undated(str(m.get("content")))
             for m in response.json()["messages"]
             if m["role"] == "user"
         )
@@ -329,7 +224,7 @@ class SigkillRounds(Generic[P]):
         """A killed run is asked again, but never with a message twice."""
         for request in self.model.requests:
             heard = Counter(
-                _undated(str(m.get("content")))
+                undated(str(m.get("content")))
                 for m in request.body["messages"]
                 if m["role"] == "user"
             )
@@ -355,93 +250,3 @@ def sigkill_rounds(
     finally:
         rounds.daemon.__exit__(None, None, None)
     assert model.violations == [], "invalid trajectories were sent to the model"
-
-
-# Kill points: each says the round's message and kills (and restarts) the daemon.
-
-KillPoint = Callable[[SigkillRounds[Any], str], None]
-
-
-def no_kill(r: SigkillRounds[Any], text: str) -> None:
-    r.say(text)
-
-
-def at_once(r: SigkillRounds[Any], text: str) -> None:
-    """Right after the message was written: the daemon may or may not have read it."""
-    r.say(text)
-    r.restart()
-
-
-def mid_stream(r: SigkillRounds[Any], text: str) -> None:
-    """While the model streams the answer."""
-    r.say(text)
-    r.model_heard(text)
-    r.restart()
-
-
-def after_the_answer(r: SigkillRounds[Any], text: str) -> None:
-    """Right after the answer reached the platform: is it sent again after the restart?"""
-    r.say(text)
-    r.wait_until_answered(text)
-    r.restart()
-
-
-def while_sends_fail(
-    down: Callable[[], None],
-    up: Callable[[], None],
-    *,
-    heard_first: bool = False,
-    failed: KillPoint | None = None,
-) -> KillPoint:
-    """While the platform refuses the answer (``down``) and it waits for a retry; the
-    platform comes back (``up``) while the daemon is dead, so the new one's first try
-    succeeds. ``heard_first``: ``down`` also cuts the owner off, so the model must have
-    heard the message before. ``failed``: how to see the failed send (default: the
-    answer waits in the outbox with one attempt)."""
-
-    def point(r: SigkillRounds[Any], text: str) -> None:
-        r.say(text)
-        if heard_first:
-            r.model_heard(text)
-        down()
-        (failed or SigkillRounds.wait_for_failed_attempt)(r, text)
-        r.restart(while_dead=up)
-
-    return point
-
-
-def after_delay(delay_s: float) -> KillPoint:
-    """Killed ``delay_s`` after the message was sent; below zero, ``-delay_s`` before it,
-    so what reaches the next daemon is the platform's redelivery. The delay is a random
-    kill point: it synchronises nothing."""
-
-    def point(r: SigkillRounds[Any], text: str) -> None:
-        if delay_s < 0:
-            r.kill()
-        r.say(text)
-        time.sleep(abs(delay_s))
-        if delay_s >= 0:
-            r.kill()
-        r.start()
-
-    return point
-
-
-def cycle(points: Sequence[KillPoint], kills: int) -> list[KillPoint]:
-    """``kills`` rounds going round ``points``."""
-    return [points[number % len(points)] for number in range(kills)]
-
-
-def random_kills(seed: int, messages: int, kills: int) -> list[KillPoint]:
-    """``kills`` of ``messages`` rounds killed after a random delay; the first kill always
-    before the platform's first send, so its redelivery is tested."""
-    rng = random.Random(seed)
-    kill_at = set(rng.sample(range(messages), kills))
-    points: list[KillPoint] = []
-    for number in range(messages):
-        if number not in kill_at:
-            points.append(no_kill)
-            continue
-        delay = rng.uniform(-0.15, 0.35)
-        points.append(after_delay(-0.1 if number == min(kill_at) else delay))
-    return points
