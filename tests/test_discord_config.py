@@ -11,8 +11,8 @@ from pydantic import ValidationError
 
 from tests.daemon_process import free_port, run_to_exit, write_config
 from tests.fakes.discord_api import TOKEN
+from tests.support.chat_config import toml_table
 from tests.test_documented_commands import ROOT
-from tests.test_telegram_sigkill import toml_table
 from wakeful.app.config import load_settings
 from wakeful.channels.discord.component import read_token
 from wakeful.channels.discord.config import DiscordConfig

@@ -132,7 +132,7 @@ def test_a_chat_accounts_refused_or_missing_credential_is_named_and_a_good_one_i
     bot is ok, a token Telegram refuses and a token file that is not there each fail
     with the account's name and the fix; no token is ever printed."""
     from tests.fakes.telegram_api import FakeTelegramApi, bot_config
-    from tests.test_telegram_sigkill import toml_table
+    from tests.support.chat_config import toml_table
 
     data = private(tmp_path / "data")
     config = write_config(data, model.base_url, free_port())

@@ -23,9 +23,9 @@ from tests.fakes.whatsapp_api import FakeGraphApi
 from tests.irc_daemon import irc_config
 from tests.ngircd_server import Ngircd
 from tests.prosody_server import ProsodyServer, prosody  # noqa: F401 (a fixture)
+from tests.support.chat_config import toml_table
 from tests.test_doctor import doctor, private
 from tests.test_signal_channel import account_config
-from tests.test_telegram_sigkill import toml_table
 from tests.test_whatsapp_channel import whatsapp_entry
 from tests.xmpp_daemon import PASSWORDS, xmpp_entry
 

@@ -1,24 +1,54 @@
-"""SIGKILL `wakeful run` in the middle of a Matrix conversation, again and again:
-every message is answered exactly once — none lost, none twice."""
+"""SIGKILL `wakeful run` in the middle of a Matrix conversation, again and again
+(tests/support/sigkill_rounds.py): killed at once (the message may not even have been
+synced), while the model is asked, and right after the reply went out — without
+waiting for each answer before the next message, so a reply may answer several.
+Every message is answered exactly once — none lost, none twice."""
 
 from __future__ import annotations
 
 import json
-from collections import Counter
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
 from tests.daemon_process import DaemonProcess
 from tests.fakes.model_server import FakeModelServer
-from tests.matrix_daemon import TAG, MatrixScene, answer_tags, matrix_scene, wait_until
+from tests.matrix_daemon import MatrixScene, matrix_scene, wait_until
+from tests.support.sigkill_rounds import (
+    ChatPlatform,
+    SigkillRounds,
+    Tags,
+    after_the_answer,
+    at_once,
+    cycle,
+    mid_stream,
+    sigkill_rounds,
+)
 from tests.synapse_server import SynapseServer
 
 
-def answered_tags(scene: MatrixScene, room: str) -> Counter[str]:
-    return Counter(
-        tag for r in scene.bot_replies(room) for tag in TAG.findall(r["content"]["body"])
-    )
+class Matrix(ChatPlatform):
+    answer_timeout_s = 60.0
+
+    def __init__(self, scene: MatrixScene) -> None:
+        self.scene = scene
+        self.room = scene.room_with_bot()
+        self.joined = False
+
+    def say(self, text: str) -> None:
+        self.scene.owner_client.send_text(self.room, text)
+
+    def posted(self) -> list[str]:
+        return [reply["content"]["body"] for reply in self.scene.bot_replies(self.room)]
+
+    def wait_for(self, condition: Callable[[], object], timeout_s: float, what: str) -> None:
+        wait_until(condition, what, timeout_s)
+
+    def ready(self, daemon: DaemonProcess) -> None:
+        if not self.joined:
+            self.scene.wait_joined(self.room)
+            self.joined = True
 
 
 def explain(daemon: DaemonProcess) -> str:
@@ -29,47 +59,31 @@ def explain(daemon: DaemonProcess) -> str:
     return f"events: {json.dumps(events)}\noutbox: {json.dumps(outbox)}"
 
 
-def converse_with_kills(
-    synapse: SynapseServer, model_server: FakeModelServer, tmp_path: Path, kills: int
-) -> None:
-    answer_tags(model_server, token_delay_s=0.01)
+@pytest.fixture
+def rounds(
+    synapse: SynapseServer, model_server: FakeModelServer, tmp_path: Path
+) -> Iterator[SigkillRounds[Matrix]]:
     with matrix_scene(synapse, tmp_path, model_server.base_url) as scene:
-        room = scene.room_with_bot()
-        daemon = DaemonProcess(scene.config, scene.port).start()
-        try:
-            scene.wait_joined(room)
-            for number in range(kills):
-                asked = len(model_server.requests)
-                scene.owner_client.send_text(room, f"question msg-{number}")
-                moment = number % 3
-                if moment == 1:  # the model was asked: the run is under way
-                    model_server.wait_for_requests(asked + 1, timeout_s=20)
-                elif moment == 2:  # the reply went out: is it sent again after the restart?
-                    wait_until(lambda n=number: answered_tags(scene, room)[f"msg-{n}"], "reply")
-                # moment 0: at once — the message may not even have been synced yet
-                daemon.kill()
-                daemon = DaemonProcess(scene.config, scene.port).start()
-            everything = {f"msg-{n}" for n in range(kills)}
-            try:
-                wait_until(lambda: everything <= set(answered_tags(scene, room)), "answers", 60)
-            except TimeoutError:
-                missing = sorted(everything - set(answered_tags(scene, room)))
-                raise AssertionError(f"never answered: {missing}; {explain(daemon)}") from None
-            assert daemon.stop() == 0
-        finally:
-            daemon.__exit__(None, None, None)
-        tags = answered_tags(scene, room)
-        assert tags == Counter(everything), f"answered other than once: {tags}"
+        matrix = Matrix(scene)
+        with sigkill_rounds(matrix, model_server, scene.config, scene.port, Tags()) as r:
+            yield r
+
+
+def converse_with_kills(r: SigkillRounds[Matrix], kills: int) -> None:
+    try:
+        r.run(cycle([at_once, mid_stream, after_the_answer], kills), wait_each_round=False)
+    except TimeoutError as error:
+        raise AssertionError(f"{error}; {explain(r.daemon)}") from None
 
 
 def test_three_kills_mid_conversation_every_message_answered_once(
-    synapse: SynapseServer, model_server: FakeModelServer, tmp_path: Path
+    rounds: SigkillRounds[Matrix],
 ) -> None:
-    converse_with_kills(synapse, model_server, tmp_path, kills=3)
+    converse_with_kills(rounds, kills=3)
 
 
 @pytest.mark.slow
 def test_twenty_kills_mid_conversation_every_message_answered_once(
-    synapse: SynapseServer, model_server: FakeModelServer, tmp_path: Path
+    rounds: SigkillRounds[Matrix],
 ) -> None:
-    converse_with_kills(synapse, model_server, tmp_path, kills=20)
+    converse_with_kills(rounds, kills=20)

@@ -8,7 +8,7 @@ import pytest
 
 from tests.daemon_process import free_port, run_to_exit, write_config
 from tests.fakes.telegram_api import TOKEN
-from tests.test_telegram_sigkill import toml_table
+from tests.support.chat_config import toml_table
 from wakeful.channels.telegram.component import read_secrets
 from wakeful.channels.telegram.config import TelegramConfig
 from wakeful.kernel.config_base import ConfigError

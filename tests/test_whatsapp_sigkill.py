@@ -1,5 +1,5 @@
 """SIGKILL a real `wakeful run` while WhatsApp keeps redelivering what it did not see
-answered 200.
+answered 200 (tests/support/sigkill_rounds.py).
 
 Messages are sent one after another (each answered before the next, so every model
 call answers one message); at chosen messages the daemon is killed with SIGKILL
@@ -15,16 +15,12 @@ store survives the kills: no reply is held back for a closed window.
 from __future__ import annotations
 
 import os
-import random
-import threading
-import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.daemon_process import DaemonProcess, free_port, write_config
-from tests.fakes.model_server import FakeModelServer, Reply
+from tests.fakes.model_server import FakeModelServer
 from tests.fakes.whatsapp_api import (
     ACCESS_TOKEN,
     APP_SECRET,
@@ -32,114 +28,77 @@ from tests.fakes.whatsapp_api import (
     VERIFY_TOKEN,
     VERSION,
     FakeGraphApi,
-    Sent,
     WebhookSender,
     notification,
     text_message,
 )
-from tests.test_slack_sigkill import assert_exactly_once
-from tests.test_whatsapp_channel import OWNER, said
+from tests.support.chat_config import chat_config
+from tests.support.sigkill_rounds import QUICK_ECHO, Redelivering, random_kills, sigkill_rounds
+from tests.test_whatsapp_channel import OWNER
 
 
-def whatsapp_config(tmp_path: Path, api_base: str, port: int, model_url: str) -> Path:
+def whatsapp_section(tmp_path: Path, api_base: str) -> str:
     for name, value in (("token", ACCESS_TOKEN), ("secret", APP_SECRET), ("verify", VERIFY_TOKEN)):
         (tmp_path / f"whatsapp-{name}").write_text(value + "\n")
-    config = write_config(tmp_path / "data", model_url, port)
-    with config.open("a") as toml:
-        toml.write(
-            "[[chat.whatsapp]]\n"
-            'name = "biz"\n'
-            f'phone_number_id = "{PHONE_NUMBER_ID}"\n'
-            f'access_token_file = "{tmp_path / "whatsapp-token"}"\n'
-            f'app_secret_file = "{tmp_path / "whatsapp-secret"}"\n'
-            f'verify_token_file = "{tmp_path / "whatsapp-verify"}"\n'
-            f'api_base = "{api_base}"\n'
-            f'api_version = "{VERSION}"\n'
-            f'allowed_user_ids = ["{OWNER}"]\n'
-        )
-    return config
+    return (
+        "[[chat.whatsapp]]\n"
+        'name = "biz"\n'
+        f'phone_number_id = "{PHONE_NUMBER_ID}"\n'
+        f'access_token_file = "{tmp_path / "whatsapp-token"}"\n'
+        f'app_secret_file = "{tmp_path / "whatsapp-secret"}"\n'
+        f'verify_token_file = "{tmp_path / "whatsapp-verify"}"\n'
+        f'api_base = "{api_base}"\n'
+        f'api_version = "{VERSION}"\n'
+        f'allowed_user_ids = ["{OWNER}"]\n'
+    )
 
 
-def posts_of(sent: list[Sent]) -> list[Any]:
-    """The sends as assert_exactly_once counts them (``.text``, WhatsApp-formatted)."""
-    return [s for s in sent if s.type == "text"]
+class WhatsApp(Redelivering):
+    secrets = (ACCESS_TOKEN, APP_SECRET, VERIFY_TOKEN)
+
+    def __init__(self, api: FakeGraphApi, port: int, seed: int) -> None:
+        super().__init__()
+        self.api, self.seed = api, seed
+        self.sender = WebhookSender(f"http://127.0.0.1:{port}/chat/whatsapp/biz/webhook", api)
+
+    def deliver_until_acked(self, text: str, number: int) -> int:
+        message_id = f"wamid.K{self.seed}x{number:04d}"
+        document = notification(text_message(text, sender=OWNER, message_id=message_id))
+        return self.sender.deliver_until_acked(document)
+
+    def posted(self) -> list[str]:
+        """The text sends, as WhatsApp formats them."""
+        return [sent.text for sent in self.api.snapshot() if sent.type == "text"]
 
 
-def run_kills(tmp_path: Path, messages: int, kills: int, seed: int) -> dict[str, Any]:
-    rng = random.Random(seed)
-    kill_at = set(rng.sample(range(messages), kills))
-    port = free_port()
-    with FakeModelServer() as model, FakeGraphApi() as api:
-        model.responder = lambda body: Reply(text=f"answer {said(body)}")
-        config = whatsapp_config(tmp_path, api.api_base, port, model.base_url)
-        sender = WebhookSender(f"http://127.0.0.1:{port}/chat/whatsapp/biz/webhook", api)
-        daemon = DaemonProcess(config, port).start()
-        sends: list[int] = []
-        lines: list[str] = []
-        try:
-            for i in range(messages):
-                text = f"m{i}"
-                document = notification(
-                    text_message(text, sender=OWNER, message_id=f"wamid.K{seed}x{i:04d}")
-                )
-                delivery = threading.Thread(
-                    target=lambda d=document: sends.append(sender.deliver_until_acked(d))
-                )
-                # A random kill point (it synchronises nothing): below zero the daemon is
-                # down when Meta first sends, so its redeliveries are what reach it.
-                delay = rng.uniform(-0.15, 0.35) if i in kill_at else None
-                if i == min(kill_at):
-                    delay = -0.1
-                if delay is not None and delay < 0:
-                    daemon.kill()
-                delivery.start()
-                if delay is not None:
-                    time.sleep(abs(delay))
-                    if delay >= 0:
-                        daemon.kill()
-                    lines += daemon.lines
-                    daemon = DaemonProcess(config, port).start()
-                delivery.join(timeout=60)
-                _wait_for_answer(api, daemon, text)
-            forged = sender.deliver(notification(text_message("hi", sender=OWNER)), secret="forged")
-            with daemon.client() as client:
-                outbox = client.get("/api/sessions/main/outbox").json()["messages"]
-            trajectory = daemon.trajectory()
-            assert daemon.stop() == 0
-            lines += daemon.lines
-        finally:
-            if daemon.proc is not None and daemon.proc.poll() is None:
-                daemon.kill()
+def run_kills(
+    tmp_path: Path, model: FakeModelServer, messages: int, kills: int, seed: int
+) -> dict[str, Any]:
+    with FakeGraphApi() as api:
+        section = whatsapp_section(tmp_path, api.api_base)
+        config, port = chat_config(tmp_path, model.base_url, section)
+        whatsapp = WhatsApp(api, port, seed)
+        with sigkill_rounds(whatsapp, model, config, port, QUICK_ECHO) as r:
+            unknown = r.run(random_kills(seed, messages, kills))
+            forged = whatsapp.sender.deliver(
+                notification(text_message("hi", sender=OWNER)), secret="forged"
+            )
+            outbox = r.outbox()
     return {
-        "posts": posts_of(api.snapshot()),
-        "outbox": outbox,
-        "trajectory": trajectory,
-        "sends": sends,
-        "lines": lines,
+        "unknown": unknown,
+        "sends": whatsapp.sends,
         "forged": forged,
-        "violations": list(model.violations),
+        "outbox": outbox,
+        "lines": r.logs(),
     }
 
 
-def _wait_for_answer(api: FakeGraphApi, daemon: DaemonProcess, text: str) -> None:
-    """Until the message's answer is sent, or its reply is left ``unknown`` by a kill."""
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        if any(s.text == f"answer {text}" for s in api.snapshot()):
-            return
-        with daemon.client() as client:
-            outbox = client.get("/api/sessions/main/outbox").json()["messages"]
-        if any(m["text"] == f"answer {text}" and m["state"] == "unknown" for m in outbox):
-            return
-        time.sleep(0.05)  # polling two processes' state; there is no event to await here
-    raise TimeoutError(f"{text!r} was neither answered nor reported unknown in 30 s")
-
-
-def test_sigkill_while_whatsapp_redelivers_answers_each_message_once(tmp_path: Path) -> None:
+def test_sigkill_while_whatsapp_redelivers_answers_each_message_once(
+    tmp_path: Path, model_server: FakeModelServer
+) -> None:
     """Three kills over six messages."""
     seed = int(os.environ.get("WAKEFUL_KILL_SEED", "11"))
-    result = run_kills(tmp_path, messages=6, kills=3, seed=seed)
-    assert_exactly_once(result, 6)
+    result = run_kills(tmp_path, model_server, messages=6, kills=3, seed=seed)
     assert max(result["sends"]) > 1  # Meta had to redeliver at least one notification
     assert not any("kept" in m["last_error"] for m in result["outbox"])
     # A forged request: 401 with its reason, one log line, no traceback; no secret logged.
@@ -148,13 +107,13 @@ def test_sigkill_while_whatsapp_redelivers_answers_each_message_once(tmp_path: P
     log = "\n".join(result["lines"])
     assert log.count("whatsapp request refused") == 1
     assert "Traceback" not in log
-    assert ACCESS_TOKEN not in log and APP_SECRET not in log and VERIFY_TOKEN not in log
 
 
 @pytest.mark.slow
-def test_twenty_sigkills_while_whatsapp_redelivers(tmp_path: Path) -> None:
+def test_twenty_sigkills_while_whatsapp_redelivers(
+    tmp_path: Path, model_server: FakeModelServer
+) -> None:
     """Twenty kills over thirty messages."""
     seed = int(os.environ.get("WAKEFUL_KILL_SEED", "20"))
-    result = run_kills(tmp_path, messages=30, kills=20, seed=seed)
-    unknown = assert_exactly_once(result, 30)
-    print(f"seed {seed}: {unknown} of 30 replies left unknown by a kill mid-send")
+    result = run_kills(tmp_path, model_server, messages=30, kills=20, seed=seed)
+    print(f"seed {seed}: {result['unknown']} of 30 replies left unknown by a kill mid-send")

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from tests.daemon_process import free_port, write_config
 from tests.prosody_server import ProsodyServer
-from tests.test_telegram_sigkill import toml_table
+from tests.support.chat_config import toml_table
 from tests.xmpp_user import XmppUser
 
 ACCOUNT = "home"

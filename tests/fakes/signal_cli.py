@@ -292,6 +292,7 @@ class FakeSignalCli(ServesWhileOpen):
             if failing is not None and method in failing.methods:
                 code, message = _FAILURES[failing.kind]
                 self.calls.append(Call(method, params, code, time.monotonic()))
+                self._cond.notify_all()  # a test may be waiting for the failed call
                 data = None
                 if failing.kind == "ratelimit":
                     results = [{"type": "RATE_LIMIT_FAILURE",
@@ -302,6 +303,7 @@ class FakeSignalCli(ServesWhileOpen):
                 result = self._dispatch(method, params)
             except _RpcError as exc:
                 self.calls.append(Call(method, params, exc.code, time.monotonic()))
+                self._cond.notify_all()
                 return _error(rid, exc.code, exc.message)
             self.calls.append(Call(method, params, None, time.monotonic()))
             self._cond.notify_all()

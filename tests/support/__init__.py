@@ -1,5 +1,8 @@
-"""Shared helpers for the core tier (tests/core): the core built directly, a
-scripted model, tiny tools, and awaiting conditions instead of sleeping."""
+"""Shared test helpers. Exported here, for the core tier (tests/core): the core built
+directly, a scripted model, tiny tools, and awaiting conditions instead of sleeping.
+Imported from their modules, for the integration tier: ``chat_config`` (a `wakeful run`
+config with one chat platform) and ``sigkill_rounds`` (a real daemon on a chat platform,
+killed again and again mid-conversation, answers every message exactly once)."""
 
 from tests.support.changes import Changes
 from tests.support.channel import RecordingChannel
