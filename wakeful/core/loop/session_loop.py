@@ -266,6 +266,10 @@ class SessionLoop:
         if response is None:
             return True  # interrupted or failed: back to the safe point
         position = len(await self.writer.messages())  # the reply's key: see owed_reply.py
+        if response.tool_calls:
+            # Before the calls are in the history: a stop or a crash between the two
+            # must not leave a call whose function the next request does not offer.
+            await self._load_called_tools(response)
         await self.writer.record_assistant_message(response)
         if self.gate is not None:
             self.gate.answered()
@@ -275,7 +279,6 @@ class SessionLoop:
                 self.session, response.content, key=key, answering=self.answering
             )
         if response.tool_calls:
-            await self._load_called_tools(response)
             await self._run_tools(run, response.tool_calls)
         return True
 
