@@ -53,7 +53,7 @@ from wakeful.core.approvals.record import (
     approval_id,
 )
 from wakeful.kernel.events import Event
-from wakeful.store.base import ChannelState
+from wakeful.store.base import ChannelState, StoreUnavailable
 
 log = structlog.get_logger(__name__)
 
@@ -277,13 +277,23 @@ class Approvals:
             task_status.started()
             while True:
                 self._changed = anyio.Event()
-                await self._carry_out_decisions(group)
-                await self.forget_old()
-                wait_s = await self._time_out_expired()
-                if self._shared:  # a decision may come through another daemon
-                    wait_s = min(wait_s, SHARED_POLL_S)
+                try:
+                    wait_s = await self._one_pass(group)
+                except StoreUnavailable as exc:  # the store comes back; the records wait
+                    log.warning("approvals wait for the store", error=str(exc))
+                    wait_s = SHARED_POLL_S
                 with anyio.move_on_after(wait_s):
                     await self._changed.wait()
+
+    async def _one_pass(self, group: anyio.abc.TaskGroup) -> float:
+        """Carry out what was decided, forget what is old, time out what expired; how
+        long until the next pass is due."""
+        await self._carry_out_decisions(group)
+        await self.forget_old()
+        wait_s = await self._time_out_expired()
+        if self._shared:  # a decision may come through another daemon
+            wait_s = min(wait_s, SHARED_POLL_S)
+        return wait_s
 
     async def _settle_after_restart(self) -> None:
         for approval in await self.all():
