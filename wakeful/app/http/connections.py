@@ -22,7 +22,7 @@ import resource
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import ClassVar
+from typing import ClassVar, cast
 
 import structlog
 from uvicorn.protocols.http.httptools_impl import STATUS_LINE, HttpToolsProtocol
@@ -120,7 +120,7 @@ class GuardedHttpTools(HttpToolsProtocol):
         self._head_bytes = 0
         self.admission.busy(self)
         # The whole body is buffered: reading it cannot wait (wakeful.kernel.http.body).
-        self.scope[BODY_RECEIVED_KEY] = True
+        cast("dict[str, object]", self.scope)[BODY_RECEIVED_KEY] = True
         super().on_message_complete()
 
     def on_response_complete(self) -> None:

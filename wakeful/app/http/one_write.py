@@ -23,7 +23,7 @@ class HeadWithBody(asyncio.Transport):
     ``is_closing``) is implemented; the protocol keeps the real transport.
     """
 
-    __slots__ = ("_transport", "_loop", "_held", "_flush", "_first")
+    __slots__ = ("_first", "_flush", "_held", "_loop", "_transport")
 
     def __init__(self, transport: asyncio.Transport, loop: asyncio.AbstractEventLoop) -> None:
         super().__init__()
