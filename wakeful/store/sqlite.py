@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import time
+import weakref
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -103,6 +104,18 @@ def _insert(conn: sqlite3.Connection, r: _Append) -> AppendResult:
     return AppendResult(StoredEvent.from_row(row), False)
 
 
+def _weak_insert_batch(store: SqliteStore) -> Callable[[list[_Append]], list[AppendResult]]:
+    ref = weakref.ref(store)
+
+    def commit(requests: list[_Append]) -> list[AppendResult]:
+        alive = ref()
+        if alive is None:
+            raise StoreUnavailable("the event store is closed")
+        return alive._insert_batch(requests)
+
+    return commit
+
+
 def _insert_all(requests: list[_Append]) -> Callable[[sqlite3.Connection], list[AppendResult]]:
     return lambda conn: [_insert(conn, r) for r in requests]
 
@@ -119,13 +132,16 @@ class SqliteStore:
         self._thread: ConnectionThread[_Append, AppendResult] | None = None
 
     async def open(self) -> SqliteStore:
-        thread = ConnectionThread(f"sqlite {self.path.name}", self._insert_batch)
+        thread = ConnectionThread(f"sqlite {self.path.name}", _weak_insert_batch(self))
         try:
             await thread.call(self._open_sync)
         except BaseException:
             thread.stop()
             raise
         self._thread = thread
+        # A store dropped without aclose (a test's) lets its connection go, as before
+        # it had a thread: the thread holds it weakly and ends with it.
+        weakref.finalize(self, thread.stop)
         return self
 
     def _open_sync(self) -> None:
