@@ -25,17 +25,18 @@ def committed_ids(path: Path) -> list[str]:
 async def test_concurrent_appends_are_committed_deduplicated_and_batched(tmp_path: Path) -> None:
     """200 concurrent appends (each id twice) store 100 events, each committed on return."""
     path = tmp_path / "events.sqlite"
-    store = await SqliteStore(path).open()
+    store = SqliteStore(path)
     results: dict[str, list[AppendResult]] = {}
     transactions = 0
-    original = store._transaction
+    original = store._insert_batch
 
-    async def counting(fn):  # type: ignore[no-untyped-def]
-        nonlocal transactions
+    def counting(requests):  # type: ignore[no-untyped-def]
+        nonlocal transactions  # one transaction per batch, in the connection's thread
         transactions += 1
-        return await original(fn)
+        return original(requests)
 
-    store._transaction = counting  # type: ignore[method-assign]
+    store._insert_batch = counting  # type: ignore[method-assign]
+    await store.open()
 
     async def append(i: int) -> None:
         event = user_message(f"m{i}", event_id=f"e{i % 100}")

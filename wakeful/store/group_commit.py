@@ -1,9 +1,10 @@
 """Group commit: concurrent writes share one commit, each still returning only after it.
 
-Both store backends append events this way: while one batch is being
-committed (a SQLite transaction and its fsync, a Redis script call), the
-appends that arrive meanwhile queue up as the next batch, and when the
-commit finishes one of them commits the whole batch. Under load this turns
+The Redis backend appends events this way: while one batch is being
+committed (a script call), the appends that arrive meanwhile queue up as the
+next batch, and when the commit finishes one of them commits the whole
+batch. (SQLite groups its appends the same way in its connection's own
+thread: ``wakeful/store/connection_thread.py``.) Under load this turns
 one commit per request into one commit per batch; when idle, an append
 commits alone at once.
 

@@ -1,8 +1,8 @@
 """SQLite (WAL) implementation of the store: the embedded default.
 
-One connection, used from one worker thread at a time (a capacity limiter of
-one), so transactions never interleave and the event loop never blocks on
-disk. ``synchronous=FULL`` by default: a 202 means the event survives a
+One connection, used only from its own thread (``connection_thread``), one
+job after another, so transactions never interleave and the event loop never
+blocks on disk. ``synchronous=FULL`` by default: a 202 means the event survives a
 power cut, not just a process crash.
 """
 
@@ -11,14 +11,12 @@ from __future__ import annotations
 import json
 import sqlite3
 import time
+import weakref
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
-
-import anyio
-import anyio.to_thread
 
 from wakeful.kernel.events import Event
 from wakeful.store.base import (
@@ -33,7 +31,7 @@ from wakeful.store.base import (
     StoredEvent,
     StoreUnavailable,
 )
-from wakeful.store.group_commit import GroupCommit
+from wakeful.store.connection_thread import ConnectionThread
 from wakeful.store.health import StoreHealth
 from wakeful.store.sqlite_schema import (
     SCHEMA,
@@ -106,6 +104,22 @@ def _insert(conn: sqlite3.Connection, r: _Append) -> AppendResult:
     return AppendResult(StoredEvent.from_row(row), False)
 
 
+def _weak_insert_batch(store: SqliteStore) -> Callable[[list[_Append]], list[AppendResult]]:
+    ref = weakref.ref(store)
+
+    def commit(requests: list[_Append]) -> list[AppendResult]:
+        alive = ref()
+        if alive is None:
+            raise StoreUnavailable("the event store is closed")
+        return alive._insert_batch(requests)
+
+    return commit
+
+
+def _insert_all(requests: list[_Append]) -> Callable[[sqlite3.Connection], list[AppendResult]]:
+    return lambda conn: [_insert(conn, r) for r in requests]
+
+
 class SqliteStore:
     """The Store protocol on one SQLite database file."""
 
@@ -114,11 +128,20 @@ class SqliteStore:
         self.health = StoreHealth(f"SQLite file {path}")
         self._synchronous = synchronous
         self._conn: sqlite3.Connection | None = None
-        self._limiter = anyio.CapacityLimiter(1)
-        self._appends: GroupCommit[_Append, AppendResult] = GroupCommit(self._insert_batch)
+        # Every use of the connection, in order, on its own thread; appends grouped there.
+        self._thread: ConnectionThread[_Append, AppendResult] | None = None
 
     async def open(self) -> SqliteStore:
-        await anyio.to_thread.run_sync(self._open_sync, limiter=self._limiter)
+        thread = ConnectionThread(f"sqlite {self.path.name}", _weak_insert_batch(self))
+        try:
+            await thread.call(self._open_sync)
+        except BaseException:
+            thread.stop()
+            raise
+        self._thread = thread
+        # A store dropped without aclose (a test's) lets its connection go, as before
+        # it had a thread: the thread holds it weakly and ends with it.
+        weakref.finalize(self, thread.stop)
         return self
 
     def _open_sync(self) -> None:
@@ -143,9 +166,18 @@ class SqliteStore:
         self._conn = conn
 
     async def aclose(self) -> None:
-        if self._conn is not None:
+        if self._conn is not None and self._thread is not None:
             conn, self._conn = self._conn, None
-            await anyio.to_thread.run_sync(conn.close, limiter=self._limiter)
+            thread, self._thread = self._thread, None
+            try:
+                await thread.call(conn.close)  # after every job queued before it
+            finally:
+                thread.stop()
+
+    def _connection(self) -> tuple[sqlite3.Connection, ConnectionThread[_Append, AppendResult]]:
+        if self._conn is None or self._thread is None:
+            raise StoreUnavailable("the event store is closed (the daemon is stopping)")
+        return self._conn, self._thread
 
     # -- the rest of the durable state (StateBackends) -------------------------
 
@@ -171,20 +203,18 @@ class SqliteStore:
         yield None
 
     async def _run(self, fn: Callable[[sqlite3.Connection], T]) -> T:
-        conn = self._conn
-        if conn is None:
-            raise StoreUnavailable("the event store is closed (the daemon is stopping)")
+        conn, thread = self._connection()
+        return await thread.call(lambda: self._guarded(conn, fn))
 
-        def call() -> T:
-            try:
-                return fn(conn)
-            except sqlite3.DatabaseError as exc:
-                if not isinstance(exc, STORE_ERRORS) and type(exc) is not sqlite3.DatabaseError:
-                    raise  # IntegrityError and the like: a bug, not the disk
-                self.health.failed(str(exc))
-                raise StoreUnavailable(f"the event store cannot write: {exc}") from exc
-
-        return await anyio.to_thread.run_sync(call, limiter=self._limiter)
+    def _guarded(self, conn: sqlite3.Connection, fn: Callable[[sqlite3.Connection], T]) -> T:
+        """``fn(conn)``, a failing disk reported as StoreUnavailable (and to health)."""
+        try:
+            return fn(conn)
+        except sqlite3.DatabaseError as exc:
+            if not isinstance(exc, STORE_ERRORS) and type(exc) is not sqlite3.DatabaseError:
+                raise  # IntegrityError and the like: a bug, not the disk
+            self.health.failed(str(exc))
+            raise StoreUnavailable(f"the event store cannot write: {exc}") from exc
 
     async def _transaction(
         self, fn: Callable[[sqlite3.Connection], T], *, power_safe: bool = True
@@ -228,12 +258,17 @@ class SqliteStore:
         reason: str | None = None,
         cursor: Cursor | None = None,
     ) -> AppendResult:
+        _, thread = self._connection()
         request = _Append(event, event.to_json(), status, strategy, reason, time.time(), cursor)
         # Concurrent appends share one transaction (one fsync); each returns after it.
-        return await self._appends.submit(request)
+        return await thread.append(request)
 
-    async def _insert_batch(self, requests: list[_Append]) -> list[AppendResult]:
-        return await self._transaction(lambda conn: [_insert(conn, r) for r in requests])
+    def _insert_batch(self, requests: list[_Append]) -> list[AppendResult]:
+        """In the connection's thread: the appends queued together, in one transaction."""
+        conn = self._conn
+        if conn is None:  # closed while they were queued
+            raise StoreUnavailable("the event store is closed (the daemon is stopping)")
+        return self._guarded(conn, lambda c: _in_transaction(c, _insert_all(requests)))
 
     # -- channel state ----------------------------------------------------------
 

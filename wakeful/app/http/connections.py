@@ -22,12 +22,14 @@ import resource
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import ClassVar
+from typing import ClassVar, cast
 
 import structlog
 from uvicorn.protocols.http.httptools_impl import STATUS_LINE, HttpToolsProtocol
 
 from wakeful.app.http.admission import Admission
+from wakeful.app.http.one_write import HeadWithBody
+from wakeful.kernel.http.body import BODY_RECEIVED_KEY
 
 log = structlog.get_logger(__name__)
 
@@ -107,12 +109,18 @@ class GuardedHttpTools(HttpToolsProtocol):
         busy = open_now > self.max_connections or len(self.tasks) >= self.max_connections
         admission.receiving_body(self)  # until on_message_complete (same feed if no body)
         self.limit_concurrency = 0 if busy else None
+        before = self.cycle
         super().on_headers_complete()
+        cycle = self.cycle
+        if cycle is not None and cycle is not before:  # a new request (not an upgrade)
+            cycle.transport = HeadWithBody(self.transport, self.loop)
 
     def on_message_complete(self) -> None:
         self._in_head = True
         self._head_bytes = 0
         self.admission.busy(self)
+        # The whole body is buffered: reading it cannot wait (wakeful.kernel.http.body).
+        cast("dict[str, object]", self.scope)[BODY_RECEIVED_KEY] = True
         super().on_message_complete()
 
     def on_response_complete(self) -> None:
