@@ -251,7 +251,7 @@ class RedisStore:
 
     async def outbox_messages(self) -> OutgoingMessages:
         """The outbox under this prefix, on this store's connection."""
-        from wakeful.store.outbox.redis import RedisOutbox  # it imports this module
+        from wakeful.store.outbox.redis import RedisOutbox  # only when asked for
 
         return await RedisOutbox(self).open()
 

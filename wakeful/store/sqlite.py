@@ -183,7 +183,7 @@ class SqliteStore:
 
     async def outbox_messages(self) -> OutgoingMessages:
         """The table ``outbox`` in this file, on this connection and its one thread."""
-        from wakeful.store.outbox.sqlite import SqliteOutbox  # it imports this module
+        from wakeful.store.outbox.sqlite import SqliteOutbox  # only when asked for
 
         return await SqliteOutbox(self).open()
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Collection, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import structlog
@@ -44,7 +44,9 @@ from wakeful.store.outbox.states import (
     DeliveryState,
     check_move,
 )
-from wakeful.store.redis_store import RedisStore
+
+if TYPE_CHECKING:  # the store hands this backend out: it imports this module
+    from wakeful.store.redis_store import RedisStore
 
 log = structlog.get_logger(__name__)
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import sqlite3
 import time
 from collections.abc import Callable, Collection
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from wakeful.store.outbox.record import (
     LOCAL_CHAT,
@@ -23,7 +23,9 @@ from wakeful.store.outbox.states import (
     DeliveryState,
     check_move,
 )
-from wakeful.store.sqlite import SqliteStore
+
+if TYPE_CHECKING:  # the store hands this backend out: it imports this module
+    from wakeful.store.sqlite import SqliteStore
 
 PENDING = DeliveryState.PENDING
 

@@ -10,10 +10,14 @@ compare-and-set is one Lua script. A lease is a :class:`NamedLease` at
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from redis.asyncio import Redis
 
-from wakeful.store.redis_store import RedisStore
 from wakeful.store.state.port import check_namespace
+
+if TYPE_CHECKING:  # the store hands this backend out: it imports this module
+    from wakeful.store.redis_store import RedisStore
 
 # KEYS: the namespace's hash. ARGV: field, expect absent (1/0), expected, delete (1/0), value.
 _PUT_IF = """

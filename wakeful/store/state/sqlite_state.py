@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Callable
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
-from wakeful.store.sqlite import SqliteStore
 from wakeful.store.state.port import check_namespace
+
+if TYPE_CHECKING:  # the store hands this backend out: it imports this module
+    from wakeful.store.sqlite import SqliteStore
 
 T = TypeVar("T")
 
