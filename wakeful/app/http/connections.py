@@ -25,9 +25,9 @@ from contextlib import contextmanager
 from typing import ClassVar
 
 import structlog
-from uvicorn.protocols.http.httptools_impl import STATUS_LINE, HttpToolsProtocol
 
 from wakeful.app.http.admission import Admission
+from wakeful.app.http.uvicorn_parts import STATUS_LINE, HttpToolsProtocol
 
 log = structlog.get_logger(__name__)
 

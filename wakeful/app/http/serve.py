@@ -13,13 +13,13 @@ from collections.abc import Generator
 from contextlib import contextmanager
 
 import anyio
-import uvicorn
 from anyio.abc import TaskStatus
 from starlette.types import ASGIApp
 
 from wakeful.app.config import ServerSection
 from wakeful.app.http.connections import fd_headroom, guarded_protocol, limit_notice
 from wakeful.app.http.host_guard import HostGuard, HostPolicy
+from wakeful.app.http.uvicorn_parts import Config, Server
 
 _heap_frozen = False
 
@@ -43,8 +43,8 @@ def freeze_startup_heap() -> None:
     gc.enable()
 
 
-class QuietServer(uvicorn.Server):
-    def __init__(self, config: uvicorn.Config) -> None:
+class QuietServer(Server):
+    def __init__(self, config: Config) -> None:
         super().__init__(config)
         self.exit_requested = anyio.Event()
 
@@ -103,13 +103,16 @@ async def serve_http(
     policy = HostPolicy(limits.allowed_hosts, limits.allowed_origins)
     guarded = HostGuard(app, policy, body_timeout_s=limits.body_timeout_s)
     fd_headroom(limits.max_connections)
-    config = uvicorn.Config(
+    config = Config(
         guarded,
         # httptools (C) parses; GuardedHttpTools adds the head limit, the deadline and
         # admission at the cap. It closes connections idle before their first request as
         # well as between requests, so idle sockets cannot pile up to the fd limit.
         http=guarded_protocol(limits.max_connections),
         timeout_keep_alive=max(1, round(limits.idle_timeout_s)),
+        # No WebSocket endpoint exists: "auto" would import a WebSocket library whenever
+        # one is installed (the discord extra's websockets) only to refuse every upgrade.
+        ws="none",
         # No limit_concurrency: GuardedHttpTools admits at the cap and decides the 503
         # itself (at the cap with every connection busy with a request).
         log_config=None,

@@ -18,10 +18,9 @@ from typing import Any
 
 import structlog
 from apscheduler.job import Job
-from apscheduler.schedulers.asyncio import AsyncIOScheduler
-from apscheduler.schedulers.base import BaseScheduler
 
 from wakeful.kernel.schedules import Schedule
+from wakeful.sources.timers.aps_scheduler import AsyncIOScheduler, BaseScheduler
 from wakeful.sources.timers.config import TimerConfig
 from wakeful.sources.timers.firing import JOB_FUNC, TimerExecutor, iso_utc
 from wakeful.sources.timers.store_port import TimerJobStore
