@@ -125,3 +125,91 @@ def test_serving_switches_the_collector_on_again() -> None:
             assert gc.isenabled()
         finally:
             gc.enable()
+
+
+# What serving on the defaults no longer imports (each measured with bench.startup_steps):
+# uvicorn's command line and its reload/worker supervisors, rich (structlog imports it
+# when installed; the daemon's logs never use it), a WebSocket library (the app has no
+# WebSocket endpoint).
+NOT_ON_THE_DAEMON_PATH = (
+    "click",
+    "uvicorn.main",
+    "uvicorn.supervisors",
+    "rich",
+    "websockets",
+    "wsproto",
+)
+
+# Runs the daemon's lifespan to READY (as bench/startup_steps.py does), then reports.
+SERVE_TO_READY = """
+import anyio
+from wakeful.app import lifespan
+from wakeful.app.config import load_settings
+
+async def start():
+    async with lifespan.running_daemon(load_settings(None)) as running:
+        running.daemon.dispatcher.stopping = True
+
+anyio.run(start)
+"""
+
+
+def daemon_env(tmp_path: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("WAKEFUL_")}
+    env["WAKEFUL_DAEMON__DATA_DIR"] = str(tmp_path / "data")
+    env["WAKEFUL_SERVER__BIND"] = "127.0.0.1:0"
+    return env
+
+
+def test_serving_on_the_defaults_imports_no_cli_no_rich_no_websockets(tmp_path: Path) -> None:
+    assert loaded(SERVE_TO_READY, NOT_ON_THE_DAEMON_PATH, daemon_env(tmp_path)) == []
+
+
+def test_the_timers_read_no_entry_points_to_start(tmp_path: Path) -> None:
+    """APScheduler's alias tables (a scan of every installed package) are read only when
+    an alias is looked up; the timers pass objects, so starting reads none."""
+    code = (
+        SERVE_TO_READY
+        + "from apscheduler.schedulers.base import BaseScheduler\n"
+        + "tables = (BaseScheduler._trigger_plugins, BaseScheduler._executor_plugins,"
+        + " BaseScheduler._jobstore_plugins)\n"
+        + "assert [t._table for t in tables] == [None, None, None], tables\n"
+    )
+    assert loaded(code, (), daemon_env(tmp_path)) == []
+
+
+def test_apscheduler_aliases_still_resolve() -> None:
+    """Put off, not dropped: each alias table is what the scan would have found, and a
+    job added by alias names runs through it."""
+    import importlib.metadata
+
+    from wakeful.sources.timers.aps_scheduler import AsyncIOScheduler, BaseScheduler
+
+    for attribute, group in (
+        ("_trigger_plugins", "apscheduler.triggers"),
+        ("_executor_plugins", "apscheduler.executors"),
+        ("_jobstore_plugins", "apscheduler.jobstores"),
+    ):
+        found = {entry.name: entry for entry in importlib.metadata.entry_points(group=group)}
+        assert dict(getattr(BaseScheduler, attribute)) == found
+    scheduler = AsyncIOScheduler(jobstores={"default": {"type": "memory"}})
+    job = scheduler.add_job(print, "interval", seconds=60)
+    assert type(job.trigger).__name__ == "IntervalTrigger"
+
+
+def test_uvicorn_whole_when_asked_for() -> None:
+    """The daemon enters uvicorn without its __init__; anything that then asks the package
+    for a name the daemon did not need (uvicorn.run, uvicorn.main) gets uvicorn whole."""
+    code = (
+        "import sys\n"
+        "from wakeful.app.http.uvicorn_parts import Config, Server\n"
+        "assert 'uvicorn.main' not in sys.modules\n"
+        "import uvicorn\n"
+        "from uvicorn import Config as C2\n"
+        "assert C2 is Config and uvicorn.Server is Server\n"
+        "assert 'uvicorn.main' not in sys.modules\n"
+        "assert callable(uvicorn.run) and uvicorn.__all__\n"
+        "from uvicorn.main import run\n"
+        "assert uvicorn.run is run\n"
+    )
+    assert "click" in loaded(code, ("click",))  # the whole package, as before
