@@ -46,7 +46,7 @@ OPTIONAL = (
     "markdown_it",
     "slixmpp",
     "nio",
-    "websockets.asyncio",  # the Discord Gateway's client (uvicorn has websockets' server)
+    "websockets.asyncio",  # the Discord Gateway's client
     "json5",
     "redis",
     "imapclient",
