@@ -130,7 +130,7 @@ def test_serving_switches_the_collector_on_again() -> None:
 # What serving on the defaults no longer imports (each measured with bench.startup_steps):
 # uvicorn's command line and its reload/worker supervisors, rich (structlog imports it
 # when installed; the daemon's logs never use it), a WebSocket library (the app has no
-# WebSocket endpoint).
+# WebSocket endpoint), fetch_url's HTML converter (imported at the first page fetched).
 NOT_ON_THE_DAEMON_PATH = (
     "click",
     "uvicorn.main",
@@ -138,6 +138,8 @@ NOT_ON_THE_DAEMON_PATH = (
     "rich",
     "websockets",
     "wsproto",
+    "html.parser",
+    "wakeful.tools.page_text",
 )
 
 # Runs the daemon's lifespan to READY (as bench/startup_steps.py does), then reports.
