@@ -30,6 +30,9 @@ Only the standard library is used, so the same file measures another tree:
 ``python -m bench.startup --tree /path/to/other/checkout`` (its modules are
 put first on ``PYTHONPATH``; entry modules are looked up under both layouts), and
 ``--python /path/to/venv/bin/python`` runs it with another install's packages.
+``--compare PATH`` measures a second checkout in the same run, each run of every row
+taken for both trees in turn (before/after on a machine whose load drifts: the drift
+falls on both alike); one table each.
 A row fails the bench when what it times did not happen: READY not sent,
 status not answering, exit not 0.
 """
@@ -37,6 +40,7 @@ status not answering, exit not 0.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import resource
 import signal
@@ -219,36 +223,57 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=5, help="runs per row (default 5)")
     parser.add_argument("--tree", type=Path, default=REPO_ROOT, help="checkout to measure")
     parser.add_argument(
+        "--compare",
+        type=Path,
+        help="a second checkout, measured in the same run with its runs interleaved with "
+        "--tree's (what else the machine does then falls on both alike)",
+    )
+    parser.add_argument(
         "--python", default=sys.executable, help="interpreter to run it with (default: this one)"
     )
     args = parser.parse_args()
     PYTHON[0] = args.python
-    with tempfile.TemporaryDirectory(prefix="wakeful-startup-pyc-") as pycache:
-        tree = Tree(args.tree.resolve(), Path(pycache))
-        with tempfile.TemporaryDirectory(prefix="wakeful-startup-") as work:
-            one_daemon(tree, Path(work))  # warm-up, not counted: fills the bytecode cache
-        bare = [tree.run("-c", "pass") for _ in range(args.runs)]
-        pydantic = [tree.run("-c", "import pydantic_settings") for _ in range(args.runs)]
-        steps = {
-            module: [tree.run("-c", f"import {module}") for _ in range(args.runs)]
-            for module in (tree.cli, tree.config, tree.daemon)
-        }
-        runs = []
-        for _ in range(args.runs):
+    roots = [args.tree] if args.compare is None else [args.tree, args.compare]
+    with contextlib.ExitStack() as stack:
+        trees = [Tree(root.resolve(), Path(stack.enter_context(_pycache()))) for root in roots]
+        for tree in trees:
             with tempfile.TemporaryDirectory(prefix="wakeful-startup-") as work:
-                runs.append(one_daemon(tree, Path(work)))
-        report(args, tree, bare, pydantic, steps, runs)
+                one_daemon(tree, Path(work))  # warm-up, not counted: fills the bytecode cache
+        measured = [Measured() for _ in trees]
+        for index in range(args.runs):
+            # Each run measures every tree, in turn; the first one alternates.
+            order = list(zip(trees, measured, strict=True))
+            for tree, figures in order if index % 2 == 0 else reversed(order):
+                figures.measure_once(tree)
+        for tree, figures in zip(trees, measured, strict=True):
+            report(args, tree, figures)
 
 
-def report(
-    args: argparse.Namespace,
-    tree: Tree,
-    bare: list[Timing],
-    pydantic: list[Timing],
-    steps: dict[str, list[Timing]],
-    runs: list[dict[str, Timing]],
-) -> None:
+def _pycache() -> tempfile.TemporaryDirectory[str]:
+    return tempfile.TemporaryDirectory(prefix="wakeful-startup-pyc-")
+
+
+class Measured:
+    """One tree's runs of every row, added one run at a time."""
+
+    def __init__(self) -> None:
+        self.bare: list[Timing] = []
+        self.pydantic: list[Timing] = []
+        self.steps: dict[str, list[Timing]] = {}
+        self.runs: list[dict[str, Timing]] = []
+
+    def measure_once(self, tree: Tree) -> None:
+        self.bare.append(tree.run("-c", "pass"))
+        self.pydantic.append(tree.run("-c", "import pydantic_settings"))
+        for module in (tree.cli, tree.config, tree.daemon):
+            self.steps.setdefault(module, []).append(tree.run("-c", f"import {module}"))
+        with tempfile.TemporaryDirectory(prefix="wakeful-startup-") as work:
+            self.runs.append(one_daemon(tree, Path(work)))
+
+
+def report(args: argparse.Namespace, tree: Tree, measured: Measured) -> None:
     """One table: each row the median and best of its runs, and the median CPU time."""
+    bare, pydantic, steps, runs = measured.bare, measured.pydantic, measured.steps, measured.runs
 
     def row(name: str, values: list[Timing], unit: str, scale: float = 1000.0) -> None:
         median = statistics.median(v.wall for v in values) * scale

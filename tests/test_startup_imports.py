@@ -46,7 +46,7 @@ OPTIONAL = (
     "markdown_it",
     "slixmpp",
     "nio",
-    "websockets.asyncio",  # the Discord Gateway's client (uvicorn has websockets' server)
+    "websockets.asyncio",  # the Discord Gateway's client
     "json5",
     "redis",
     "imapclient",
@@ -125,3 +125,42 @@ def test_serving_switches_the_collector_on_again() -> None:
             assert gc.isenabled()
         finally:
             gc.enable()
+
+
+# What serving on the defaults no longer imports (each measured with bench.startup_steps):
+# a WebSocket library (the app has no WebSocket endpoint), fetch_url's HTML converter
+# (imported at the first page fetched). uvicorn's __init__ still brings its command line
+# (click) and structlog brings rich where it is installed: avoiding those would take
+# patching the import system around third-party packages, which we do not.
+NOT_ON_THE_DAEMON_PATH = (
+    "websockets",
+    "wsproto",
+    "html.parser",
+    "wakeful.tools.page_text",
+)
+
+# Runs the daemon's lifespan to READY (as bench/startup_steps.py does), then reports.
+SERVE_TO_READY = """
+import anyio
+from wakeful.app import lifespan
+from wakeful.app.config import load_settings
+
+async def start():
+    async with lifespan.running_daemon(load_settings(None)) as running:
+        running.daemon.dispatcher.stopping = True
+
+anyio.run(start)
+"""
+
+
+def daemon_env(tmp_path: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("WAKEFUL_")}
+    env["WAKEFUL_DAEMON__DATA_DIR"] = str(tmp_path / "data")
+    env["WAKEFUL_SERVER__BIND"] = "127.0.0.1:0"
+    return env
+
+
+def test_serving_on_the_defaults_imports_no_websockets_nor_page_converter(
+    tmp_path: Path,
+) -> None:
+    assert loaded(SERVE_TO_READY, NOT_ON_THE_DAEMON_PATH, daemon_env(tmp_path)) == []

@@ -67,7 +67,9 @@ class SearchIndex:
     def __init__(self, path: Path, files: MemoryFiles) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         self._db = sqlite3.connect(path, check_same_thread=False)
-        self._db.executescript(_SCHEMA)
+        # One transaction: on a new data directory each statement would otherwise be a
+        # commit of its own (a journal and an fsync each, ~40 ms of the first start).
+        self._db.executescript(f"BEGIN;{_SCHEMA}COMMIT;")
         self._files = files
         # Set whenever a vector is dropped (or nothing was read yet): a cached matrix of
         # them must be read again; added vectors are appended to it by whoever added them.

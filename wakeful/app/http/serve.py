@@ -110,6 +110,9 @@ async def serve_http(
         # well as between requests, so idle sockets cannot pile up to the fd limit.
         http=guarded_protocol(limits.max_connections),
         timeout_keep_alive=max(1, round(limits.idle_timeout_s)),
+        # No WebSocket endpoint exists: "auto" would import a WebSocket library whenever
+        # one is installed (the discord extra's websockets) only to refuse every upgrade.
+        ws="none",
         # No limit_concurrency: GuardedHttpTools admits at the cap and decides the 503
         # itself (at the cap with every connection busy with a request).
         log_config=None,

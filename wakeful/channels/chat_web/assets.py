@@ -1,10 +1,12 @@
-"""The page's static files: read once from package data, gzip-compressed once, served with ETags."""
+"""The page's static files: read once from package data, gzip-compressed once (at the first
+request that takes gzip), served with ETags."""
 
 from __future__ import annotations
 
 import gzip
 import hashlib
 from dataclasses import dataclass
+from functools import cached_property
 from importlib.resources import files
 
 from starlette.requests import Request
@@ -35,7 +37,6 @@ SECURITY_HEADERS = {
 class Asset:
     content_type: str
     raw: bytes
-    compressed: bytes
     etag: str
 
     @classmethod
@@ -43,8 +44,13 @@ class Asset:
         raw = files(__package__).joinpath("static", name).read_bytes()
         suffix = name[name.rfind(".") :]
         etag = '"' + hashlib.sha256(raw).hexdigest()[:20] + '"'
-        compressed = gzip.compress(raw, compresslevel=9, mtime=0)
-        return cls(ASSET_TYPES[suffix], raw, compressed, etag)
+        return cls(ASSET_TYPES[suffix], raw, etag)
+
+    @cached_property
+    def compressed(self) -> bytes:
+        # At the first request that takes gzip, not at every start (~3 ms of start → READY
+        # for a page that may never be opened); the same bytes each time (mtime=0).
+        return gzip.compress(self.raw, compresslevel=9, mtime=0)
 
     def response(self, request: Request, *, status_code: int = 200, cache: str) -> Response:
         headers = {**SECURITY_HEADERS, "etag": self.etag, "cache-control": cache}
