@@ -3,7 +3,7 @@
 Where the store is shared (Redis) every daemon of the fleet loads the same
 subscriptions; each would open its own IMAP connection for the same one (the
 events dedup by id, but N connections and N IDLEs). So, as the email channel
-does for its mailboxes (wakeful/channels/email/fleet.py), each subscription's
+does for its mailboxes (EmailComponent._watch), each subscription's
 watch runs only in the daemon holding the named lease
 ``subscriptions:watch:<id>``; the others stand by and take over when it
 lapses (the holder stopped, died, or lost touch with Redis). http_check
