@@ -185,14 +185,7 @@ def check_irc(config: IrcConfig, sasl_password: str | None, server_password: str
     when configured) and a QUIT."""
     from wakeful.channels.irc.connection import IrcConnection, IrcError, Login
 
-    login = Login(
-        nick=config.nick,
-        username=config.username,
-        realname=config.realname,
-        server_password=server_password,
-        sasl_username=config.sasl_username,
-        sasl_password=sasl_password,
-    )
+    login = Login.of(config, sasl_password, server_password)
 
     async def register() -> str:
         async with IrcConnection.open(

@@ -53,14 +53,7 @@ class IrcComponent:
         config = self.config
         # Each redacted from every log line as it is read.
         sasl, server_password = config.sasl_password(), config.server_password()
-        self.login = Login(
-            nick=config.nick,
-            username=config.username,
-            realname=config.realname,
-            server_password=server_password,
-            sasl_username=config.sasl_username,
-            sasl_password=sasl,
-        )
+        self.login = Login.of(config, sasl, server_password)
         self.setup = setup
         self.identities = Identities(config.allowed_users)
         self.inbound = ChatInbound(

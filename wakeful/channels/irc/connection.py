@@ -15,6 +15,7 @@ import ssl
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import anyio
 import structlog
@@ -22,6 +23,9 @@ from anyio.abc import ByteStream
 from anyio.streams.buffered import BufferedByteReceiveStream
 
 from wakeful.channels.irc.protocol import Line, format_line, parse_line
+
+if TYPE_CHECKING:
+    from wakeful.channels.irc.config import IrcConfig
 
 log = structlog.get_logger(__name__)
 
@@ -47,6 +51,18 @@ class Login:
     server_password: str | None = None
     sasl_username: str | None = None
     sasl_password: str | None = None
+
+    @classmethod
+    def of(cls, config: IrcConfig, sasl_password: str | None, server_password: str | None) -> Login:
+        """The account's log-in, with its passwords as read (and redacted) from their files."""
+        return cls(
+            nick=config.nick,
+            username=config.username,
+            realname=config.realname,
+            server_password=server_password,
+            sasl_username=config.sasl_username,
+            sasl_password=sasl_password,
+        )
 
 
 @dataclass
