@@ -21,7 +21,6 @@ from wakeful.core.context.save_before_compaction import wants_saving
 from wakeful.core.context.tokens import raw_estimate
 from wakeful.core.dispatcher import Dispatcher
 from wakeful.core.feed import Feed
-from wakeful.core.fleet_port import FleetPort
 from wakeful.core.loop.deps import LoopDeps
 from wakeful.core.loop.limits import LoopLimits
 from wakeful.core.loop.model_health import ModelHealth
@@ -44,6 +43,7 @@ from wakeful.store.base import Store
 
 if TYPE_CHECKING:
     from wakeful.app.fleet.member import FleetMember
+    from wakeful.store.redis_store import RedisStore
 
 
 def loop_limits(settings: Settings) -> LoopLimits:
@@ -84,16 +84,16 @@ async def start_core(
         notify_urgent=[parse_target(t) for t in settings.notify.urgent],
     )
     await group.start(outbox.deliverer.run)  # marks sends a crash interrupted "unknown" first
-    fleet_port = _fleet_port(store) if settings.store.fleet else None
+    fleet_store = _fleet_store(store) if settings.store.fleet else None
     dispatcher = Dispatcher(
         store,
         Router(_classifier(settings, provider)),
         feed,
         group,
         _loop_deps(settings, opened, armed, feed, outbox),
-        fleet=fleet_port,
+        fleet=fleet_store.fleet if fleet_store is not None else None,
     )
-    member = _fleet_member(store, dispatcher, opened.url) if fleet_port is not None else None
+    member = _fleet_member(fleet_store, dispatcher, opened.url) if fleet_store is not None else None
     daemon = ApiBackend(
         store,
         dispatcher,
@@ -201,20 +201,20 @@ def _core_services(
     )
 
 
-def _fleet_port(store: Store) -> FleetPort:
+def _fleet_store(store: Store) -> RedisStore:
+    """The store as a fleet's ([store] fleet = true: Redis, with its fleet)."""
     from wakeful.store.redis_store import RedisStore  # Redis only: imported when used
 
-    assert isinstance(store, RedisStore) and store.fleet is not None  # [store] fleet = true
-    return store.fleet
+    assert isinstance(store, RedisStore) and store.fleet is not None
+    return store
 
 
-def _fleet_member(store: Store, dispatcher: Dispatcher, url: str) -> FleetMember:
+def _fleet_member(store: RedisStore, dispatcher: Dispatcher, url: str) -> FleetMember:
     """This daemon's part in the fleet: sessions are resumed by it, each by the daemon
     that takes its lease (not all by every daemon at start)."""
     from wakeful.app.fleet.member import FleetMember  # Redis only: imported when used
-    from wakeful.store.redis_store import RedisStore
 
-    assert isinstance(store, RedisStore) and store.fleet is not None  # [store] fleet = true
+    assert store.fleet is not None
     return FleetMember(store, store.fleet, dispatcher.sessions, url)
 
 
