@@ -103,15 +103,12 @@ class RedisJobStore(RestoringJobStore):
             # Subscribed before our first write goes out: what we miss, we read at open.
             await group.start(self._follow_changes, name="timer changes from other daemons")
             while True:
-                batch = [await self._receive.receive(), *self._take_queued()]
+                batch = [await self._receive.receive(), *take_queued(self._receive)]
                 await self._commit(batch)
-
-    def _take_queued(self) -> list[_Op]:
-        return take_queued(self._receive)
 
     async def drain(self) -> None:
         self._send.close()
-        await self._commit(self._take_queued())
+        await self._commit(take_queued(self._receive))
 
     async def _commit(self, batch: list[_Op]) -> None:
         commands = [op for op in batch if op.args]

@@ -118,16 +118,13 @@ class SqliteJobStore(RestoringJobStore):
             with anyio.move_on_after(_FIRE_PRIORITY_S):
                 while self._fires_in_flight:
                     await self._no_fires.wait()
-            batch += self._take_queued()
+            batch += take_queued(self._receive)
             await self._commit(batch)
-
-    def _take_queued(self) -> list[_Write]:
-        return take_queued(self._receive)
 
     async def drain(self) -> None:
         """After the writer task has ended: commit what is still queued, accept no more."""
         self._send.close()
-        await self._commit(self._take_queued())
+        await self._commit(take_queued(self._receive))
 
     async def _commit(self, batch: list[_Write]) -> None:
         statements = [item for item in batch if not isinstance(item, _Barrier)]
