@@ -6,6 +6,8 @@ Channel packages define their own sections on these (``wakeful/channels/*/config
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from pydantic import BaseModel, ConfigDict
 
 from wakeful.kernel.config_files import (
@@ -15,16 +17,26 @@ from wakeful.kernel.config_files import (
     read_secret_file,
     set_config_dir,
 )
+from wakeful.kernel.logging import add_secrets
 
 __all__ = [
     "ConfigError",
     "Section",
     "config_dir",
     "credential_path",
+    "read_secret",
     "read_secret_file",
     "reject_repeated_names",
     "set_config_dir",
 ]
+
+
+def read_secret(path: Path, key: str) -> str:
+    """read_secret_file's value, kept out of every log line from here on (before anything
+    can fail and log it): how a section reads a secret from its file."""
+    secret = read_secret_file(path, key)
+    add_secrets([secret])
+    return secret
 
 
 class Section(BaseModel):

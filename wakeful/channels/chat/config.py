@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from pydantic import Field, field_validator
 
-from wakeful.kernel.config_base import Section, read_secret_file
-from wakeful.kernel.logging import add_secrets
+from wakeful.kernel.config_base import Section
 from wakeful.kernel.session_names import SESSION_PATTERN
 
 PER_USER = "per-user"
@@ -19,14 +16,6 @@ def base_url(value: str, error: str) -> str:
     if not value.startswith(("http://", "https://")):
         raise ValueError(error)
     return value.rstrip("/")
-
-
-def read_secret(path: Path, key: str) -> str:
-    """read_secret_file's value, kept out of every log line from here on (before anything
-    can fail and log it)."""
-    secret = read_secret_file(path, key)
-    add_secrets([secret])
-    return secret
 
 
 class ChatPlatformConfig(Section):

@@ -25,7 +25,6 @@ import httpx
 import structlog
 from anyio.abc import TaskStatus
 
-from wakeful.channels.chat.config import read_secret
 from wakeful.channels.chat.decisions import standing
 from wakeful.channels.chat.health import BotHealth
 from wakeful.channels.chat.inbound import ChatInbound
@@ -44,7 +43,7 @@ from wakeful.channels.discord.messages import (
 from wakeful.channels.discord.rest import DiscordRest, RateLimited, RestError, RestUnreachable
 from wakeful.core.approvals import DecideOutcome
 from wakeful.core.components.context import ComponentHealth, ComponentSetup
-from wakeful.kernel.config_base import ConfigError
+from wakeful.kernel.config_base import ConfigError, read_secret
 from wakeful.store.base import Cursor
 
 log = structlog.get_logger(__name__)

@@ -8,8 +8,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
 
-from wakeful.kernel.config_base import ConfigError, Section, read_secret_file
-from wakeful.kernel.logging import add_secrets
+from wakeful.kernel.config_base import ConfigError, Section, read_secret
 from wakeful.kernel.session_names import SESSION_PATTERN
 
 Security = Literal["tls", "starttls", "none"]
@@ -125,9 +124,7 @@ class EmailAccountConfig(BaseModel):
             return self.password.get_secret_value()
         if self.password_file is not None:
             key = f"email.accounts[{self.name}].password_file"
-            secret = read_secret_file(self.password_file, key)
-            add_secrets([secret])  # out of every log line before anything can log it
-            return secret
+            return read_secret(self.password_file, key)
         raise ConfigError(
             f"email.accounts[{self.name}]: set password_file (or password) for {self.username}"
         )

@@ -7,7 +7,8 @@ from pathlib import Path
 
 from pydantic import Field, field_validator, model_validator
 
-from wakeful.channels.chat.config import ChatPlatformConfig, read_secret
+from wakeful.channels.chat.config import ChatPlatformConfig
+from wakeful.kernel.config_base import read_secret
 
 # RFC 2812's nick, plus what networks allow beyond 9 characters.
 NICK = re.compile(r"^[A-Za-z\[\]\\`_^{|}][A-Za-z0-9\[\]\\`_^{|}-]{0,29}$")

@@ -8,7 +8,8 @@ from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from wakeful.channels.chat.config import ChatPlatformConfig, base_url, read_secret
+from wakeful.channels.chat.config import ChatPlatformConfig, base_url
+from wakeful.kernel.config_base import read_secret
 
 MATRIX_USER_ID = re.compile(r"^@[^:\s]+:\S+$")
 

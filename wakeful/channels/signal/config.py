@@ -7,7 +7,8 @@ from pathlib import Path
 
 from pydantic import Field, field_validator, model_validator
 
-from wakeful.channels.chat.config import ChatPlatformConfig, read_secret
+from wakeful.channels.chat.config import ChatPlatformConfig
+from wakeful.kernel.config_base import read_secret
 
 # A phone number in E.164 form, or an ACI (a UUID): the two ways Signal names a person.
 NUMBER = re.compile(r"^\+[1-9][0-9]{6,14}$")

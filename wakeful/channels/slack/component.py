@@ -13,7 +13,6 @@ import structlog
 from anyio.abc import TaskStatus
 from starlette.routing import Route
 
-from wakeful.channels.chat.config import read_secret
 from wakeful.channels.chat.inbound import ChatInbound
 from wakeful.channels.chat.outgoing import ChatChannel
 from wakeful.channels.slack.client import SlackClient
@@ -23,6 +22,7 @@ from wakeful.channels.slack.interactive import SlackInteractions
 from wakeful.channels.slack.signing import SlackSignature
 from wakeful.core.components.context import ComponentHealth, ComponentSetup
 from wakeful.core.outbox.channels import NeverDeliverable, TryLater
+from wakeful.kernel.config_base import read_secret
 
 log = structlog.get_logger(__name__)
 

@@ -18,7 +18,6 @@ import structlog
 from anyio.abc import TaskStatus
 from starlette.routing import Route
 
-from wakeful.channels.chat.config import read_secret
 from wakeful.channels.chat.health import BotHealth
 from wakeful.channels.chat.inbound import ChatInbound
 from wakeful.channels.chat.outgoing import ChatChannel
@@ -31,7 +30,7 @@ from wakeful.channels.telegram.polling import UpdatePoller
 from wakeful.channels.telegram.updates import ALLOWED_UPDATES, button_press, platform_message
 from wakeful.channels.telegram.webhook import WebhookReceiver
 from wakeful.core.components.context import ComponentHealth, ComponentSetup
-from wakeful.kernel.config_base import ConfigError
+from wakeful.kernel.config_base import ConfigError, read_secret
 from wakeful.store.base import Cursor
 
 log = structlog.get_logger(__name__)

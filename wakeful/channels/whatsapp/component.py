@@ -19,7 +19,6 @@ import structlog
 from anyio.abc import TaskStatus
 from starlette.routing import Route
 
-from wakeful.channels.chat.config import read_secret
 from wakeful.channels.chat.health import BotHealth
 from wakeful.channels.chat.inbound import ChatInbound
 from wakeful.channels.chat.outgoing import ChatChannel
@@ -31,6 +30,7 @@ from wakeful.channels.whatsapp.webhook import WhatsAppWebhook
 from wakeful.channels.whatsapp.window import ServiceWindow, Template, WindowedChannel
 from wakeful.core.components.context import ComponentHealth, ComponentSetup
 from wakeful.core.outbox.channels import NeverDeliverable, TryLater
+from wakeful.kernel.config_base import read_secret
 
 log = structlog.get_logger(__name__)
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 from pydantic import Field, field_validator, model_validator
 
-from wakeful.channels.chat.config import ChatPlatformConfig, read_secret
-from wakeful.kernel.config_base import ConfigError
+from wakeful.channels.chat.config import ChatPlatformConfig
+from wakeful.kernel.config_base import ConfigError, read_secret
 from wakeful.kernel.config_files import credential_path
 from wakeful.llm.model_key import is_loopback
 
