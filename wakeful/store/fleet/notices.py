@@ -25,10 +25,12 @@ RESUBSCRIBE_S = 1.0  # after the feed broke (Redis restarting): try again this s
 class RedisChangeNotices:
     """``ChangeNotices`` on the channel ``<prefix><topic>``."""
 
-    def __init__(self, client: Redis, channel: str) -> None:
+    def __init__(self, client: Redis, channel: str, *, origin: str = "") -> None:
+        """``origin``: how this daemon signs its notices, which it does not apply again
+        (given by a caller that publishes them itself, in a transaction of its own)."""
         self._client = client
         self._channel = channel
-        self._origin = uuid.uuid4().hex  # this daemon's own notices are not applied again
+        self._origin = origin or uuid.uuid4().hex
 
     async def announce(self, name: str) -> None:
         """Best effort: a daemon that misses it still has the record at its next start

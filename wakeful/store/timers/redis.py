@@ -33,20 +33,18 @@ from typing import Any
 
 import anyio
 import structlog
-from anyio.abc import TaskStatus
 from apscheduler.job import Job
 from apscheduler.jobstores.base import JobLookupError
 from redis.asyncio import Redis
-from redis.asyncio.client import PubSub
 from redis.exceptions import RedisError
 
 from wakeful.store.fleet.named_lease import process_holder_id
+from wakeful.store.fleet.notices import RedisChangeNotices
 from wakeful.store.timers.port import PendingFire
 from wakeful.store.timers.restoring import RestoringJobStore, take_queued
 
 log = structlog.get_logger(__name__)
 
-RESUBSCRIBE_S = 1.0
 COMMIT_DEADLINE_S = 10.0
 CLAIM_RETENTION_S = 86_400.0  # longer than any daemon's schedule can lag behind another's
 
@@ -101,7 +99,14 @@ class RedisJobStore(RestoringJobStore):
         """Send queued changes in order and follow other daemons' changes, until cancelled."""
         async with anyio.create_task_group() as group:
             # Subscribed before our first write goes out: what we miss, we read at open.
-            await group.start(self._follow_changes, name="timer changes from other daemons")
+            # Changes are published in the pipeline that makes them (``_send_batch``).
+            notices = RedisChangeNotices(self._client, self._channel, origin=self._origin)
+            await group.start(
+                notices.follow,
+                self._apply_change,
+                self._reload_all,  # after a lost subscription: some may have been missed
+                name="timer changes from other daemons",
+            )
             while True:
                 batch = [await self._receive.receive(), *take_queued(self._receive)]
                 await self._commit(batch)
@@ -188,34 +193,6 @@ class RedisJobStore(RestoringJobStore):
             log.warning("timer change after the scheduler stopped was not saved")
 
     # -- other daemons' changes ---------------------------------------------------
-
-    async def _follow_changes(
-        self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED
-    ) -> None:
-        """Apply other daemons' announcements; after a lost subscription (Redis
-        restarted), subscribe again and re-read every job, since some may be missed."""
-        started = False
-        while True:
-            try:
-                async with self._client.pubsub() as pubsub:
-                    await pubsub.subscribe(self._channel)
-                    if started:
-                        await self._reload_all()
-                    else:
-                        started = True
-                        task_status.started()
-                    await self._listen(pubsub)
-            except RedisError as exc:
-                log.warning("lost the timer change feed; subscribing again", error=str(exc))
-                await anyio.sleep(RESUBSCRIBE_S)
-
-    async def _listen(self, pubsub: PubSub) -> None:
-        async for message in pubsub.listen():
-            if message.get("type") != "message":
-                continue
-            origin, _, job_id = str(message["data"]).partition(" ")
-            if origin != self._origin:
-                await self._apply_change(job_id)
 
     async def _reload_all(self) -> None:
         stored = await self._client.hgetall(self._jobs_key)
