@@ -27,18 +27,19 @@ from wakeful.store.state.old_tables import empty_old_tables, old_rows
 
 log = structlog.get_logger(__name__)
 
-TABLES = ("email_cursor", "email_seen", "email_outbox")
-_CURSOR = ("account", "mailbox", "uidvalidity", "last_uid", "resync_below")
-_SEEN = ("account", "mailbox", "message_id", "event_id")
-_DRAFT = ("message_id", "draft_id", "account", "state", "recipients", "raw", "detail")
+# Each old table, with its columns in the order the copy reads them.
+TABLES = {
+    "email_cursor": ("account", "mailbox", "uidvalidity", "last_uid", "resync_below"),
+    "email_seen": ("account", "mailbox", "message_id", "event_id"),
+    "email_outbox": ("message_id", "draft_id", "account", "state", "recipients", "raw", "detail"),
+}
 
 
 async def import_old_tables(state: MailState, path: Path) -> int:
     """Copy the file's old e-mail tables into ``state``; how many cursors and drafts
     were copied (a delivered Message-ID is copied but not counted)."""
-    cursors = await old_rows(path, "email_cursor", _CURSOR)
-    seen = await old_rows(path, "email_seen", _SEEN)
-    drafts = await old_rows(path, "email_outbox", _DRAFT)
+    rows = await old_rows(path, TABLES)
+    cursors, seen, drafts = (rows[table] for table in TABLES)
     if not (cursors or seen or drafts):
         return 0  # every start after the first: nothing to write
     copied = 0
@@ -51,7 +52,7 @@ async def import_old_tables(state: MailState, path: Path) -> int:
     for row in drafts:
         # With the state an older version's own outbox recorded of its send, if any.
         copied += await state.add_draft(_draft(row), 0.0)
-    await empty_old_tables(path, TABLES)
+    await empty_old_tables(path, list(TABLES))
     log.warning("mail state moved from its old tables into the state records", items=copied)
     return copied
 

@@ -10,16 +10,19 @@ copy happens once whichever backend it runs on now.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import anyio.to_thread
 
 
-async def old_rows(path: Path, table: str, columns: Sequence[str]) -> list[tuple[Any, ...]]:
-    """The rows of ``table`` ([] when the file or the table is not there)."""
-    return await anyio.to_thread.run_sync(_read, path, table, ", ".join(columns))
+async def old_rows(
+    path: Path, tables: Mapping[str, Sequence[str]]
+) -> dict[str, list[tuple[Any, ...]]]:
+    """Each table's rows, its columns in the order given ([] for a table or file that is
+    not there), read on one connection."""
+    return await anyio.to_thread.run_sync(_read, path, tables)
 
 
 async def empty_old_tables(path: Path, tables: Sequence[str]) -> None:
@@ -37,14 +40,17 @@ def _present(conn: sqlite3.Connection) -> set[str]:
     return {str(row[0]) for row in conn.execute("SELECT name FROM sqlite_master")}
 
 
-def _read(path: Path, table: str, columns: str) -> list[tuple[Any, ...]]:
+def _read(path: Path, tables: Mapping[str, Sequence[str]]) -> dict[str, list[tuple[Any, ...]]]:
+    rows: dict[str, list[tuple[Any, ...]]] = {table: [] for table in tables}
     if not path.exists():
-        return []
+        return rows
     conn = _connect(path)
     try:
-        if table not in _present(conn):
-            return []
-        return list(conn.execute(f"SELECT {columns} FROM {table}").fetchall())
+        present = _present(conn)
+        for table, columns in tables.items():
+            if table in present:
+                rows[table] = conn.execute(f"SELECT {', '.join(columns)} FROM {table}").fetchall()
+        return rows
     finally:
         conn.close()
 
