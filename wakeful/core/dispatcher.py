@@ -69,13 +69,7 @@ class Dispatcher:
         self._store = store
         self._router = router
         self._fleet = fleet
-        self.sessions = Sessions(
-            loop_deps,
-            group,
-            submit=self.submit_internal,
-            owned_only=fleet is not None,
-            on_let_go=fleet.let_go if fleet is not None else None,
-        )
+        self.sessions = Sessions(loop_deps, group, submit=self.submit_internal, fleet=fleet)
         self._feed = feed
         self._group = group
         self.stopping = False

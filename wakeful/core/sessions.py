@@ -8,7 +8,7 @@ A session a component ended for good (a cancelled subagent) is *closed*: its
 loop starts no run again, in this process — a component that keeps such
 sessions across restarts closes them again before sessions resume.
 
-In a fleet (``owned_only``) a loop runs only for the sessions this daemon owns:
+In a fleet (``fleet``) a loop runs only for the sessions this daemon owns:
 :meth:`Sessions.get` still gives a loop object (the dispatcher reads whether it
 is busy), but only :meth:`Sessions.adopt` (the fleet member, once it holds the
 session's lease) starts it, and :meth:`Sessions.release` or a refused write
@@ -18,12 +18,11 @@ fleet gives to another daemon. Each started loop runs in a cancel scope of its o
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import anyio
 import structlog
 from anyio.abc import TaskGroup
 
+from wakeful.core.fleet_port import FleetPort
 from wakeful.core.loop.deps import LoopDeps, Submit
 from wakeful.core.loop.session_loop import SessionLoop
 from wakeful.core.loop.supervisor import PoisonGate, SessionSupervisor
@@ -39,21 +38,19 @@ class Sessions:
         group: TaskGroup,
         submit: Submit,
         *,
-        owned_only: bool = False,
-        on_let_go: Callable[[str], None] | None = None,
+        fleet: FleetPort | None = None,
     ) -> None:
-        """``owned_only`` (fleet): a loop runs only once this daemon owns its session;
-        ``on_let_go``: told when a loop ends here for good (the fleet forgets its lease)."""
+        """``fleet``: a loop runs only once this daemon owns its session, and the fleet
+        is told when one ends here for good (it forgets the lease)."""
         self._deps = deps
         self._group = group
         self._submit = submit
-        self.owned_only = owned_only
+        self._fleet = fleet
         self._loops: dict[str, SessionLoop] = {}
         self._running: dict[str, anyio.CancelScope] = {}
         self._ended: dict[str, anyio.Event] = {}  # set once the loop's task has returned
         self.supervisors: dict[str, SessionSupervisor] = {}
         self._closed: dict[str, str] = {}  # session → why it was closed
-        self._on_let_go = on_let_go
 
     @property
     def deps(self) -> LoopDeps:
@@ -66,7 +63,7 @@ class Sessions:
             loop = self._loops[session] = SessionLoop(session, self._deps, self._submit)
             if session in self._closed:
                 loop.close(self._closed[session])
-            if not self.owned_only:
+            if self._fleet is None:
                 self._start(loop)
         return loop
 
@@ -140,8 +137,8 @@ class Sessions:
             del self._running[session]
             self._loops.pop(session, None)
             self.supervisors.pop(session, None)
-        if session not in self._running and self._on_let_go is not None:
-            self._on_let_go(session)  # not taken again meanwhile (a newer lease)
+        if session not in self._running and self._fleet is not None:
+            self._fleet.let_go(session)  # not taken again meanwhile (a newer lease)
 
     def _supervise(self, loop: SessionLoop) -> SessionSupervisor:
         deps, limits = self._deps, self._deps.limits
