@@ -132,11 +132,7 @@ class Approvals:
         self._running_here: set[str] = set()  # approved calls this process runs now
 
     def _mine(self, approval: Approval) -> bool:
-        return not self._shared or self._owns(approval.session)
-
-    def _owns(self, session: str) -> bool:
-        assert self._effects is not None, "a shared Approvals needs its effects"
-        return self._effects.owns(session)
+        return not self._shared or self._effect().owns(approval.session)
 
     def _effect(self) -> ApprovalEffects:
         assert self._effects is not None, "Approvals was built without its effects"
