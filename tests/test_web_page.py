@@ -14,7 +14,6 @@ from typing import Any
 
 import httpx
 import pytest
-from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.remote.webdriver import WebDriver
 
@@ -486,12 +485,21 @@ def test_what_a_tainted_session_saved_to_memory_waits_on_the_page_until_forgotte
     )
     open_page(browser, daemon.url, "web-memory")
     find(browser, "textarea[aria-label='Message']").send_keys("check the output", Keys.ENTER)
-    wait_for(
-        lambda: any("audit@evil.test" in t for t in texts(browser, "#memory .card")),
+    # Read and clicked through fresh lookups: the panel re-renders as the feed moves on,
+    # and an element found before a re-render is stale after it.
+    cards = wait_for(
+        lambda: (
+            (found := texts(browser, "#memory .card"))
+            and any("audit@evil.test" in t for t in found)
+            and found
+        ),
         what="the entry waiting for review",
     )
-    (card,) = browser.find_elements(By.CSS_SELECTOR, "#memory .card")
-    assert "saved in session web-memory after it read" in card.text
+    (card_text,) = cards
+    assert "saved in session web-memory after it read" in card_text
     browser.save_screenshot(str(SHOTS / "memory-review.png"))
-    card.find_element(By.CSS_SELECTOR, "button.danger").click()
+    wait_for(
+        lambda: find(browser, "#memory .card button.danger").click() or True,
+        what="Forget to be clicked",
+    )
     wait_for(lambda: texts(browser, "#memory .card") == [], what="the entry to be forgotten")
