@@ -4,15 +4,18 @@ from __future__ import annotations
 
 import sqlite3
 from pathlib import Path
+from typing import Any
 
 import anyio
 import anyio.lowlevel
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from wakeful.kernel.events import user_message
-from wakeful.store.base import AppendResult, StoreUnavailable
+from wakeful.store.base import AppendResult, Cursor, EventStatus, StoreUnavailable
 from wakeful.store.group_commit import GroupCommit
-from wakeful.store.sqlite import SqliteStore
+from wakeful.store.sqlite import SqliteStore, _Append
 
 
 def committed_ids(path: Path) -> list[str]:
@@ -133,3 +136,60 @@ async def test_batches_respect_max_batch_and_share_a_failure() -> None:
     assert committed == [[0], list(range(1, 11)), list(range(11, 21)), list(range(21, 26))]
     assert all(outcomes[i] == "disk full" for i in range(11, 21))
     assert all(outcomes[i] == f"ok{i}" for i in [*range(11), *range(21, 26)])
+
+
+# Ids from a small alphabet, so batches repeat ids within themselves and across batches;
+# some appends carry a channel cursor (written with their event, one by one).
+_batches = st.lists(
+    st.lists(st.tuples(st.sampled_from("abcdefgh"), st.booleans()), min_size=1, max_size=12),
+    min_size=1,
+    max_size=6,
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(batches=_batches)
+def test_a_group_answers_as_appends_one_by_one(tmp_path_factory: Any, batches: Any) -> None:
+    """However a group mixes new ids, repeats and cursors, each append gets what it would
+    alone: created with a seq above every earlier one for a new id, else the stored
+    event of the first."""
+    path = tmp_path_factory.mktemp("group") / "events.sqlite"
+
+    async def check() -> None:
+        store = await SqliteStore(path).open()
+        seen: dict[str, int] = {}
+        try:
+            for n, batch in enumerate(batches):
+                requests = [
+                    _Append(
+                        user_message(f"{key} {n}.{i}", event_id=key),
+                        "",
+                        EventStatus.PENDING,
+                        None,
+                        None,
+                        float(n),
+                        Cursor(f"cursor-{key}", str(n)) if with_cursor else None,
+                    )
+                    for i, (key, with_cursor) in enumerate(batch)
+                ]
+                for r in requests:
+                    r.body = r.event.to_json()
+                results = await store._connection()[1].call(
+                    lambda requests=requests: store._insert_batch(requests)
+                )
+                for r, result in zip(requests, results, strict=True):
+                    key = r.event.id
+                    assert result.created is (key not in seen)
+                    if result.created:  # seqs grow (a conflicting row may leave a gap)
+                        assert result.stored.seq > max(seen.values(), default=0)
+                        seen[key] = result.stored.seq
+                        assert result.stored.event is r.event
+                    assert result.stored.seq == seen[key]
+                    assert result.stored.event.id == key
+        finally:
+            await store.aclose()
+        with sqlite3.connect(path) as conn:
+            stored = dict(conn.execute("SELECT id, seq FROM events"))
+        assert stored == seen
+
+    anyio.run(check)
