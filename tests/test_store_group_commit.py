@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sqlite3
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -174,9 +175,7 @@ def test_a_group_answers_as_appends_one_by_one(tmp_path_factory: Any, batches: A
                 ]
                 for r in requests:
                     r.body = r.event.to_json()
-                results = await store._connection()[1].call(
-                    lambda requests=requests: store._insert_batch(requests)
-                )
+                results = await store._connection()[1].call(partial(store._insert_batch, requests))
                 for r, result in zip(requests, results, strict=True):
                     key = r.event.id
                     assert result.created is (key not in seen)
