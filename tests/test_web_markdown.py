@@ -10,6 +10,7 @@ Screenshots go to ``.pt-web/`` (not part of the repository).
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -19,10 +20,18 @@ from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.remote.webdriver import WebDriver
 
 from tests.browser import as_phone, chromium, find, wait_for
-from tests.daemon_process import DaemonProcess, free_port, write_config
+from tests.daemon_process import DaemonProcess
 from tests.fakes.model_replies import Reply
 from tests.fakes.model_server import FakeModelServer
-from tests.test_web_page import open_page
+
+# The daemon and its fake model are set up as for the page's other tests (fixtures).
+from tests.test_web_page import (  # noqa: F401 (fixtures)
+    daemon,
+    daemon_and_proxy,
+    model,
+    nothing_scripted_is_left_over,
+    open_page,
+)
 
 SHOTS = Path(__file__).parents[1] / ".pt-web"
 LONG_LINE = "print('a line of code longer than any phone is wide, " + "and longer " * 8 + "')"
@@ -79,34 +88,21 @@ return {scrolls: pre.scrollWidth > pre.clientWidth,
 """
 
 
-@pytest.fixture(scope="module")
-def model() -> Iterator[FakeModelServer]:
-    with FakeModelServer() as server:
-        yield server
-    assert server.violations == [], "invalid trajectories were sent to the model"
+@dataclass
+class Page:
+    daemon: DaemonProcess
+    model: FakeModelServer
+    browser: WebDriver
 
 
 @pytest.fixture(scope="module")
-def daemon(
-    tmp_path_factory: pytest.TempPathFactory, model: FakeModelServer
-) -> Iterator[DaemonProcess]:
-    port = free_port()
-    config = write_config(tmp_path_factory.mktemp("web-md"), model.base_url, port)
-    with DaemonProcess(config, port) as daemon:
-        yield daemon
-
-
-@pytest.fixture(scope="module")
-def browser(daemon: DaemonProcess) -> Iterator[WebDriver]:
+def page(
+    daemon: DaemonProcess,  # noqa: F811 (the fixture)
+    model: FakeModelServer,  # noqa: F811 (the fixture)
+) -> Iterator[Page]:
     SHOTS.mkdir(exist_ok=True)
-    with chromium(SHOTS, width=1280, height=800) as driver:
-        yield driver
-
-
-@pytest.fixture(autouse=True)
-def nothing_scripted_is_left_over(model: FakeModelServer) -> Iterator[None]:
-    yield
-    assert not model._queue, "a scripted reply was left for the next test"
+    with chromium(SHOTS, width=1280, height=800) as browser:
+        yield Page(daemon, model, browser)
 
 
 def ask(browser: WebDriver, text: str) -> None:
@@ -119,10 +115,11 @@ def final_reply(browser: WebDriver) -> Any:
 
 
 def test_a_reply_shows_each_construct_as_its_element_streamed_and_from_the_records(
-    daemon: DaemonProcess, model: FakeModelServer, browser: WebDriver
+    page: Page,
 ) -> None:
-    model.push(Reply(text=RICH, token_delay_s=0.01))
-    open_page(browser, daemon.url, "web-md")
+    browser = page.browser
+    page.model.push(Reply(text=RICH, token_delay_s=0.01))
+    open_page(browser, page.daemon.url, "web-md")
     ask(browser, "what is the plan?")
     expected = {
         "blocks": ["h4", "p", "ol", "blockquote", "pre", "p"],
@@ -158,11 +155,10 @@ def test_a_reply_shows_each_construct_as_its_element_streamed_and_from_the_recor
         browser.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})  # type: ignore[attr-defined]
 
 
-def test_a_strangers_markup_and_script_links_stay_text(
-    daemon: DaemonProcess, model: FakeModelServer, browser: WebDriver
-) -> None:
-    model.push(Reply(text=HOSTILE))
-    open_page(browser, daemon.url, "web-md-hostile")
+def test_a_strangers_markup_and_script_links_stay_text(page: Page) -> None:
+    browser = page.browser
+    page.model.push(Reply(text=HOSTILE))
+    open_page(browser, page.daemon.url, "web-md-hostile")
     ask(browser, "what did the webhook say?")
     reply = final_reply(browser)
     made = browser.execute_script(
@@ -190,12 +186,12 @@ def test_a_strangers_markup_and_script_links_stay_text(
         browser.switch_to.alert.text  # noqa: B018 (reading it is the check)
 
 
-def test_a_code_block_being_streamed_is_code_before_its_fence_closes(
-    daemon: DaemonProcess, model: FakeModelServer, browser: WebDriver
-) -> None:
+def test_a_code_block_being_streamed_is_code_before_its_fence_closes(page: Page) -> None:
+    browser = page.browser
     lines = "\n".join(f"step_{n}()" for n in range(40))
-    model.push(Reply(text=f"Run this:\n\n```python\n{lines}\n```\n\nDone.", token_delay_s=0.05))
-    open_page(browser, daemon.url, "web-md-stream")
+    text = f"Run this:\n\n```python\n{lines}\n```\n\nDone."
+    page.model.push(Reply(text=text, token_delay_s=0.05))
+    open_page(browser, page.daemon.url, "web-md-stream")
     ask(browser, "give me the script")
     # One read of the page while the reply streams: the fence's marks are not shown as
     # text, the code so far is in a code block.
@@ -261,10 +257,10 @@ CASES = [
 
 
 @pytest.fixture(scope="module")
-def renderer(daemon: DaemonProcess, browser: WebDriver) -> WebDriver:
+def renderer(page: Page) -> WebDriver:
     """The page as the daemon serves it, its renderer called directly."""
-    open_page(browser, daemon.url, "web-md-renderer")
-    return browser
+    open_page(page.browser, page.daemon.url, "web-md-renderer")
+    return page.browser
 
 
 @pytest.mark.parametrize(("markdown", "html"), CASES)
