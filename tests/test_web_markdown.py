@@ -267,8 +267,25 @@ def renderer(page: Page) -> WebDriver:
 def test_the_renderer_builds_these_elements(renderer: WebDriver, markdown: str, html: str) -> None:
     made = renderer.execute_script(
         "const box = document.createElement('div');"
-        "box.append(renderMarkdown(arguments[0]));"
+        "renderMarkdown(arguments[0], box);"
         "return box.innerHTML",
         markdown,
     )
     assert made == html
+
+
+def test_drawing_again_keeps_the_blocks_that_did_not_change(renderer: WebDriver) -> None:
+    """A streamed reply is drawn again on each chunk: its earlier blocks stay the same
+    nodes (a selection in them, a code block's scroll survive), only the last is new."""
+    kept = renderer.execute_script(
+        "const box = document.createElement('div');"
+        "renderMarkdown('```\\ncode\\n```\\n\\nfirst', box);"
+        "const [code, text] = box.children;"
+        "renderMarkdown('```\\ncode\\n```\\n\\nfirst and more\\n\\n- new', box);"
+        "return [box.children[0] === code, box.children[1] === text, box.innerHTML]"
+    )
+    assert kept == [
+        True,
+        False,
+        "<pre><code>code</code></pre><p>first and more</p><ul><li>new</li></ul>",
+    ]

@@ -22,7 +22,8 @@ const state = {
   lateResults: new Map(), // call id -> event seq that paid its placeholder
   streaming: null, // the assistant bubble being streamed
   streamed: "", // its text so far, Markdown re-rendered as it grows
-  streamFrame: 0, // the animation frame that renders it next, if one is asked for
+  streamDue: false, // a render of it is asked for
+  streamPause: 0, // ms to wait before the next render: four times the last one took
   unread: new Map(), // outbox id -> bubble
   ready: null, // a promise: the current session's records are loaded
   taskPoll: null,
@@ -112,7 +113,8 @@ function addBubble(key, role, text, at, extra = {}) {
   list.querySelector(".empty-chat")?.remove();
   const meta = el("span", { class: "meta", text: `${role === "user" ? "you" : "wakeful"} · ${clock(at)}` });
   // The owner's words are shown as typed; the model's replies are Markdown.
-  const body = role === "user" ? el("div", { class: "body", text }) : el("div", { class: "body md" }, renderMarkdown(text));
+  const body = role === "user" ? el("div", { class: "body", text }) : el("div", { class: "body md" });
+  if (role !== "user") renderMarkdown(text, body);
   const bubble = el("li", { class: `msg ${role}`, "data-key": key || "", "data-at": at }, meta, body);
   if (extra.unread) markUnread(bubble, extra.id);
   // In time order: a resumed feed may bring a reply before the message it answers is read.
@@ -134,21 +136,29 @@ function streamDelta(text, at) {
     state.streaming.classList.add("streaming");
     state.streaming.setAttribute("aria-busy", "true");
     state.streamed = "";
+    state.streamPause = 0;
   }
   state.streamed += text;
-  // The whole text is rendered again (an unclosed ** or ``` changes what came before),
-  // at most once a frame however many chunks arrive in it.
-  state.streamFrame ||= requestAnimationFrame(renderStreamed);
+  if (state.streamDue) return;
+  // The whole text is rendered again (an unclosed ** or ``` changes what came before), at
+  // most once a frame, and then not before four times as long as that took: a long reply
+  // (bench/web_markdown.py: ~40 ms a render at 20 KB) keeps growing on the screen without
+  // keeping a phone busy more than a fifth of the time.
+  state.streamDue = true;
+  setTimeout(() => requestAnimationFrame(renderStreamed), state.streamPause);
 }
 
 function renderStreamed() {
-  state.streamFrame = 0;
+  state.streamDue = false;
   const bubble = state.streaming;
-  if (bubble) follow($("messages"), () => setMarkdown(bubble, state.streamed));
+  if (!bubble) return;
+  const started = performance.now();
+  follow($("messages"), () => setMarkdown(bubble, state.streamed));
+  state.streamPause = 4 * (performance.now() - started);
 }
 
 function setMarkdown(bubble, text) {
-  bubble.querySelector(".body").replaceChildren(renderMarkdown(text));
+  renderMarkdown(text, bubble.querySelector(".body"));
 }
 
 // A streamed reply that was not finished (Stop, a failed call) stays where it was read,
@@ -156,7 +166,7 @@ function setMarkdown(bubble, text) {
 function retractStreaming(cause) {
   const bubble = state.streaming;
   if (!bubble) return;
-  renderStreamed(); // what was read so far, including chunks still waiting for a frame
+  renderStreamed(); // what was read so far, including chunks still waiting to be drawn
   state.streaming = null;
   bubble.classList.replace("streaming", "discarded");
   bubble.removeAttribute("aria-busy");

@@ -3,7 +3,7 @@
 // A reply may quote a stranger (a webhook, an e-mail), so none of it is ever HTML: every
 // node is made with createElement, every piece of text goes in as a text node, and a
 // link is kept only to an http, https or mailto URL (anything else stays its own text).
-// One global, renderMarkdown(text) → DocumentFragment; the rest stays in this closure.
+// One global, renderMarkdown(text, element); the rest stays in this closure.
 "use strict";
 
 const renderMarkdown = (() => {
@@ -357,7 +357,11 @@ const renderMarkdown = (() => {
     return safeUrl(url.slice(0, end)) ? url.slice(0, end) : null;
   }
 
-  return (text) => {
+  // The text's blocks, put in `element`. A block equal to the one already in its place
+  // is kept: a streamed reply drawn again on each chunk lays out only what changed (most
+  // of a draw's cost, bench/web_markdown.py), and keeps a selection and a code block's
+  // sideways scroll in the blocks before.
+  return (text, element) => {
     const fragment = document.createDocumentFragment();
     try {
       blocks(String(text ?? "").replace(/\r\n?/g, "\n").split("\n"), fragment, 0);
@@ -366,6 +370,12 @@ const renderMarkdown = (() => {
       console.error(error);
       fragment.replaceChildren(String(text ?? ""));
     }
-    return fragment;
+    const fresh = [...fragment.childNodes];
+    fresh.forEach((block, n) => {
+      const old = element.childNodes[n];
+      if (!old) element.append(block);
+      else if (!old.isEqualNode(block)) old.replaceWith(block);
+    });
+    while (element.childNodes.length > fresh.length) element.lastChild.remove();
   };
 })();
