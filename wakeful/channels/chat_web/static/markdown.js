@@ -94,10 +94,9 @@ const renderMarkdown = (() => {
   // its closing fence has not arrived yet.
   function fence(lines, i, { indent, marks, language }, parent) {
     const closing = new RegExp(`^ {0,3}${marks[0]}{${marks.length},}[ \\t]*$`);
+    const outdent = new RegExp(`^ {0,${indent}}`); // the fence's own indent, off each line
     const body = [];
-    for (i++; i < lines.length && !closing.test(lines[i]); i++) {
-      body.push(lines[i].replace(new RegExp(`^ {0,${indent}}`), ""));
-    }
+    for (i++; i < lines.length && !closing.test(lines[i]); i++) body.push(lines[i].replace(outdent, ""));
     const code = node("code", body.join("\n"));
     if (language) code.className = `language-${language.replace(/[^\w+#.-]/g, "")}`;
     parent.append(node("pre", code));
