@@ -16,8 +16,8 @@ from wakeful.core.components.context import ComponentSetup
 from wakeful.kernel.http.auth import TokenCheck
 from wakeful.kernel.http.errors import ApiError
 
-PAGE_FILES = ("index.html", "login.html", "app.js", "app.css", "icon.svg")
-STATIC_FILES = frozenset({"app.js", "app.css", "icon.svg"})
+PAGE_FILES = ("index.html", "login.html", "app.js", "markdown.js", "app.css", "icon.svg")
+STATIC_FILES = frozenset({"app.js", "markdown.js", "app.css", "icon.svg"})
 
 
 class ChatWebComponent:
