@@ -49,8 +49,8 @@ from tests.daemon_process import free_port
 from tests.fakes.model_server import FakeModelServer, RecordedRequest, Reply
 from tests.fakes.telegram_api import FakeTelegramApi, bot_config
 from wakeful.channels.telegram.client import TelegramClient
-from wakeful.core.outbox.record import OutgoingMessage
 from wakeful.core.outbox.service import Outbox
+from wakeful.store.outbox.record import OutgoingMessage
 
 FIRST_USER = 10_000
 HANDED_TO_CLIENT: list[float] = []  # when TelegramClient.send_text was called, in order

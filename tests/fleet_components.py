@@ -25,10 +25,10 @@ from wakeful.core.components.context import Component, ComponentSetup, Registrat
 from wakeful.core.feed import Feed
 from wakeful.core.front_door import SubmitResult
 from wakeful.core.outbox.deliverer import Delivery
-from wakeful.core.outbox.record import NewMessage, OutgoingMessage
 from wakeful.core.tool_registry import ToolRegistry
 from wakeful.kernel.events import Event
 from wakeful.store.base import Cursor, Store
+from wakeful.store.outbox.record import NewMessage, OutgoingMessage
 from wakeful.store.redis_store import RedisStore
 from wakeful.store.sqlite import SqliteStore
 

@@ -16,8 +16,8 @@ from tests.redis_server import REDIS_URL
 from wakeful.core.outbox.channels import Receipt
 from wakeful.core.outbox.deliverer import Deliverer
 from wakeful.core.outbox.factory import open_outbox
-from wakeful.core.outbox.record import NewMessage, OutgoingMessage
 from wakeful.store.base import Store
+from wakeful.store.outbox.record import NewMessage, OutgoingMessage
 from wakeful.store.redis_store import RedisStore
 from wakeful.store.sqlite import SqliteStore
 

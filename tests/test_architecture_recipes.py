@@ -33,12 +33,12 @@ from wakeful.app.startup import armour
 from wakeful.core.components.context import ComponentSetup
 from wakeful.core.effects import Effect
 from wakeful.core.outbox.channels import Receipt
-from wakeful.core.outbox.record import OutgoingMessage
 from wakeful.core.provider import DeltaCallback, ModelRequest, ModelResponse, Usage
 from wakeful.core.tool import ToolArgs, ToolContext, ToolOutput
 from wakeful.core.tool_registry import ToolRegistry
 from wakeful.kernel.events import Event, user_message
 from wakeful.llm.registry import PROVIDERS, ProviderEntry, load
+from wakeful.store.outbox.record import OutgoingMessage
 from wakeful.tools.registry import default_registry
 
 pytestmark = pytest.mark.anyio

@@ -13,9 +13,9 @@ from hypothesis import strategies as st
 from tests.test_outbox_contract import Recording, opener, outbox  # noqa: F401 (fixtures)
 from wakeful.core.outbox.channels import TryLater
 from wakeful.core.outbox.deliverer import Deliverer
-from wakeful.core.outbox.port import OutgoingMessages
-from wakeful.core.outbox.record import NewMessage
-from wakeful.core.outbox.states import DeliveryState
+from wakeful.store.outbox.port import OutgoingMessages
+from wakeful.store.outbox.record import NewMessage
+from wakeful.store.outbox.states import DeliveryState
 
 pytestmark = pytest.mark.anyio
 

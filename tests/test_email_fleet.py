@@ -22,8 +22,8 @@ from wakeful.channels.email.draft_record import Draft
 from wakeful.channels.email.inbound import email_id
 from wakeful.channels.email.mail_state import MailState
 from wakeful.channels.email.old_state import import_old_tables
-from wakeful.core.outbox.states import DeliveryState
 from wakeful.store.base import Store
+from wakeful.store.outbox.states import DeliveryState
 from wakeful.store.redis_store import RedisStore
 from wakeful.store.sqlite import SqliteStore
 

@@ -31,11 +31,11 @@ from wakeful.channels.email.tools.compose import _build, render
 from wakeful.core.outbox.channels import Receipt
 from wakeful.core.outbox.deliverer import Deliverer, Delivery
 from wakeful.core.outbox.factory import open_outbox
-from wakeful.core.outbox.port import OutgoingMessages
-from wakeful.core.outbox.record import NewMessage, OutgoingMessage
-from wakeful.core.outbox.states import DeliveryState
 from wakeful.store.base import Store
+from wakeful.store.outbox.port import OutgoingMessages
+from wakeful.store.outbox.record import NewMessage, OutgoingMessage
 from wakeful.store.outbox.redis import RedisOutbox
+from wakeful.store.outbox.states import DeliveryState
 from wakeful.store.redis_store import RedisStore
 from wakeful.store.sqlite import SqliteStore
 

@@ -11,11 +11,13 @@ from collections.abc import AsyncIterator
 import anyio
 import pytest
 import redis
+import redis.asyncio
 
+from tests.daemon_process import free_port
 from tests.redis_server import REDIS_URL
 from wakeful.kernel.events import user_message
 from wakeful.store.base import EventStatus, SessionLeaseLost, StoreUnavailable
-from wakeful.store.fleet.sessions import FleetOptions, RedisFleet, Routed
+from wakeful.store.fleet.sessions import FleetOptions, NotInFleet, RedisFleet, Routed
 from wakeful.store.redis_store import RedisStore
 
 pytestmark = pytest.mark.anyio
@@ -183,6 +185,35 @@ async def test_a_stopping_daemon_hands_its_sessions_over(
     [routed] = await read(b)  # at once, not after the lease lapsed
     assert (routed.session, routed.outcome, routed.detail) == ("s1", "taken", "2")
     await b.consume("s1", ["e1"], [msg("hi")])
+
+
+async def test_a_daemon_whose_control_stream_was_removed_is_told_to_join_again(
+    pair: tuple[RedisStore, RedisStore], redis_prefix: str
+) -> None:
+    """The others remove a daemon they took for dead (it was paused); its reader gets the
+    store's own error for it, not Redis's, and joining again makes it read once more."""
+    a, _ = pair
+    r = raw()
+    r.delete(f"{redis_prefix}ctl:{fleet_of(a).me}")  # what the dead daemon's cleanup does
+    r.close()
+    with pytest.raises(NotInFleet, match="no member of the fleet"):
+        await read(a)
+    await fleet_of(a).join("")
+    await a.append(user_message("hi", session="s1", event_id="e1"))
+    assert [routed.outcome for routed in await read(a)] == ["taken"]
+
+
+async def test_a_reader_that_cannot_reach_redis_raises_the_stores_error(
+    pair: tuple[RedisStore, RedisStore],
+) -> None:
+    a, _ = pair
+    nowhere = redis.asyncio.Redis(port=free_port(), decode_responses=True)
+    try:
+        with pytest.raises(StoreUnavailable, match="cannot read the fleet's streams") as caught:
+            await fleet_of(a).read(nowhere, block_ms=100)
+        assert not isinstance(caught.value, NotInFleet)
+    finally:
+        await nowhere.aclose()
 
 
 async def test_orphaned_sessions_spread_over_the_live_daemons(

@@ -21,8 +21,8 @@ from wakeful.channels.chat.outgoing import ChatChannel
 from wakeful.channels.whatsapp.window import ServiceWindow
 from wakeful.core.approvals import notice_key
 from wakeful.core.outbox.factory import open_outbox
-from wakeful.core.outbox.record import NewMessage, OutgoingMessage
 from wakeful.store.memory_state import MemoryState
+from wakeful.store.outbox.record import NewMessage, OutgoingMessage
 from wakeful.store.redis_store import RedisStore
 from wakeful.store.sqlite import SqliteStore
 

@@ -15,9 +15,9 @@ from tests.test_store_contract import Opener
 from wakeful.core.outbox.channels import NeverDeliverable, Receipt, TryLater
 from wakeful.core.outbox.deliverer import Deliverer
 from wakeful.core.outbox.factory import open_outbox
-from wakeful.core.outbox.port import OutgoingMessages
-from wakeful.core.outbox.record import NewMessage, OutgoingMessage
-from wakeful.core.outbox.states import DeliveryState, IllegalMove
+from wakeful.store.outbox.port import OutgoingMessages
+from wakeful.store.outbox.record import NewMessage, OutgoingMessage
+from wakeful.store.outbox.states import DeliveryState, IllegalMove
 
 pytestmark = pytest.mark.anyio
 PENDING, SENDING, SENT = DeliveryState.PENDING, DeliveryState.SENDING, DeliveryState.SENT

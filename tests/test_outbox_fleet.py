@@ -13,9 +13,9 @@ import pytest
 from tests.redis_server import REDIS_URL
 from wakeful.core.outbox.channels import Receipt
 from wakeful.core.outbox.deliverer import Deliverer
-from wakeful.core.outbox.record import NewMessage, OutgoingMessage
-from wakeful.core.outbox.states import DeliveryState
+from wakeful.store.outbox.record import NewMessage, OutgoingMessage
 from wakeful.store.outbox.redis import RedisOutbox
+from wakeful.store.outbox.states import DeliveryState
 from wakeful.store.redis_store import RedisStore
 
 pytestmark = pytest.mark.anyio

@@ -12,8 +12,8 @@ from tests.test_store_contract import Opener
 from wakeful.core.outbox.channels import Receipt
 from wakeful.core.outbox.deliverer import Deliverer
 from wakeful.core.outbox.factory import open_outbox
-from wakeful.core.outbox.record import NewMessage, OutgoingMessage
-from wakeful.core.outbox.states import DeliveryState
+from wakeful.store.outbox.record import NewMessage, OutgoingMessage
+from wakeful.store.outbox.states import DeliveryState
 
 pytestmark = pytest.mark.anyio
 PENDING, SENDING = DeliveryState.PENDING, DeliveryState.SENDING

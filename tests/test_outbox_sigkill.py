@@ -21,8 +21,8 @@ from tests.redis_server import REDIS_URL
 from tests.test_outbox_contract import Recording
 from wakeful.core.outbox.deliverer import Deliverer
 from wakeful.core.outbox.factory import open_outbox
-from wakeful.core.outbox.states import DeliveryState
 from wakeful.store.base import Store
+from wakeful.store.outbox.states import DeliveryState
 from wakeful.store.redis_store import RedisStore
 from wakeful.store.sqlite import SqliteStore
 

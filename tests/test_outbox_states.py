@@ -9,7 +9,6 @@ import pytest
 from tests.email_old_state import write_old_draft_row
 from wakeful.channels.email.mail_state import MailState
 from wakeful.channels.email.old_state import import_old_tables
-from wakeful.core.outbox.states import DeliveryState, IllegalMove, check_move
 from wakeful.core.outbox.targets import (
     LOCAL_CHAT,
     Target,
@@ -18,6 +17,7 @@ from wakeful.core.outbox.targets import (
     resolve_target,
 )
 from wakeful.kernel.events import Event, user_message
+from wakeful.store.outbox.states import DeliveryState, IllegalMove, check_move
 from wakeful.store.sqlite import SqliteStore
 
 

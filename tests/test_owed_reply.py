@@ -47,7 +47,7 @@ def test_the_owed_reply_is_sent_at_start_and_only_once(tmp_path: Path) -> None:
 
 async def _replied_as_an_older_daemon_did(data_dir: Path) -> None:
     """The trajectory and the outbox as a daemon before position keys left them."""
-    from wakeful.core.outbox.record import NewMessage
+    from wakeful.store.outbox.record import NewMessage
     from wakeful.store.outbox.sqlite import SqliteOutbox
 
     store = await SqliteStore(data_dir / "wakeful.db").open()

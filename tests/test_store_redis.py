@@ -28,6 +28,9 @@ from wakeful.app.config import ConfigError, load_settings
 from wakeful.kernel.events import user_message
 from wakeful.store import redis_store
 from wakeful.store.base import EventStatus, StoreUnavailable
+from wakeful.store.outbox.record import NewMessage
+from wakeful.store.outbox.redis import RedisOutbox
+from wakeful.store.outbox.states import DeliveryState
 from wakeful.store.redis_setup import durability_warnings, redacted_url, warn_if_not_durable
 from wakeful.store.redis_store import RedisStore
 
@@ -252,6 +255,39 @@ async def test_retried_writes_recognise_their_own_first_attempt(
         assert (await store.append(user_message("hi", event_id="e1"))).created is False
         [logged] = await store.event_log("main")
         assert logged.status is EventStatus.CONSUMED
+    finally:
+        await store.aclose()
+
+
+async def test_a_claimed_add_whose_answer_was_lost_is_still_reported_created(
+    redis_prefix: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The outbox's ADD runs in Redis, then the connection drops before its answer: the
+    store retries it, and the retry reports the record this call created and claimed, as
+    it was written (not "someone else's", which would leave it unsent until a restart)."""
+    store = await RedisStore(REDIS_URL, prefix=redis_prefix).open()
+    try:
+        outbox = await RedisOutbox(store).open()
+        real_add, runs = outbox._scripts["ADD"], []
+
+        async def answer_lost_once(**kwargs: Any) -> Any:
+            runs.append(await real_add(**kwargs))
+            if len(runs) == 1:
+                raise redis.exceptions.ConnectionError("connection lost before the answer")
+            return runs[-1]
+
+        monkeypatch.setitem(outbox._scripts, "ADD", answer_lost_once)
+        message = NewMessage(session="main", channel="chat:web", text="hi", key="k1")
+        record, created = await outbox.add_claimed(message)
+        assert len(runs) == 2 and runs[0][0] == 1  # the first run stored it
+        assert created is True
+        stored = await outbox.get(record.id)
+        assert stored is not None and stored == record
+        assert (record.state, record.attempts) == (DeliveryState.SENDING, 1)
+        # Another call with the same key (its own token) finds it and did not create it.
+        again, created_again = await outbox.add_claimed(message)
+        assert (again, created_again) == (stored, False)
+        assert [m.id for m in await outbox.history("main")] == [record.id]
     finally:
         await store.aclose()
 

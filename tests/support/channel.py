@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from tests.support.changes import Changes
 from wakeful.core.outbox.channels import Receipt
-from wakeful.core.outbox.record import OutgoingMessage
 from wakeful.core.outbox.targets import LOCAL_CHAT
+from wakeful.store.outbox.record import OutgoingMessage
 
 
 class RecordingChannel:

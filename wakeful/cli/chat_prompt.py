@@ -21,7 +21,7 @@ from prompt_toolkit.formatted_text import FormattedText
 from prompt_toolkit.history import FileHistory, History, InMemoryHistory
 from prompt_toolkit.patch_stdout import patch_stdout
 
-from wakeful.cli.chat import Follower, message_kind, start_following
+from wakeful.cli.chat_follower import Follower, message_kind, start_following
 from wakeful.cli.chat_screen import ChatScreen
 from wakeful.cli.client import CliError, DaemonClient
 

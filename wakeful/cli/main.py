@@ -121,12 +121,13 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 def cmd_init(args: argparse.Namespace) -> int:
     from wakeful.app.config_starter import STARTER_CONFIG
+    from wakeful.kernel.atomic_file import write_atomic
 
     path = Path(args.path)
     if path.exists() and not args.force:
         raise CliError(f"{path} already exists; use --force to overwrite it", exit_code=1)
     try:
-        path.write_text(STARTER_CONFIG, encoding="utf-8")
+        write_atomic(path, STARTER_CONFIG)  # --force over a config: never half of one
     except OSError as exc:
         raise CliError(f"cannot write {path}: {exc.strerror or exc}") from None
     print(f"wrote {path}; edit [llm] model, then run `wakeful run -c {path}`")

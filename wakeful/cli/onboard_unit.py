@@ -16,6 +16,7 @@ from pathlib import Path
 import httpx
 
 from wakeful.cli.endpoint import base_url
+from wakeful.kernel.atomic_file import write_atomic
 from wakeful.kernel.config_files import split_bind
 
 UNIT_NAME = "wakeful.service"
@@ -74,7 +75,7 @@ def unit_dir() -> Path:
 def install_unit(config: Path) -> Path:
     path = unit_dir() / UNIT_NAME
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(unit_text(config), encoding="utf-8")
+    write_atomic(path, unit_text(config))
     return path
 
 

@@ -8,6 +8,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from wakeful.kernel.atomic_file import write_atomic
+
 ADMIN_TOKEN_FILENAME = "admin-token"
 
 
@@ -62,19 +64,10 @@ def read_secret_file(path: Path, key: str) -> str:
 
 
 def write_private(path: Path, text: str) -> None:
-    """Write ``text`` readable by this user only: beside, then renamed over ``path``,
-    so a reader sees the old file or the new one, never half of one or a wider mode."""
+    """Write ``text`` readable by this user only (its directory made if missing), whole:
+    a reader sees the old file or the new one, never half of one or a wider mode."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_name(f".{path.name}.writing-{os.getpid()}")
-    descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    try:
-        os.fchmod(descriptor, 0o600)  # O_CREAT's mode applies only to a new file
-        with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
-            handle.write(text)
-    except BaseException:
-        temporary.unlink(missing_ok=True)
-        raise
-    os.replace(temporary, path)
+    write_atomic(path, text, mode=0o600)
 
 
 def default_data_dir() -> Path:

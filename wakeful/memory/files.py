@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
 
+from wakeful.kernel.atomic_file import write_atomic
+
 MEMORY_FILE = "MEMORY.md"
 NOTES_DIR = "memory"
 REVIEW_FILE = f"{NOTES_DIR}/review.md"
@@ -134,7 +136,5 @@ class MemoryFiles:
             else:
                 kept.append(raw)
         if removed:
-            temporary = path.with_suffix(".md.tmp")
-            temporary.write_text("".join(kept), encoding="utf-8")
-            os.replace(temporary, path)
+            write_atomic(path, "".join(kept))
         return removed

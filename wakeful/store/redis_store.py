@@ -39,7 +39,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import time
-import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -70,6 +69,7 @@ from wakeful.store.base import (
     StoredEvent,
     StoreUnavailable,
 )
+from wakeful.store.call_token import new_token
 from wakeful.store.fleet import session_scripts as fleet_lua
 from wakeful.store.fleet.prefix_lease import PrefixLease
 from wakeful.store.fleet.sessions import FleetOptions, RedisFleet
@@ -90,11 +90,6 @@ DEFAULT_PREFIX = "wakeful:"
 MAX_CONNECTIONS = 32
 MAX_BATCH = 256  # appends per script call: bounds how long one call holds Redis
 FIELD_COUNT = len(lua.EVENT_FIELDS)
-
-
-def new_token() -> str:
-    """Names one call, so that its retry can tell its own earlier write from another's."""
-    return uuid.uuid4().hex
 
 
 def _optional(value: str | None) -> str:

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Generic, TypeVar
 
 from wakeful.core.tool import ToolContext, ToolOutput
+from wakeful.kernel.atomic_file import sync_directory
 from wakeful.safety.confinement import Outside, resolve_inside
 from wakeful.tools.written_files import WrittenFiles, digest
 
@@ -231,7 +232,7 @@ def write_atomically(path: Path, data: bytes) -> int | None:
     except OSError as exc:
         temporary.unlink(missing_ok=True)
         raise Unreadable(f"cannot write {path}: {exc.strerror}") from None
-    _sync_directory(path.parent)
+    sync_directory(path.parent)  # the rename is durable once its entry is on disk
     return None if previous is None else previous.st_size
 
 
@@ -259,20 +260,6 @@ def _keep_owner(fd: int, like: os.stat_result) -> None:
     # keeps the replaced file's owner, or takes its directory's.
     if os.geteuid() == 0:
         os.fchown(fd, like.st_uid, like.st_gid)
-
-
-def _sync_directory(directory: Path) -> None:
-    # The rename is durable only once the directory entry is on disk.
-    try:
-        fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
 
 
 def count_lines(text: str) -> int:

@@ -27,13 +27,12 @@ from typing import Any
 import anyio
 import structlog
 from anyio.abc import TaskStatus
-from redis.exceptions import RedisError, ResponseError
 
 from wakeful.core.fleet_port import interrupt_unless_taken
 from wakeful.core.sessions import Sessions
 from wakeful.kernel import metrics
 from wakeful.store.base import StoreUnavailable
-from wakeful.store.fleet.sessions import Control, RedisFleet, Routed
+from wakeful.store.fleet.sessions import Control, NotInFleet, RedisFleet, Routed
 from wakeful.store.redis_store import RedisStore
 
 log = structlog.get_logger(__name__)
@@ -72,18 +71,14 @@ class FleetMember:
                 while True:
                     try:
                         delivery = await self.fleet.read(client, BLOCK_MS)
-                    except ResponseError as exc:
-                        if "NOGROUP" in str(exc):
-                            # Others took this daemon for dead (it was paused) and removed
-                            # its control stream; join again.
-                            with contextlib.suppress(RedisError, StoreUnavailable):
-                                await self.fleet.join(self.url)
-                            await anyio.sleep(RETRY_S / 10)
-                            continue
-                        log.warning("cannot read the fleet's streams", error=str(exc))
-                        await anyio.sleep(RETRY_S)
+                    except NotInFleet:
+                        # Others took this daemon for dead (it was paused) and removed
+                        # its control stream; join again.
+                        with contextlib.suppress(StoreUnavailable):
+                            await self.fleet.join(self.url)
+                        await anyio.sleep(RETRY_S / 10)
                         continue
-                    except (RedisError, StoreUnavailable) as exc:
+                    except StoreUnavailable as exc:
                         log.warning("cannot read the fleet's streams", error=str(exc))
                         await anyio.sleep(RETRY_S)
                         continue
@@ -127,7 +122,7 @@ class FleetMember:
             while True:
                 try:
                     await self._beat(beats)
-                except (RedisError, StoreUnavailable) as exc:
+                except StoreUnavailable as exc:
                     log.warning("fleet heartbeat failed", error=str(exc))
                 except Exception:  # the next beat tries again; the leases last meanwhile
                     log.exception("fleet heartbeat failed")
@@ -184,7 +179,7 @@ class FleetMember:
         with anyio.CancelScope(shield=True):
             try:
                 moved = await self.fleet.hand_over()
-            except (RedisError, StoreUnavailable) as exc:  # the leases lapse instead
+            except StoreUnavailable as exc:  # the leases lapse instead
                 log.warning("could not hand the sessions over", error=str(exc))
                 return
             log.info("handed the sessions over to the fleet", entries=moved)

@@ -13,13 +13,13 @@ from starlette.routing import BaseRoute, Route
 from wakeful.core.context.session_context import ContextFull
 from wakeful.core.feed_sse import EventStreamResponse, StreamRegistry
 from wakeful.core.front_door import DaemonUnavailable, FrontDoor
-from wakeful.core.outbox.port import OutgoingMessages
 from wakeful.core.outbox.service import Outbox
 from wakeful.kernel.event_kinds import EventKind
 from wakeful.kernel.events import EventError, user_message
 from wakeful.kernel.http.auth import TokenCheck
 from wakeful.kernel.http.body import read_json_object
 from wakeful.kernel.http.errors import ApiError, http_error, server_error
+from wakeful.store.outbox.port import OutgoingMessages
 
 MESSAGE_KINDS = (EventKind.USER_INPUT, EventKind.USER_INTERRUPT)
 MAX_LOG_LIMIT = 1000

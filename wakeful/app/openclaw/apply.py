@@ -27,6 +27,7 @@ from wakeful.app.openclaw.data_plan import (
 )
 from wakeful.app.openclaw.report import Outcome, Report
 from wakeful.app.openclaw.source import CONFIG_FILE, OpenClawDir, read_openclaw
+from wakeful.kernel.atomic_file import write_atomic
 from wakeful.kernel.config_files import ConfigError, set_config_dir, write_private
 from wakeful.kernel.data_dir_lock import DataDirLocked, hold_data_dir_lock
 from wakeful.memory.entries import Entry, EntryKind, EntryLog, EntryStatus, new_entry_id
@@ -153,13 +154,13 @@ def _write(
             for name, body in data.workspace_files.items():
                 target = targets.workspace / name
                 target.parent.mkdir(parents=True, exist_ok=True)
-                target.write_text(body, encoding="utf-8")
+                write_atomic(target, body)
             for skill in data.skills:
                 _copy_skill(skill, targets.skills / skill.name)
             if data.memory:
                 anyio.run(_write_memory, settings, root, targets, data.memory, options.trust_memory)
             config_path.parent.mkdir(parents=True, exist_ok=True)
-            config_path.write_text(text, encoding="utf-8")
+            write_atomic(config_path, text)
     except DataDirLocked as exc:
         raise ImportRefused(f"{exc}; nothing was imported") from None
     except OSError as exc:
@@ -176,9 +177,8 @@ def _copy_skill(skill: SkillCopy, target: Path) -> None:
     shutil.copytree(skill.source, target, symlinks=False, ignore=_links)
     if skill.old_name is not None:
         skill_file = target / SKILL_FILE
-        skill_file.write_text(
-            set_skill_name(skill_file.read_text(encoding="utf-8"), skill.name), encoding="utf-8"
-        )
+        renamed = set_skill_name(skill_file.read_text(encoding="utf-8"), skill.name)
+        write_atomic(skill_file, renamed)
 
 
 def _links(folder: str, names: list[str]) -> set[str]:

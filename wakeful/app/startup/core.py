@@ -26,7 +26,6 @@ from wakeful.core.loop.limits import LoopLimits
 from wakeful.core.loop.model_health import ModelHealth
 from wakeful.core.outbox.deliverer import Deliverer, Delivery
 from wakeful.core.outbox.factory import open_outbox
-from wakeful.core.outbox.record import NewMessage
 from wakeful.core.outbox.service import REPORT_WAIT_S, Outbox
 from wakeful.core.outbox.targets import parse_target
 from wakeful.core.plan import SessionPlans
@@ -40,6 +39,7 @@ from wakeful.safety.assembly import approval_notice
 from wakeful.safety.overview import safety_overview
 from wakeful.skills.agents_md import read_agents_md
 from wakeful.store.base import Store
+from wakeful.store.outbox.record import NewMessage
 
 if TYPE_CHECKING:
     from wakeful.app.fleet.member import FleetMember

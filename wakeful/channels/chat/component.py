@@ -19,9 +19,9 @@ from wakeful.channels.chat.inbound import PAIRED_TEXT
 from wakeful.channels.chat.pairing import Pairing, display_code, normalize_code
 from wakeful.channels.chat.platforms import PLATFORMS
 from wakeful.core.components.context import ComponentSetup, SendMessage
-from wakeful.core.outbox.record import NewMessage
 from wakeful.kernel.http.body import read_json_object
 from wakeful.kernel.http.errors import ApiError
+from wakeful.store.outbox.record import NewMessage
 
 log = structlog.get_logger(__name__)
 

@@ -25,11 +25,11 @@ from wakeful.channels.chat.config import PER_USER
 from wakeful.channels.chat.decisions import DecisionRequest, DecisionResult, decide, parse_decision
 from wakeful.channels.chat.pairing import Pairing, PairingRequest, display_code
 from wakeful.core.components.context import ComponentSetup
-from wakeful.core.outbox.record import NewMessage
 from wakeful.kernel.event_kinds import EventKind
 from wakeful.kernel.events import Event, EventError
 from wakeful.kernel.session_names import SESSION_PATTERN
 from wakeful.store.base import Cursor
+from wakeful.store.outbox.record import NewMessage
 
 log = structlog.get_logger(__name__)
 

@@ -17,8 +17,8 @@ from typing import Protocol, runtime_checkable
 
 from wakeful.channels.chat.chunking import split_message
 from wakeful.core.outbox.channels import NeverDeliverable, Receipt
-from wakeful.core.outbox.record import OutgoingMessage
 from wakeful.store.base import ChannelState
+from wakeful.store.outbox.record import OutgoingMessage
 
 
 class PlatformClient(Protocol):

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from wakeful.core.feed import Feed
 from wakeful.core.outbox.channels import Receipt
-from wakeful.core.outbox.record import OutgoingMessage
 from wakeful.core.outbox.targets import LOCAL_CHAT
+from wakeful.store.outbox.record import OutgoingMessage
 
 
 class LocalChat:

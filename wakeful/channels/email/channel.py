@@ -19,7 +19,7 @@ from wakeful.channels.email.accounts import MailAccount
 from wakeful.channels.email.sent_folder import file_in_sent, in_sent_folder
 from wakeful.channels.email.smtp import NotSent, send_raw
 from wakeful.core.outbox.channels import NeverDeliverable, Receipt, TryLater
-from wakeful.core.outbox.record import OutgoingMessage
+from wakeful.store.outbox.record import OutgoingMessage
 
 log = structlog.get_logger(__name__)
 

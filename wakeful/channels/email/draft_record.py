@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from wakeful.core.outbox.states import DeliveryState
+from wakeful.store.outbox.states import DeliveryState
 
 # What a draft row's state column holds when the draft was never handed over by an
 # older version: "" (written now), "pending" and "prepared" (written before).

@@ -23,8 +23,8 @@ from wakeful.channels.email.sent_folder import in_sent_folder
 from wakeful.channels.email.seven_bit import as_text
 from wakeful.core.components.context import DeliverMessage
 from wakeful.core.outbox.deliverer import Delivery
-from wakeful.core.outbox.record import NewMessage
-from wakeful.core.outbox.states import DeliveryState as State
+from wakeful.store.outbox.record import NewMessage
+from wakeful.store.outbox.states import DeliveryState as State
 
 
 @dataclass(frozen=True)

@@ -32,7 +32,7 @@ from collections.abc import Mapping
 
 from wakeful.channels.email.cursor import Cursor
 from wakeful.channels.email.draft_record import Draft, legacy_state
-from wakeful.core.outbox.states import DeliveryState
+from wakeful.store.outbox.states import DeliveryState
 from wakeful.store.state.port import StatePort
 
 

@@ -18,8 +18,8 @@ import structlog
 
 from wakeful.channels.chat.inbound import ChatInbound
 from wakeful.core.components.context import SendMessage
-from wakeful.core.outbox.record import NewMessage
 from wakeful.store.base import ChannelState
+from wakeful.store.outbox.record import NewMessage
 
 log = structlog.get_logger(__name__)
 

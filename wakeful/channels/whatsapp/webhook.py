@@ -37,10 +37,10 @@ from wakeful.channels.whatsapp.signing import SIGNATURE_HEADER, AppSignature, Si
 from wakeful.channels.whatsapp.window import ServiceWindow
 from wakeful.core.components.context import ComponentSetup
 from wakeful.core.front_door import DaemonUnavailable
-from wakeful.core.outbox.record import NewMessage
 from wakeful.kernel.http.body import read_capped
 from wakeful.kernel.http.errors import ApiError
 from wakeful.store.base import StoreUnavailable
+from wakeful.store.outbox.record import NewMessage
 
 log = structlog.get_logger(__name__)
 

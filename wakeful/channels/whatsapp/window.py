@@ -26,8 +26,8 @@ from wakeful.channels.chat.outgoing import ChatChannel
 from wakeful.channels.whatsapp.client import WhatsAppClient, WindowClosed
 from wakeful.core.components.context import SendMessage
 from wakeful.core.outbox.channels import NeverDeliverable, Receipt
-from wakeful.core.outbox.record import NewMessage, OutgoingMessage
 from wakeful.store.base import ChannelState
+from wakeful.store.outbox.record import NewMessage, OutgoingMessage
 
 log = structlog.get_logger(__name__)
 

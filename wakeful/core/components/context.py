@@ -35,13 +35,13 @@ from wakeful.core.loop.session_scope import SessionScope
 from wakeful.core.loop.task_views import SessionTaskViews
 from wakeful.core.outbox.channels import Channel
 from wakeful.core.outbox.deliverer import Delivery
-from wakeful.core.outbox.record import NewMessage, OutgoingMessage
 from wakeful.core.spend import SpendGuard
 from wakeful.core.system_prompt import LiveSection
 from wakeful.core.tool import Tool
 from wakeful.core.tool_registry import ToolRegistry
 from wakeful.kernel.events import Event
 from wakeful.store.base import ChannelState, Cursor, Store
+from wakeful.store.outbox.record import NewMessage, OutgoingMessage
 
 if TYPE_CHECKING:  # the composed config lives in the app; its type only
     from wakeful.app.config import Settings

@@ -27,9 +27,9 @@ from wakeful.core.components.context import (
 )
 from wakeful.core.front_door import SubmitResult
 from wakeful.core.outbox.deliverer import Delivery
-from wakeful.core.outbox.record import NewMessage, OutgoingMessage
 from wakeful.kernel.events import Event
 from wakeful.store.base import Cursor
+from wakeful.store.outbox.record import NewMessage, OutgoingMessage
 
 
 class CoreSessions(SessionControl, Protocol):

@@ -19,7 +19,6 @@ from wakeful.core.loop.model_health import ModelHealth
 from wakeful.core.loop.session_scope import SessionScopes
 from wakeful.core.loop.task_views import SessionTaskViews
 from wakeful.core.loop.tool_tasks import ToolExecutor
-from wakeful.core.outbox.record import OutgoingMessage
 from wakeful.core.outbox.service import SessionOutbox
 from wakeful.core.plan import SessionPlans
 from wakeful.core.provider import ModelProvider
@@ -28,6 +27,7 @@ from wakeful.core.spend import SpendGuard
 from wakeful.core.system_prompt import SystemPrompts
 from wakeful.kernel.events import Event
 from wakeful.store.base import Store, StoredEvent
+from wakeful.store.outbox.record import OutgoingMessage
 
 
 class BatchGate(Protocol):

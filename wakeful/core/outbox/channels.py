@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
-from wakeful.core.outbox.record import OutgoingMessage
+from wakeful.store.outbox.record import OutgoingMessage
 
 
 @dataclass(frozen=True)

@@ -30,16 +30,16 @@ from wakeful.core.outbox.channels import (
     Receipt,
     TryLater,
 )
-from wakeful.core.outbox.port import OutgoingMessages
-from wakeful.core.outbox.record import NewMessage, OutgoingMessage
-from wakeful.core.outbox.states import (
+from wakeful.kernel import tracing
+from wakeful.store.base import StoreUnavailable
+from wakeful.store.outbox.port import OutgoingMessages
+from wakeful.store.outbox.record import NewMessage, OutgoingMessage
+from wakeful.store.outbox.states import (
     CONFIRMED_AFTER_STOP,
     RESENT_AFTER_STOP,
     STOPPED_MID_SEND,
     DeliveryState,
 )
-from wakeful.kernel import tracing
-from wakeful.store.base import StoreUnavailable
 
 log = structlog.get_logger(__name__)
 

@@ -6,9 +6,6 @@ import json
 from collections.abc import Callable, Mapping, Sequence
 
 from wakeful.core.outbox.deliverer import Deliverer
-from wakeful.core.outbox.port import OutgoingMessages
-from wakeful.core.outbox.record import NewMessage, OutgoingMessage
-from wakeful.core.outbox.states import DeliveryState
 from wakeful.core.outbox.targets import (
     Target,
     channel_name,
@@ -17,6 +14,9 @@ from wakeful.core.outbox.targets import (
 )
 from wakeful.kernel.events import Event
 from wakeful.store.base import ChannelState
+from wakeful.store.outbox.port import OutgoingMessages
+from wakeful.store.outbox.record import NewMessage, OutgoingMessage
+from wakeful.store.outbox.states import DeliveryState
 
 # How long reply_to_user waits to learn what became of its message.
 REPORT_WAIT_S = 5.0

@@ -14,9 +14,10 @@ signing key (one per admin token), so a logout on the page holds for the API.
 
 from __future__ import annotations
 
-import os
 import time
 from pathlib import Path
+
+from wakeful.kernel.atomic_file import write_atomic
 
 REVOCATIONS_FILE = "web-logouts"
 
@@ -50,17 +51,10 @@ class Revocations:
         self._prune()
 
     def save(self) -> None:
-        """Write the record (temp file + rename, owner-only); blocking, run it in a thread."""
+        """Write the record (whole, owner-only); blocking, run it in a thread."""
         if self.path is None:
             return
-        text = "".join(f"{sid}\n" for sid in list(self._issued))
-        temp = self.path.with_name(self.path.name + ".tmp")
-        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w") as out:
-            out.write(text)
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(temp, self.path)
+        write_atomic(self.path, "".join(f"{sid}\n" for sid in list(self._issued)), mode=0o600)
 
     def _prune(self) -> None:
         oldest = time.time() - self.max_age_s

@@ -23,6 +23,8 @@ from typing import Any
 
 import anyio.to_thread
 
+from wakeful.kernel.atomic_file import write_atomic
+
 RUNNING = "running"
 
 
@@ -79,12 +81,7 @@ class RecordStore:
 
     def _write(self, record: TaskRecord) -> None:
         path = self.path_for(record.task_id, ".json")
-        temporary = path.with_suffix(".json.tmp")
-        with temporary.open("w", encoding="utf-8") as handle:
-            json.dump(asdict(record), handle, ensure_ascii=False)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(temporary, path)
+        write_atomic(path, json.dumps(asdict(record), ensure_ascii=False))
 
     async def remove(self, record: TaskRecord) -> None:
         """Delete a record and its output file."""

@@ -26,6 +26,9 @@ from dataclasses import dataclass
 from typing import Any, cast
 
 from redis.asyncio import Redis
+from redis.exceptions import RedisError, ResponseError
+
+from wakeful.store.base import StoreUnavailable
 
 EVENTS = "events"
 GROUP = "fleet"
@@ -67,6 +70,11 @@ class Control:
     cause: str
     stop_tools: bool
     event: str = ""  # cancel: the event that asked for it ('' if not known)
+
+
+class NotInFleet(StoreUnavailable):
+    """This daemon's control stream is gone: the others took it for dead (it was paused
+    past its lease) and removed it. Joining again makes it a member anew."""
 
 
 @dataclass(frozen=True)
@@ -112,7 +120,19 @@ class RedisFleet:
     async def read(self, client: Redis, block_ms: int) -> Delivery:
         """Wait up to ``block_ms`` for new entries and control messages; route the entries.
 
-        ``client``: a connection of the caller's own, since the read blocks."""
+        ``client``: a connection of the caller's own (``RedisStore.reader``), since the
+        read blocks. Redis's errors come out as the store's: :class:`NotInFleet` when
+        this daemon's control stream is gone (join again), else ``StoreUnavailable``."""
+        try:
+            return await self._read(client, block_ms)
+        except ResponseError as exc:
+            if "NOGROUP" in str(exc):
+                raise NotInFleet(f"daemon {self.me} is no member of the fleet: {exc}") from exc
+            raise StoreUnavailable(f"cannot read the fleet's streams: {exc}") from exc
+        except RedisError as exc:
+            raise StoreUnavailable(f"cannot read the fleet's streams: {exc}") from exc
+
+    async def _read(self, client: Redis, block_ms: int) -> Delivery:
         streams = {f"{self.prefix}{EVENTS}": ">", f"{self.prefix}ctl:{self.me}": ">"}
         read = client.xreadgroup(GROUP, self.me, cast(Any, streams), count=256, block=block_ms)
         replies = cast(StreamReply, await read)

@@ -25,6 +25,7 @@ from redis.asyncio import Redis
 from redis.commands.core import AsyncScript
 
 from wakeful.store.base import StoreUnavailable
+from wakeful.store.call_token import new_token
 from wakeful.store.fleet.named_lease import (
     NamedLease,
     hold_while,
@@ -57,14 +58,19 @@ SCRIPTS = {
 local p = ARGV[1]
 local msg = p .. 'outbox:msg:'
 local existing = redis.call('GET', p .. 'outbox:key:' .. ARGV[2])
-if existing then return {0, redis.call('HGETALL', msg .. existing)} end
+if existing then
+  -- 2: this call's own write (its answer was lost and the call retried), 0: another's
+  local mine = redis.call('HGET', msg .. existing, 'token') == ARGV[13]
+  return {mine and 2 or 0, redis.call('HGETALL', msg .. existing)}
+end
 local id = redis.call('INCR', p .. 'outbox:seq')
 local state, attempts, owner = 'pending', 0, ''
 if ARGV[8] == '1' then state, attempts, owner = 'sending', 1, ARGV[11] end
 redis.call('HSET', msg .. id, 'id', id, 'key', ARGV[2], 'session', ARGV[3], 'channel', ARGV[4],
   'text', ARGV[5], 'answers', ARGV[6], 'created_at', ARGV[7], 'updated_at', ARGV[7],
   'state', state, 'attempts', attempts, 'last_error', '', 'acked_at', '', 'address', ARGV[9],
-  'owner', owner, 'claimed_at', owner ~= '' and ARGV[7] or '', 'approval', ARGV[12])
+  'owner', owner, 'claimed_at', owner ~= '' and ARGV[7] or '', 'approval', ARGV[12],
+  'token', ARGV[13])
 redis.call('SET', p .. 'outbox:key:' .. ARGV[2], id)
 redis.call('ZADD', p .. 'outbox:state:' .. state, id, id)
 if ARGV[4] == ARGV[10] then redis.call('ZADD', p .. 'outbox:unread:' .. ARGV[3], id, id) end
@@ -211,14 +217,17 @@ class RedisOutbox:
         args: list[str | int] = [m.key, m.session, m.channel, m.text, m.answers or "",
                 repr(time.time()),
                 int(claim), m.address or "", LOCAL_CHAT, self.owner,
-                m.approval or ""]  # fmt: skip
-        # Safe to repeat: a second run finds the key and returns the first record
-        # (a claim it made is then reported as not ours: it stays for the restart
-        # check, never sent twice).
+                m.approval or "", new_token()]  # fmt: skip
+        # Safe to repeat: a second run finds the key and returns the first record. The
+        # token tells whose it is: this call's own (the answer to its first run was lost)
+        # is still reported created, and claimed by this call, so the deliverer sends it
+        # (else it would wait, ``sending``, for the restart check to call it unknown).
         now = float(args[5])
         created, found = await self._script("ADD", args, retry=True)
-        if created != 1:
+        if created == 0:
             return _record(found), False
+        if created == 2:
+            return _record(found), True
         # Built here rather than read back: parsing a whole hash costs more than the write.
         state = DeliveryState.SENDING if claim else DeliveryState.PENDING
         return OutgoingMessage(
