@@ -263,3 +263,35 @@ def test_a_pipe_gets_a_plain_line_mode(
     assert done.returncode == 0, done.stderr
     assert done.stdout.index("FIRST-ANSWER") < done.stdout.index("SECOND-ANSWER"), done.stdout
     assert "\x1b" not in done.stdout
+
+
+def test_a_daemon_killed_mid_answer_leaves_one_whole_answer_after_the_restart(
+    model_server: FakeModelServer, tmp_path: Path
+) -> None:
+    """SIGKILL while a reply streams, then a restart on the same port: the chat says
+    once that it lost the daemon and once that it is back, and the answer the new run
+    gives is on the screen whole, once (not glued to the half shown before the kill)."""
+    port = free_port()
+    config = write_config(tmp_path / "data", model_server.base_url, port)
+    after = " ".join(f"a{i:02d}" for i in range(25))
+    # Before the kill: slow, so the kill lands mid-stream. After: streamed while the chat
+    # may still be reconnecting, so it can join the new run's stream part-way through.
+    model_server.push(Reply(text=WORDS, token_delay_s=0.2), Reply(text=after, token_delay_s=0.05))
+    first = DaemonProcess(config, port).start()
+    try:
+        child = chat(first, tmp_path)
+        child.sendline("tell me")
+        child.expect("w03")
+    finally:
+        first.kill()
+    child.expect("lost mid-answer")
+    with DaemonProcess(config, port):
+        child.expect(r"\[reconnected\]", timeout=30)
+        child.expect("a24", timeout=30)
+        screen = screen_until(child, lambda lines: finished(lines, "a24"))
+        quit_with_ctrl_d(child)
+    text = on_screen(child)
+    assert text.count("[reconnecting") == 1, text
+    assert text.count("[reconnected]") == 1, text
+    shown_after = text.split("lost mid-answer", 1)[1]
+    assert " ".join(shown_after.split()).count(after) == 1, screen

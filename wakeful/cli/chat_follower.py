@@ -20,6 +20,8 @@ from wakeful.cli.client import CliError, DaemonClient
 # The stream sends a heartbeat every 15 s; a silent minute means the daemon went away.
 STREAM_READ_TIMEOUT_S = 60.0
 RECONNECT_DELAY_S = 1.0
+# Items that end a model call or start a new one: deltas after them are a call's start.
+CALL_BOUNDARIES = frozenset({"reply", "discarded", "tool", "run"})
 
 
 class Follower:
@@ -33,6 +35,7 @@ class Follower:
         self.idle = threading.Event()
         self.running = threading.Event()  # a run is active: Ctrl-C interrupts it
         self._stopping = threading.Event()
+        self._outage = False  # "[reconnecting]" was said: "[reconnected]" is due
         self._thread = threading.Thread(target=self._run, name="chat-follower", daemon=True)
 
     def start(self) -> None:
@@ -47,11 +50,16 @@ class Follower:
         while not self._stopping.is_set():
             try:
                 self._follow_once()
+                cause = "the daemon closed the stream"
             except (CliError, OSError, RuntimeError, ValueError) as exc:
-                if self._stopping.is_set():
-                    return
-                self.subscribed.clear()
-                self._screen.note(f"[reconnecting: {exc}]")
+                cause = str(exc)
+            if self._stopping.is_set():
+                return
+            self._screen.lost_connection()
+            if not self._outage:  # once per outage, not once per attempt
+                self._screen.note(f"[reconnecting: {cause}]")
+                self._outage = True
+            self.subscribed.clear()
             self._stopping.wait(RECONNECT_DELAY_S)
 
     def _follow_once(self) -> None:
@@ -59,12 +67,17 @@ class Follower:
         with self._client.stream(self._session, deadline, STREAM_READ_TIMEOUT_S) as items:
             # Subscribed first: whatever was said before is in the unread list now.
             self._screen.show_unread()
+            if self._outage:
+                self._screen.note("[reconnected]")
+                self._outage = False
             self.subscribed.set()  # the prompt comes after what was unread
             for item in items:
                 self._handle(item)
 
     def _handle(self, item: dict[str, Any]) -> None:
         kind = item.get("type")
+        if kind in CALL_BOUNDARIES:
+            self._screen.call_over()
         if kind == "reply":
             self._screen.show([item])
         elif kind == "delta":

@@ -6,7 +6,10 @@ and so is each row that fills the terminal's width (broken at a space,
 wakeful/cli/wrap.py); the unfinished row is kept in ``tail`` for the prompt to
 draw above the line being typed. When the reply record arrives its text is already on screen, so
 it is only acknowledged; when the daemon drops a partial stream, one dim line
-says so.
+says so. When the connection to the daemon breaks mid-stream, the partial text
+is ended with a dim line too, and the stream of a model call that was already
+under way when the chat reconnected is not shown (its start was missed): its
+reply is printed whole when it comes.
 """
 
 from __future__ import annotations
@@ -42,6 +45,7 @@ class ChatScreen:
         self._lock = threading.RLock()
         self._streamed = ""  # this model call's text so far
         self.tail = ""  # its unfinished last line, drawn by the prompt
+        self._joined_late = False  # reconnected during a model call: its deltas are partial
         self.on_change: Callable[[], None] = lambda: None
 
     def show(self, messages: list[dict[str, Any]], *, acknowledge: bool = True) -> None:
@@ -88,6 +92,8 @@ class ChatScreen:
         if not self._terminal:
             return  # a pipe gets the whole reply when it is complete
         with self._lock:
+            if self._joined_late:
+                return
             self._streamed += delta
             self.tail += delta
             if "\n" in self.tail:
@@ -105,6 +111,23 @@ class ChatScreen:
             self._end_stream()
             self.note(f"[partial answer dropped: {cause}]")
         self.on_change()
+
+    def lost_connection(self) -> None:
+        """The stream broke: a partial answer on screen ends here, and until the model
+        call under way is over (:meth:`call_over`) its deltas are not shown."""
+        with self._lock:
+            self._joined_late = True
+            if not self._streamed:
+                return
+            self._end_stream()
+            self.note("[connection to the daemon lost mid-answer; the answer follows whole]")
+        self.on_change()
+
+    def call_over(self) -> None:
+        """A model call ended (a reply, a tool, a run's start or end): the next one's
+        deltas are shown from their start."""
+        with self._lock:
+            self._joined_late = False
 
     def end_stream(self) -> None:
         """At the end of a run: text streamed but never sent as a reply stays on screen."""
