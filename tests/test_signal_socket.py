@@ -8,13 +8,18 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+import anyio
+import anyio.abc
 import pytest
+from anyio.streams.buffered import BufferedByteReceiveStream
 
 from tests.daemon_harness import Harness, daemon_settings, harness
 from tests.fakes.model_server import FakeModelServer
 from tests.fakes.signal_cli import FakeSignalCliSocket
 from tests.test_signal_channel import OWNER, STRANGER, account_config, until_status
 from tests.test_telegram_channel import echo, said
+from wakeful.channels.signal.api import SignalError, StreamEvent
+from wakeful.channels.signal.socket_api import SignalSocketApi
 
 pytestmark = pytest.mark.anyio
 
@@ -102,3 +107,34 @@ async def test_the_daemon_going_down_is_shown_and_recovered_from(
 def _named_down(health: dict[str, Any]) -> bool:
     detail = str(health["detail"])
     return not health["ok"] and ("cannot connect" in detail or "closed the connection" in detail)
+
+
+async def test_a_connection_dropped_before_its_answer_fails_the_call_at_once() -> None:
+    """signal-cli going away while a call waits for its answer (here: the subscription a
+    new connection opens) ends the call as soon as the connection ends, as a broken
+    connection, not as a refusal after CALL_TIMEOUT_S (30 s) during which the account
+    looked like it was still connecting."""
+    said_lines: list[bytes] = []
+
+    async def hang_up(stream: anyio.abc.SocketStream) -> None:
+        async with stream:
+            said_lines.append(await BufferedByteReceiveStream(stream).receive_until(b"\n", 4096))
+
+    opened: list[None] = []
+    async with await anyio.create_tcp_listener(local_host="127.0.0.1") as listener:
+        port = listener.extra(anyio.abc.SocketAttribute.local_port)
+        async with anyio.create_task_group() as group:
+            group.start_soon(listener.serve, hang_up)
+            api = SignalSocketApi(f"tcp://127.0.0.1:{port}", account=None)
+            with anyio.fail_after(5), pytest.raises(SignalError) as raised:
+                await api.listen(None, lambda: opened.append(None), _never_called)
+            group.cancel_scope.cancel()
+    assert b"subscribeReceive" in said_lines[0]
+    assert raised.value.code == 0 and "closed the connection" in raised.value.message
+    assert opened == []  # never reported as listening
+    with pytest.raises(SignalError, match="not connected"):
+        await api.call("send", {})
+
+
+async def _never_called(event: StreamEvent) -> None:
+    raise AssertionError(event)

@@ -107,6 +107,8 @@ class SignalSocketApi:
         self._connection: ByteStream | None = None
         self._waiting: dict[int, _Waiting] = {}
         self._write = anyio.Lock()
+        # The reader of the current connection has stopped: nothing will answer a call.
+        self._reader_over = True
 
     async def aclose(self) -> None:
         if self._connection is not None:
@@ -125,6 +127,8 @@ class SignalSocketApi:
         connection = self._connection
         if connection is None:
             raise SignalError(0, f"not connected to signal-cli at {self.url}")
+        if self._reader_over:
+            raise self._closed_before(method)
         rid = next(self._ids)
         waiting = self._waiting[rid] = _Waiting(anyio.Event())
         line = json.dumps(request_body(method, params, rid, self._account)) + "\n"
@@ -142,8 +146,12 @@ class SignalSocketApi:
         finally:
             self._waiting.pop(rid, None)
         if waiting.body is None:
-            raise SignalError(0, "the connection to signal-cli closed before it answered")
+            raise self._closed_before(method)
         return response_result(waiting.body)
+
+    def _closed_before(self, method: str) -> SignalError:
+        return SignalError(0, f"signal-cli closed the connection at {self.url} before it "
+                              f"answered {method}")  # fmt: skip
 
     async def call_alone(self, method: str, params: dict[str, Any]) -> Any:
         """One call on a connection of its own, closed after it, without subscribing: what
@@ -153,6 +161,7 @@ class SignalSocketApi:
         send, receive = anyio.create_memory_object_stream[StreamEvent](math.inf)
         async with connection, receive, anyio.create_task_group() as group:
             self._connection = connection
+            self._reader_over = False
             try:
                 group.start_soon(self._read, connection, send)
                 return await self.call(method, params)
@@ -166,16 +175,22 @@ class SignalSocketApi:
         # Unbounded: the reader must never wait for the handler (which may wait for a
         # response the reader has to hand over); signal-cli's pace is Signal's.
         send, receive = anyio.create_memory_object_stream[StreamEvent](math.inf)
-        async with connection, anyio.create_task_group() as group:
+        ended = SignalError(0, f"signal-cli closed the connection at {self.url}")
+        async with connection, receive, anyio.create_task_group() as group:
             self._connection = connection
+            self._reader_over = False
             try:
                 group.start_soon(self._read, connection, send)
                 try:
                     await self.call("subscribeReceive", {})
-                except SignalError as exc:  # not in manual mode: messages come unasked
-                    log.info("signal-cli subscribeReceive refused", url=self.url, error=str(exc))
-                on_open()
-                async with receive:
+                except SignalError as exc:
+                    if self._reader_over:  # the connection is gone: not a refusal
+                        ended = exc
+                    else:  # not in manual mode: messages come unasked
+                        log.info("signal-cli subscribeReceive refused", url=self.url,
+                                 error=str(exc))  # fmt: skip
+                if not self._reader_over:  # else never listening: on_open is not said
+                    on_open()
                     async for event in receive:
                         await handle(event)
             finally:
@@ -183,31 +198,44 @@ class SignalSocketApi:
                 for waiting in self._waiting.values():
                     waiting.done.set()  # body None: "closed before it answered"
                 group.cancel_scope.cancel()
-        raise SignalError(0, f"signal-cli closed the connection at {self.url}")
+        # Raised outside the task group, so that it is not wrapped in an ExceptionGroup.
+        raise ended
 
     async def _read(
         self, connection: ByteStream, events: MemoryObjectSendStream[StreamEvent]
     ) -> None:
         lines = BufferedByteReceiveStream(connection)
-        async with events:
-            while True:
-                try:
-                    raw = await lines.receive_until(b"\n", MAX_LINE_BYTES)
-                except (anyio.EndOfStream, anyio.IncompleteRead, anyio.BrokenResourceError,
-                        anyio.ClosedResourceError, anyio.DelimiterNotFound, OSError):  # fmt: skip
-                    return  # the connection is over: listen() says so
-                try:
-                    message = json.loads(raw)
-                except ValueError:
-                    log.warning("signal-cli sent a line that is not JSON", url=self.url)
-                    continue
-                if not isinstance(message, dict):
-                    continue
-                rid = message.get("id")
-                if isinstance(rid, int) and ("result" in message or "error" in message):
-                    waiting = self._waiting.get(rid)
-                    if waiting is not None:
-                        waiting.body = message
-                        waiting.done.set()
-                elif message.get("method") == "receive":
-                    events.send_nowait(StreamEvent(None, "receive", raw.decode()))
+        try:
+            async with events:
+                await self._read_lines(lines, events)
+        finally:
+            # Whatever ended the reading, a call waiting for its answer hears it now
+            # (body None), not after CALL_TIMEOUT_S.
+            self._reader_over = True
+            for waiting in self._waiting.values():
+                waiting.done.set()
+
+    async def _read_lines(
+        self, lines: BufferedByteReceiveStream, events: MemoryObjectSendStream[StreamEvent]
+    ) -> None:
+        while True:
+            try:
+                raw = await lines.receive_until(b"\n", MAX_LINE_BYTES)
+            except (anyio.EndOfStream, anyio.IncompleteRead, anyio.BrokenResourceError,
+                    anyio.ClosedResourceError, anyio.DelimiterNotFound, OSError):  # fmt: skip
+                return  # the connection is over: listen() says so
+            try:
+                message = json.loads(raw)
+            except ValueError:
+                log.warning("signal-cli sent a line that is not JSON", url=self.url)
+                continue
+            if not isinstance(message, dict):
+                continue
+            rid = message.get("id")
+            if isinstance(rid, int) and ("result" in message or "error" in message):
+                waiting = self._waiting.get(rid)
+                if waiting is not None:
+                    waiting.body = message
+                    waiting.done.set()
+            elif message.get("method") == "receive":
+                events.send_nowait(StreamEvent(None, "receive", raw.decode()))
