@@ -5,13 +5,14 @@ from __future__ import annotations
 import base64
 import os
 import time
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
-from standardwebhooks.webhooks import Webhook
+from hypothesis import example, given
+from hypothesis import strategies as st
 
+from tests.webhook_fixtures import sign_standard
 from wakeful.app.config import ConfigError, load_settings
 from wakeful.sources.webhook.auth import (
     AuthError,
@@ -38,13 +39,7 @@ def new_secret() -> str:
 
 def standard_headers(secret: str, body: bytes, msg_id: str, at: float) -> dict[str, str]:
     """Headers signed by the independent `standardwebhooks` reference package."""
-    stamp = datetime.fromtimestamp(at, tz=UTC)
-    signature = Webhook(secret).sign(msg_id, stamp, body.decode())
-    return {
-        "webhook-id": msg_id,
-        "webhook-timestamp": str(int(at)),
-        "webhook-signature": signature,
-    }
+    return sign_standard(secret, body, msg_id, at)
 
 
 def test_standard_webhooks_signature_from_reference_package_verifies() -> None:
@@ -219,3 +214,14 @@ def test_payload_parsing_reports_the_reason() -> None:
         parse_payload({}, b"{nope")
     form = {"content-type": "application/x-www-form-urlencoded"}
     assert parse_payload(form, b"payload=%7B%22a%22%3A1%7D") == {"a": 1}
+
+
+@given(fraction=st.floats(min_value=0.0, max_value=1.0, exclude_max=True))
+@example(fraction=0.9999997)  # the one that failed: within a microsecond of the next second
+def test_the_signing_fixture_verifies_at_any_moment_of_a_second(fraction: float) -> None:
+    """The tests' signer (the reference package) and the header agree on the second, also in
+    its last microsecond (datetime rounds 0.9999996 up: a flood test's rare 401)."""
+    secret, body = new_secret(), b"{}"
+    at = 1_765_111_111 + fraction
+    headers = sign_standard(secret, body, "m", at)
+    StandardWebhooks([standard_key(secret)]).verify(headers, body, at)

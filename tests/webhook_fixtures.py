@@ -47,11 +47,13 @@ def hooks_config(secret_dir: Path) -> list[dict[str, Any]]:
 
 def sign_standard(secret: str, body: bytes, msg_id: str, at: float | None = None) -> dict[str, str]:
     """Standard Webhooks headers made by the independent reference package."""
-    at = time.time() if at is None else at
-    signature = Webhook(secret).sign(msg_id, datetime.fromtimestamp(at, tz=UTC), body.decode())
+    # Whole seconds first: datetime rounds to microseconds, so a time 0.9999996 s into a
+    # second signed the next second while the header said this one (a 401 once in ~10^6).
+    stamp = int(time.time() if at is None else at)
+    signature = Webhook(secret).sign(msg_id, datetime.fromtimestamp(stamp, tz=UTC), body.decode())
     return {
         "webhook-id": msg_id,
-        "webhook-timestamp": str(int(at)),
+        "webhook-timestamp": str(stamp),
         "webhook-signature": signature,
         "content-type": "application/json",
     }
