@@ -227,6 +227,10 @@ def test_arrow_keys_edit_and_up_recalls(
     child.send(f"{UP}\r")  # the previous line, sent again
     model_server.wait_for_requests(2, timeout_s=10)
     assert sum("hello" in text for text in user_texts(model_server)) == 2
+    # Its answer, and the prompt back, before Ctrl-D: while a line is being sent the
+    # terminal is out of raw mode, and the line discipline swallows a ^D typed then.
+    child.expect("ok")
+    child.expect("you>")
     quit_with_ctrl_d(child)
     assert "hello" in (tmp_path / "wakeful-chat" / "history").read_text()
 
