@@ -42,6 +42,7 @@ from wakeful.kernel.config_files import (
     split_bind,
     toml_value,
 )
+from wakeful.kernel.field_defaults import empty_list
 from wakeful.llm.config import LlmSection
 from wakeful.safety.config import SafetySection
 from wakeful.skills.config import SkillsSection
@@ -162,7 +163,7 @@ class ServerSection(Section):
         description="Requests with a larger body get 413 before it is read.",
     )
     allowed_hosts: list[str] = Field(
-        default_factory=list,
+        default_factory=empty_list,
         examples=[["wakeful.example.com"]],
         description=(
             "Host header names served besides the loopback names (127.0.0.1, localhost, "
@@ -173,7 +174,7 @@ class ServerSection(Section):
         ),
     )
     allowed_origins: list[str] = Field(
-        default_factory=list,
+        default_factory=empty_list,
         examples=[["https://dashboard.example.com"]],
         description=(
             "Browser origins (scheme://host[:port]) allowed to call the daemon besides its "
@@ -286,7 +287,7 @@ class NotifySection(Section):
     """Where send_user_notification goes when no reply is being answered."""
 
     prefer: list[str] = Field(
-        default_factory=list,
+        default_factory=empty_list,
         examples=[["chat:telegram:tg#123456789", "chat:web"]],
         description=(
             "Channels in order of preference when the user has not written anywhere yet "
@@ -296,7 +297,7 @@ class NotifySection(Section):
         ),
     )
     urgent: list[str] = Field(
-        default_factory=list,
+        default_factory=empty_list,
         examples=[["chat:telegram:tg#123456789"]],
         description=(
             "Channels that every high or urgent notification goes to, besides where the "

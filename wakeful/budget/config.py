@@ -7,6 +7,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from pydantic import BaseModel, Field, field_validator
 
 from wakeful.kernel.config_base import Section
+from wakeful.kernel.field_defaults import empty_dict
 
 
 class ModelPrice(Section):
@@ -28,7 +29,7 @@ class BudgetSection(Section):
     monthly_tokens: int = Field(default=0, ge=0, description="Tokens a month, all sessions.")
     session_daily_tokens: int = Field(default=0, ge=0, description="Tokens a day, per session.")
     source_daily_tokens: dict[str, int] = Field(
-        default_factory=dict,
+        default_factory=empty_dict,
         examples=[{"webhook": 200000}],
         description="Tokens a day per source type of the event a run answers "
         "(webhook, email, timer, user, system, …).",
@@ -36,7 +37,7 @@ class BudgetSection(Section):
     daily_usd: float = Field(default=0, ge=0, description="US dollars a day (needs prices).")
     monthly_usd: float = Field(default=0, ge=0, description="US dollars a month (needs prices).")
     prices: dict[str, ModelPrice] = Field(
-        default_factory=dict,
+        default_factory=empty_dict,
         description='Per model name: [budget.prices."gpt-4o"] input = 2.5, output = 10.0.',
     )
     timezone: str = Field(

@@ -16,6 +16,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from wakeful.kernel.event_kinds import EventKind
+from wakeful.kernel.field_defaults import empty_dict
 from wakeful.kernel.session_names import SESSION_PATTERN, SESSION_RULE
 from wakeful.kernel.trust import event_kind_trustable
 
@@ -47,7 +48,7 @@ class Content(BaseModel):
 
     text: str = Field(default="", max_length=MAX_TEXT_LENGTH)
     subject: str | None = Field(default=None, max_length=4096)
-    data: dict[str, Any] = Field(default_factory=dict)
+    data: dict[str, Any] = Field(default_factory=empty_dict)
 
 
 class Context(BaseModel):

@@ -10,6 +10,7 @@ from pydantic import BaseModel, Field, field_validator, model_validator
 
 from wakeful.core.effects import Effect
 from wakeful.kernel.config_base import Section, reject_repeated_names
+from wakeful.kernel.field_defaults import empty_dict, empty_list
 
 # `<server>__<tool>` must fit the registry's 64 characters: the server's name is short.
 SERVER_NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9-]{0,23}$"
@@ -28,7 +29,7 @@ class ToolFilter(Section):
     """Which of a server's tools are offered, by glob on the server's own tool names."""
 
     allow: list[str] = Field(default_factory=lambda: ["*"], examples=[["search_*", "get_*"]])
-    deny: list[str] = Field(default_factory=list, examples=[["delete_*"]])
+    deny: list[str] = Field(default_factory=empty_list, examples=[["delete_*"]])
 
     def admits(self, tool: str) -> bool:
         """Allowed by a pattern and denied by none (deny wins)."""
@@ -42,8 +43,8 @@ class McpServerConfig(Section):
     name: str = Field(pattern=SERVER_NAME_PATTERN, examples=["github"])
     # stdio: the server is this command, started by the daemon (and restarted when it dies).
     command: str | None = Field(default=None, examples=["npx"])
-    args: list[str] = Field(default_factory=list, examples=[["-y", "@acme/mcp-server"]])
-    env: dict[str, str] = Field(default_factory=dict, examples=[{"ACME_REGION": "eu"}])
+    args: list[str] = Field(default_factory=empty_list, examples=[["-y", "@acme/mcp-server"]])
+    env: dict[str, str] = Field(default_factory=empty_dict, examples=[{"ACME_REGION": "eu"}])
     # streamable HTTP: the server's endpoint; headers (tokens) come from a file, never the log.
     url: str | None = Field(default=None, examples=["https://mcp.example.com/mcp"])
     headers_file: Path | None = Field(default=None, examples=["/etc/wakeful/mcp-github-headers"])
@@ -55,7 +56,9 @@ class McpServerConfig(Section):
     # What a call can do, for the policy chain: consequential unless declared "read".
     effect: Effect = Field(default=Effect.NETWORK, examples=["network"])
     # Per-tool overrides of `effect`, by the server's tool name.
-    effects: dict[str, Effect] = Field(default_factory=dict, examples=[{"search_issues": "read"}])
+    effects: dict[str, Effect] = Field(
+        default_factory=empty_dict, examples=[{"search_issues": "read"}]
+    )
     # A call that takes longer is stopped with an honest error (None: [loop] tool_timeout_s).
     call_timeout_s: float | None = Field(default=None, gt=0, examples=[300])
 
@@ -91,7 +94,7 @@ class McpSection(Section):
     # How long start-up waits for each server to connect and list its tools; a server
     # that does not make it starts unavailable (its tools come when it connects).
     connect_timeout_s: float = Field(default=10.0, gt=0, examples=[10])
-    servers: list[McpServerConfig] = Field(default_factory=list)
+    servers: list[McpServerConfig] = Field(default_factory=empty_list)
 
     @field_validator("servers")
     @classmethod

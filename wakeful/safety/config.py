@@ -9,6 +9,7 @@ from typing import Literal
 from pydantic import Field, field_validator
 
 from wakeful.kernel.config_base import Section
+from wakeful.kernel.field_defaults import empty_list
 
 _EMAIL_PATTERN = re.compile(r"^(\*|[^@\s*]+)@[A-Za-z0-9.-]+\.[A-Za-z]{2,}$")
 _HOST_PATTERN = re.compile(r"^(\*\.)?[A-Za-z0-9.-]+(:\d{1,5})?$|^\[[0-9A-Fa-f:.]+\](:\d{1,5})?$")
@@ -87,7 +88,7 @@ class SafetySection(Section):
         ),
     )
     email_allow: list[str] = Field(
-        default_factory=list,
+        default_factory=empty_list,
         examples=[["me@example.com", "*@example.com"]],
         description=(
             "Recipients send_email may write to without approval even from a tainted "
@@ -95,7 +96,7 @@ class SafetySection(Section):
         ),
     )
     http_allow: list[str] = Field(
-        default_factory=list,
+        default_factory=empty_list,
         examples=[["api.github.com", "*.example.com"]],
         description=(
             "Hosts fetch_url may reach without approval from a tainted session; also the "
@@ -103,7 +104,7 @@ class SafetySection(Section):
         ),
     )
     shell_allow: list[str] = Field(
-        default_factory=list,
+        default_factory=empty_list,
         examples=[["git status", "pytest"]],
         description=(
             "Command prefixes that need no approval even in a tainted session (a command "

@@ -7,13 +7,14 @@ from pathlib import Path
 from pydantic import Field
 
 from wakeful.kernel.config_base import Section
+from wakeful.kernel.field_defaults import empty_list
 
 
 class SkillsSection(Section):
     """Skills: folders with a SKILL.md the agent loads when a task needs it."""
 
     paths: list[Path] = Field(
-        default_factory=list,
+        default_factory=empty_list,
         examples=[["/etc/wakeful/skills", "~/skills"]],
         description=(
             "Directories whose sub-folders each hold a SKILL.md (front matter: name, "

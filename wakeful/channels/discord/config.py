@@ -8,6 +8,7 @@ from pathlib import Path
 from pydantic import Field, field_validator, model_validator
 
 from wakeful.channels.chat.config import ChatPlatformConfig, base_url
+from wakeful.kernel.field_defaults import empty_list
 
 SNOWFLAKE_HELP = "Discord ids (snowflakes) are digits only; copy them with Developer Mode on"
 
@@ -21,7 +22,7 @@ class DiscordConfig(ChatPlatformConfig):
         examples=["/etc/wakeful/discord-token"],
     )
     allowed_user_ids: list[str] = Field(
-        default_factory=list,
+        default_factory=empty_list,
         description=(
             "Discord user ids of the owners (Developer Mode → Copy User ID); anyone else gets "
             "a pairing code (`wakeful pairing approve discord <code>`)."
@@ -29,7 +30,7 @@ class DiscordConfig(ChatPlatformConfig):
         examples=[["80351110224678912"]],
     )
     allowed_channel_ids: list[str] = Field(
-        default_factory=list,
+        default_factory=empty_list,
         description=(
             "Guild (server) text channels the bot listens in, and the threads under them; "
             "direct messages are always heard. Empty: direct messages only."

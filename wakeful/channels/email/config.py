@@ -9,6 +9,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
 
 from wakeful.kernel.config_base import ConfigError, Section, read_secret
+from wakeful.kernel.field_defaults import empty_list
 from wakeful.kernel.session_names import SESSION_PATTERN
 
 Security = Literal["tls", "starttls", "none"]
@@ -32,7 +33,7 @@ class EmailAccountConfig(BaseModel):
     archive_mailbox: str = Field(default="Archive", examples=["Archive"])
     session: str = Field(default="main", examples=["main"])
     owner_senders: list[str] = Field(
-        default_factory=list,
+        default_factory=empty_list,
         description="Addresses whose mail is trusted as the owner's, and only when the "
         "receiving server authenticated it (see authserv_id); all other mail is untrusted.",
         examples=[["me@example.com"]],
@@ -65,9 +66,9 @@ class EmailAccountConfig(BaseModel):
     reconnect_max_s: float = Field(default=300.0, gt=0, examples=[300])
     alert_after_s: float = Field(default=300.0, gt=0, examples=[300])
     body_max_chars: int = Field(default=20_000, ge=200, examples=[20000])
-    only_senders: list[str] = Field(default_factory=list, examples=[["*@example.com"]])
-    ignore_senders: list[str] = Field(default_factory=list, examples=[["*@ads.example.com"]])
-    ignore_subjects: list[str] = Field(default_factory=list, examples=[["(?i)newsletter"]])
+    only_senders: list[str] = Field(default_factory=empty_list, examples=[["*@example.com"]])
+    ignore_senders: list[str] = Field(default_factory=empty_list, examples=[["*@ads.example.com"]])
+    ignore_subjects: list[str] = Field(default_factory=empty_list, examples=[["(?i)newsletter"]])
 
     @field_validator("ignore_subjects")
     @classmethod
@@ -131,7 +132,7 @@ class EmailAccountConfig(BaseModel):
 
 
 class EmailSection(Section):
-    accounts: list[EmailAccountConfig] = Field(default_factory=list)
+    accounts: list[EmailAccountConfig] = Field(default_factory=empty_list)
     calendar_path: Path | None = Field(default=None, examples=["~/calendar.ics"])
 
 

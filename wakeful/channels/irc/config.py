@@ -9,6 +9,7 @@ from pydantic import Field, field_validator, model_validator
 
 from wakeful.channels.chat.config import ChatPlatformConfig
 from wakeful.kernel.config_base import read_secret
+from wakeful.kernel.field_defaults import empty_list
 
 # RFC 2812's nick, plus what networks allow beyond 9 characters.
 NICK = re.compile(r"^[A-Za-z\[\]\\`_^{|}][A-Za-z0-9\[\]\\`_^{|}-]{0,29}$")
@@ -49,7 +50,7 @@ class IrcConfig(ChatPlatformConfig):
         default="wakeful agent", examples=["wakeful agent"], description="The real name field."
     )
     channels: list[str] = Field(
-        default_factory=list,
+        default_factory=empty_list,
         examples=[["#wakeful"]],
         description=(
             "Channels to join; there only messages addressed to the bot ('nick: …') count. "
@@ -57,7 +58,7 @@ class IrcConfig(ChatPlatformConfig):
         ),
     )
     allowed_users: list[str] = Field(
-        default_factory=list,
+        default_factory=empty_list,
         examples=[["account:alice", "alice!~alice@203.0.113.7"]],
         description=(
             "The owners: 'account:<name>' (a services account, recognised only where the server "

@@ -10,6 +10,7 @@ from pydantic import Field, field_validator, model_validator
 
 from wakeful.channels.chat.config import ChatPlatformConfig, base_url
 from wakeful.kernel.config_base import read_secret
+from wakeful.kernel.field_defaults import empty_list
 
 MATRIX_USER_ID = re.compile(r"^@[^:\s]+:\S+$")
 
@@ -46,7 +47,7 @@ class MatrixConfig(ChatPlatformConfig):
         ),
     )
     allowed_users: list[str] = Field(
-        default_factory=list,
+        default_factory=empty_list,
         examples=[["@me:example.org"]],
         description=(
             "Users whose messages reach the agent and whose invites are joined (anyone "

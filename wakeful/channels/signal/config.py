@@ -9,6 +9,7 @@ from pydantic import Field, field_validator, model_validator
 
 from wakeful.channels.chat.config import ChatPlatformConfig
 from wakeful.kernel.config_base import read_secret
+from wakeful.kernel.field_defaults import empty_list
 
 # A phone number in E.164 form, or an ACI (a UUID): the two ways Signal names a person.
 NUMBER = re.compile(r"^\+[1-9][0-9]{6,14}$")
@@ -40,7 +41,7 @@ class SignalConfig(ChatPlatformConfig):
         ),
     )
     allowed_users: list[str] = Field(
-        default_factory=list,
+        default_factory=empty_list,
         examples=[["+15552223333", "0d2e5f4c-7b1a-4c3e-9f6d-2a8b1c0e3d4f"]],
         description=(
             "The owners: phone numbers (+15552223333) and/or ACIs (the uuid signal-cli shows "
@@ -49,7 +50,7 @@ class SignalConfig(ChatPlatformConfig):
         ),
     )
     allowed_groups: list[str] = Field(
-        default_factory=list,
+        default_factory=empty_list,
         examples=[["Pmpi+EfPWmsxiomLe9Nx2XF9HOE483p6iKiFj65iMwI="]],
         description=(
             "Group ids (base64, `signal-cli listGroups`) whose messages from allowed users "

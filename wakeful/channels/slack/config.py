@@ -8,6 +8,7 @@ from pathlib import Path
 from pydantic import Field, field_validator
 
 from wakeful.channels.chat.config import ChatPlatformConfig, base_url
+from wakeful.kernel.field_defaults import empty_list
 
 DEFAULT_API_BASE = "https://slack.com/api"
 # Slack user ids: U… (or W… on Enterprise Grid), upper-case letters and digits.
@@ -31,7 +32,7 @@ class SlackConfig(ChatPlatformConfig):
         description="Slack's Web API; tests and Slack-compatible gateways set another.",
     )
     allowed_user_ids: list[str] = Field(
-        default_factory=list,
+        default_factory=empty_list,
         examples=[["U0123ABCDEF"]],
         description="Slack member ids whose messages reach the agent; others are asked to pair.",
     )

@@ -9,6 +9,7 @@ from typing import Literal
 from pydantic import Field, field_validator, model_validator
 
 from wakeful.channels.chat.config import ChatPlatformConfig, base_url
+from wakeful.kernel.field_defaults import empty_list
 
 # What Telegram accepts as a webhook secret_token (setWebhook).
 SECRET_TOKEN = re.compile(r"^[A-Za-z0-9_-]{1,256}$")
@@ -35,7 +36,7 @@ class TelegramConfig(ChatPlatformConfig):
         examples=["polling"],
     )
     allowed_user_ids: list[int] = Field(
-        default_factory=list,
+        default_factory=empty_list,
         description=(
             "Telegram user ids of the owners; anyone else gets a pairing code "
             "(`wakeful pairing approve telegram <code>`)."

@@ -8,6 +8,7 @@ from pathlib import Path
 from pydantic import Field, field_validator, model_validator
 
 from wakeful.channels.chat.config import ChatPlatformConfig, base_url
+from wakeful.kernel.field_defaults import empty_list
 
 DEFAULT_API_BASE = "https://graph.facebook.com"
 DEFAULT_API_VERSION = "v23.0"
@@ -38,7 +39,7 @@ class WhatsAppConfig(ChatPlatformConfig):
         description="File holding the Verify Token you type in the app's webhook settings.",
     )
     allowed_user_ids: list[str] = Field(
-        default_factory=list,
+        default_factory=empty_list,
         examples=[["447700900123"]],
         description=(
             "Phone numbers (international form, digits only: WhatsApp's wa_id) whose "

@@ -11,6 +11,7 @@ from pydantic import Field, field_validator, model_validator
 from wakeful.channels.chat.config import ChatPlatformConfig
 from wakeful.kernel.config_base import ConfigError, read_secret
 from wakeful.kernel.config_files import credential_path
+from wakeful.kernel.field_defaults import empty_list
 from wakeful.llm.model_key import is_loopback
 
 # A bare JID: localpart@domain, no resource (RFC 7622, the common shape).
@@ -43,7 +44,7 @@ class XmppConfig(ChatPlatformConfig):
         description="Client-to-server port (STARTTLS); used when server is set.",
     )
     allowed_jids: list[str] = Field(
-        default_factory=list,
+        default_factory=empty_list,
         examples=[["me@example.org"]],
         description=(
             "Bare JIDs of the owners; anyone else gets a pairing code "

@@ -9,6 +9,7 @@ from pydantic import Field
 
 from wakeful.core.effects import Effect, Reach
 from wakeful.core.tool import ToolArgs, ToolContext, ToolOutput
+from wakeful.kernel.field_defaults import empty_list
 from wakeful.safety.sandbox import off_result_text
 from wakeful.sources.shell.manager import ShellTaskManager
 from wakeful.sources.shell.monitor import Pattern, PatternError
@@ -42,7 +43,7 @@ class StartShell:
             default=None, description="directory to run in, relative to the workspace"
         )
         patterns: list[str] = Field(
-            default_factory=list,
+            default_factory=empty_list,
             description="texts that, when an output line contains one, raise a shell.output event",
         )
         limit_s: float | None = Field(

@@ -7,6 +7,7 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 
 from wakeful.kernel.config_base import Section
+from wakeful.kernel.field_defaults import empty_list
 
 
 class SubscriptionsSection(Section):
@@ -18,7 +19,7 @@ class SubscriptionsSection(Section):
     # File changes closer together than this are reported as one event.
     debounce_ms: int = Field(default=500, ge=10, le=60_000, examples=[500])
     # Directories a file subscription may watch besides the workspace.
-    watch_paths: list[Path] = Field(default_factory=list, examples=[["/var/log/myapp"]])
+    watch_paths: list[Path] = Field(default_factory=empty_list, examples=[["/var/log/myapp"]])
 
 
 class SubscriptionSettings(BaseModel):

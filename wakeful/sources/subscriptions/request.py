@@ -11,6 +11,7 @@ from typing import Literal
 from pydantic import Field
 
 from wakeful.core.tool import ToolArgs
+from wakeful.kernel.field_defaults import empty_list
 from wakeful.sources.subscriptions.records import Kind
 
 
@@ -41,7 +42,7 @@ class ConnectRequest(ToolArgs):
         description="webhook: a configured [[hooks]] name to filter instead of a new route",
     )
     conditions: list[PayloadCondition] = Field(
-        default_factory=list, description="webhook: payload conditions, all must hold"
+        default_factory=empty_list, description="webhook: payload conditions, all must hold"
     )
     # file
     path: str | None = Field(default=None, description="file: a file or directory to watch")

@@ -6,6 +6,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from wakeful.kernel import schedules
 from wakeful.kernel.config_base import Section, reject_repeated_names
+from wakeful.kernel.field_defaults import empty_list
 from wakeful.kernel.session_names import SESSION_PATTERN
 
 
@@ -83,7 +84,7 @@ class TimerConfig(BaseModel):
 
 class TimerSettings(BaseModel):
     scheduler: SchedulerSection = Field(default_factory=SchedulerSection)
-    timers: list[TimerConfig] = Field(default_factory=list)
+    timers: list[TimerConfig] = Field(default_factory=empty_list)
 
     @field_validator("timers")
     @classmethod

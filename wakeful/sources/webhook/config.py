@@ -9,6 +9,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
 
 from wakeful.kernel.config_base import reject_repeated_names
+from wakeful.kernel.field_defaults import empty_list
 from wakeful.kernel.session_names import SESSION_PATTERN
 
 HOOK_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
@@ -52,8 +53,8 @@ class HookConfig(BaseModel):
     auth: Literal["standard", "github", "bearer"] = Field(default="standard", examples=["github"])
     # Every configured secret is accepted at once, so a sender's secret can rotate.
     secret: SecretStr | None = None
-    secrets: list[SecretStr] = Field(default_factory=list)
-    secret_env: list[str] = Field(default_factory=list, examples=[["GITHUB_WEBHOOK_SECRET"]])
+    secrets: list[SecretStr] = Field(default_factory=empty_list)
+    secret_env: list[str] = Field(default_factory=empty_list, examples=[["GITHUB_WEBHOOK_SECRET"]])
     secret_file: Path | None = Field(default=None, examples=["/etc/wakeful/github-secret"])
     session: str = Field(default="main", examples=["main"])
     max_body_bytes: int = Field(default=1024 * 1024, ge=1, examples=[1048576])
@@ -62,8 +63,8 @@ class HookConfig(BaseModel):
     priority: Literal["low", "normal", "high", "urgent"] = Field(
         default="normal", examples=["normal"]
     )
-    events: list[str] = Field(default_factory=list, examples=[["push", "pull_request"]])
-    filters: list[HookFilter] = Field(default_factory=list)
+    events: list[str] = Field(default_factory=empty_list, examples=[["push", "pull_request"]])
+    filters: list[HookFilter] = Field(default_factory=empty_list)
 
     @field_validator("name")
     @classmethod
@@ -99,7 +100,7 @@ class HookConfig(BaseModel):
 
 
 class WebhookSettings(BaseModel):
-    hooks: list[HookConfig] = Field(default_factory=list)
+    hooks: list[HookConfig] = Field(default_factory=empty_list)
 
     @field_validator("hooks")
     @classmethod

@@ -19,6 +19,7 @@ from wakeful.channels.email.tools.draft_effect import draft_effect
 from wakeful.core.effects import Effect, Reach
 from wakeful.core.tool import ToolArgs, ToolContext, ToolOutput
 from wakeful.kernel.events import utcnow
+from wakeful.kernel.field_defaults import empty_list
 
 
 async def _original(accounts: MailAccounts, email_id: str) -> ParsedEmail:
@@ -72,8 +73,8 @@ class DraftEmail:
 
     class Args(ToolArgs):
         body: str = Field(min_length=1, description="the plain-text body")
-        to: list[str] = Field(default_factory=list, description="recipient addresses")
-        cc: list[str] = Field(default_factory=list, description="copy addresses")
+        to: list[str] = Field(default_factory=empty_list, description="recipient addresses")
+        cc: list[str] = Field(default_factory=empty_list, description="copy addresses")
         subject: str | None = Field(default=None, description="subject; replies default to Re:")
         reply_to_email_id: str | None = Field(default=None, description="email being answered")
         account: str | None = Field(default=None, description="sending account; default first")
