@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from wakeful.app.config import Settings
 from wakeful.app.startup.resources import Opened
@@ -18,16 +17,12 @@ from wakeful.core.tool_registry import ToolRegistry
 from wakeful.mcp.config import namespaced
 from wakeful.safety.assembly import Safety, build_safety
 from wakeful.safety.review_model import ProviderReviewModel
-from wakeful.safety.sandbox import daemon_sandbox
 from wakeful.skills.catalog import SkillCatalog, discover_skills
 from wakeful.skills.load_skill import LoadSkill
 from wakeful.store.base import Store
 from wakeful.tools.registry import default_registry
 from wakeful.tools.search_tools import SearchTools
 from wakeful.tools.tool_surface import ToolSurface
-
-if TYPE_CHECKING:
-    pass
 
 
 @dataclass(frozen=True)
@@ -53,7 +48,7 @@ def arm(settings: Settings, opened: Opened, gate: EventGate) -> Armed:
     # What components narrow per session (subagents): declared while they configure.
     session_scopes: list[SessionScope] = []
     scopes = SessionScopes(session_scopes)
-    sandbox = daemon_sandbox(settings, data_dir)
+    sandbox = opened.sandbox
     safety = build_safety(
         settings.safety,
         store,
