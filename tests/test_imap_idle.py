@@ -12,11 +12,19 @@ import socketserver
 import threading
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
+import anyio
 import pytest
 
+from tests.mail_servers import PASSWORD, ImapServer, make_message
+from tests.test_imap_dovecot import Inbox
+from wakeful.channels.email import watcher as watcher_module
 from wakeful.channels.email.config import EmailAccountConfig
 from wakeful.channels.email.imap import ImapConnection
+from wakeful.channels.email.mail_state import MailState
+from wakeful.channels.email.watcher import MailboxWatcher
+from wakeful.store.sqlite import SqliteStore
 
 CAPABILITIES = b"IMAP4rev1 IDLE"
 
@@ -80,3 +88,42 @@ def test_idle_returns_for_mail_announced_with_its_continuation_and_waits_otherwi
     else:  # the buffer check must not turn a quiet IDLE into a busy return
         changed, waited = _wait(scripted_imap, timeout_s=1.0)
         assert not changed and waited >= 0.9, waited
+
+
+@pytest.mark.anyio
+async def test_mail_that_came_just_before_idle_arrives_without_waiting_for_the_reissue(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """pymap announces mail that came between the watcher's last command and its IDLE
+    only when that IDLE ends, not when it starts (as Dovecot does). The account keeps
+    its default re-issue (29 min): the mail must still come within seconds, because
+    the first IDLE after a sync is a short one."""
+    server = ImapServer(Path("/nonexistent"), backend="dict").start()
+    appended = threading.Event()
+
+    class Racing(ImapConnection):
+        def wait_for_change(self, timeout_s: float) -> bool:
+            # The stranger's timing: the sync is over, IDLE not yet sent.
+            self.client._imap.untagged_responses.clear()  # what the sync left filed
+            if not appended.is_set():
+                appended.set()
+                with server.client() as other:
+                    other.append("INBOX", make_message("pat@example.test", "just before", "hi"))
+            return super().wait_for_change(timeout_s)
+
+    monkeypatch.setattr(watcher_module, "ImapConnection", Racing)
+    account = EmailAccountConfig.model_validate(server.account())
+    assert account.idle_reissue_s == 29 * 60  # the default, on purpose
+    inbox = Inbox()
+    store = await SqliteStore(tmp_path / "wakeful.db").open()
+    watcher = MailboxWatcher(
+        account, PASSWORD, "INBOX", MailState(store.state()), inbox.submit, inbox.health
+    )
+    try:
+        async with anyio.create_task_group() as group:
+            group.start_soon(watcher.run)
+            await inbox.until(lambda: inbox.subjects == ["just before"], timeout_s=15)
+            group.cancel_scope.cancel()
+    finally:
+        await store.aclose()
+        server.stop()

@@ -30,6 +30,10 @@ log = structlog.get_logger(__name__)
 Submit = Callable[[Event], Awaitable[SubmitResult]]
 OnHealth = Callable[[MailboxHealth], None]
 FETCH_CHUNK = 50
+# The first IDLE after a sync ends after this long. Some servers (pymap) announce mail
+# that came between the sync's last command and IDLE only when that IDLE ends, not when
+# it starts: without a short first IDLE such a mail waited for the re-issue (29 min).
+SETTLE_IDLE_S = 1.0
 
 
 class MailboxWatcher:
@@ -111,14 +115,18 @@ class MailboxWatcher:
             self._set_state("idle" if idle else "polling")
             if idle:
                 # Returns on new mail, or at the re-issue interval to renew IDLE.
-                changed = await in_thread(
-                    conn, lambda: conn.wait_for_change(self.account.idle_reissue_s)
+                changed = await self._wait(conn, SETTLE_IDLE_S) or await self._wait(
+                    conn, self.account.idle_reissue_s
                 )
                 if not changed:
                     await self._self_check(conn, synced_next)
             else:
                 await anyio.sleep(self.account.poll_interval_s)
                 await in_thread(conn, conn.noop)
+
+    async def _wait(self, conn: ImapConnection, timeout_s: float) -> bool:
+        timeout_s = min(timeout_s, self.account.idle_reissue_s)
+        return await in_thread(conn, lambda: conn.wait_for_change(timeout_s))
 
     async def _self_check(self, conn: ImapConnection, synced_next: int) -> None:
         """A quiet IDLE while UIDNEXT moved means a wake-up was lost: say so (log and
