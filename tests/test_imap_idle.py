@@ -95,7 +95,7 @@ async def test_mail_that_came_just_before_idle_arrives_without_waiting_for_the_r
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """pymap announces mail that came between the watcher's last command and its IDLE
-    only when that IDLE ends, not when it starts (as Dovecot does). The account keeps
+    only when that IDLE ends, not when it starts. The account keeps
     its default re-issue (29 min): the mail must still come within seconds, because
     the first IDLE after a sync is a short one."""
     server = ImapServer(Path("/nonexistent"), backend="dict").start()
