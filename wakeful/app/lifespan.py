@@ -20,7 +20,7 @@ from wakeful.app.api_backend import ApiBackend
 from wakeful.app.components import default_components
 from wakeful.app.config import Settings
 from wakeful.app.http.serve import QuietServer
-from wakeful.app.startup.armour import arm
+from wakeful.app.startup.armour import SandboxProbe, arm
 from wakeful.app.startup.core import start_core
 from wakeful.app.startup.resources import Opened, open_resources
 from wakeful.app.startup.serving import log_listening, serve_http_app
@@ -32,6 +32,7 @@ from wakeful.core.feed_sse import StreamRegistry
 from wakeful.kernel.data_dir_lock import hold_data_dir_lock
 from wakeful.kernel.data_dir_perms import secure_data_dir
 from wakeful.safety.assembly import Safety
+from wakeful.safety.sandbox import Sandbox
 from wakeful.telemetry.lifecycle import tracing_installed
 
 if TYPE_CHECKING:
@@ -73,9 +74,13 @@ async def running_daemon(
             await stack.enter_async_context(tracing_installed(settings.telemetry))
             resources = await stack.enter_async_context(AsyncExitStack())
             async with anyio.create_task_group() as group:
+                probe = SandboxProbe(settings, data_dir)
+                await group.start(probe.run)
                 if components is None:
-                    components = default_components(settings)
-                running, server = await _start(settings, opened, group, resources, components)
+                    components = default_components(settings)  # imports, while it probes
+                running, server = await _start(
+                    settings, opened, group, resources, components, await probe.sandbox()
+                )
                 try:
                     yield running
                 finally:
@@ -91,10 +96,11 @@ async def _start(
     group: anyio.abc.TaskGroup,
     resources: AsyncExitStack,
     components: Sequence[Component],
+    sandbox: Sandbox,
 ) -> tuple[RunningDaemon, QuietServer]:
     feed = Feed()
     gate = EventGate()  # what components and approvals reach the core through
-    armed = arm(settings, opened, gate)
+    armed = arm(settings, opened, gate, sandbox)
     # Step 3: every component declares its tools, routes and views; then they freeze.
     await configure_all(
         components,

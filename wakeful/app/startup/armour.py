@@ -6,6 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+import anyio
+
 from wakeful.app.config import Settings
 from wakeful.app.startup.resources import Opened
 from wakeful.core.components.context import Registrations
@@ -17,6 +19,7 @@ from wakeful.core.tool_registry import ToolRegistry
 from wakeful.mcp.config import namespaced
 from wakeful.safety.assembly import Safety, build_safety
 from wakeful.safety.review_model import ProviderReviewModel
+from wakeful.safety.sandbox import Sandbox, daemon_sandbox
 from wakeful.skills.catalog import SkillCatalog, discover_skills
 from wakeful.skills.load_skill import LoadSkill
 from wakeful.store.base import Store
@@ -39,7 +42,35 @@ class Armed:
     output_dir: Path
 
 
-def arm(settings: Settings, opened: Opened, gate: EventGate) -> Armed:
+class SandboxProbe:
+    """The shell sandbox, probed in a worker thread: its probe runs `true` in bubblewrap
+    and waits tens of ms on the child, meanwhile the lifespan imports and builds the
+    components. Started once the store is open, so a start that fails before (a port in
+    use, an unreachable store) probes and logs nothing of the sandbox."""
+
+    def __init__(self, settings: Settings, data_dir: Path) -> None:
+        self._settings = settings
+        self._data_dir = data_dir
+        self._sandbox: Sandbox | None = None
+        self._done = anyio.Event()
+
+    async def run(self, *, task_status: anyio.abc.TaskStatus[None]) -> None:
+        task_status.started()  # the thread is started before the starter resumes
+        self._sandbox = await anyio.to_thread.run_sync(self._probe)
+        self._done.set()
+
+    async def sandbox(self) -> Sandbox:
+        await self._done.wait()
+        assert self._sandbox is not None
+        return self._sandbox
+
+    def _probe(self) -> Sandbox:
+        # The probe's command starts in the workspace, so it must exist first.
+        self._settings.safety.workspace_path(self._data_dir).mkdir(parents=True, exist_ok=True)
+        return daemon_sandbox(self._settings, self._data_dir)
+
+
+def arm(settings: Settings, opened: Opened, gate: EventGate, sandbox: Sandbox) -> Armed:
     data_dir, store, provider = opened.data_dir, opened.store, opened.provider
     workspace = settings.safety.workspace_path(data_dir)
     output_dir = saved_outputs_dir(data_dir)
@@ -48,7 +79,6 @@ def arm(settings: Settings, opened: Opened, gate: EventGate) -> Armed:
     # What components narrow per session (subagents): declared while they configure.
     session_scopes: list[SessionScope] = []
     scopes = SessionScopes(session_scopes)
-    sandbox = opened.sandbox
     safety = build_safety(
         settings.safety,
         store,

@@ -1,6 +1,5 @@
 """Step 1 of the start: what the daemon holds open for its whole life — its secrets,
-the HTTP socket (reserved, not yet listening), the store and the model provider — and
-the shell sandbox, probed meanwhile."""
+the HTTP socket (reserved, not yet listening), the store and the model provider."""
 
 from __future__ import annotations
 
@@ -9,6 +8,7 @@ from collections.abc import Awaitable, Callable
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import anyio
 import structlog
@@ -20,9 +20,12 @@ from wakeful.kernel.logging import add_secrets
 from wakeful.llm.model_key import missing_key_warning
 from wakeful.llm.null_provider import NullProvider
 from wakeful.llm.registry import build_provider
-from wakeful.safety.sandbox import Sandbox, daemon_sandbox
 from wakeful.store.base import Store
 from wakeful.store.factory import open_store
+
+if TYPE_CHECKING:
+    pass
+
 
 log = structlog.get_logger(__name__)
 
@@ -47,7 +50,6 @@ class Opened:
     provider: ModelProvider
     sock: socket.socket  # bound, not yet listening
     url: str  # e.g. http://127.0.0.1:8787
-    sandbox: Sandbox  # what shell commands run in (probed once)
 
 
 async def open_resources(settings: Settings, data_dir: Path, stack: AsyncExitStack) -> Opened:
@@ -57,25 +59,11 @@ async def open_resources(settings: Settings, data_dir: Path, stack: AsyncExitSta
     host, port = settings.server.host_port()
     sock = reserve_port(host, port)  # a port in use fails here, before any work
     stack.callback(sock.close)
-    probed: list[Sandbox] = []
-    async with anyio.create_task_group() as group:
-        # The probe runs `true` in bubblewrap (tens of ms, mostly waiting on the child):
-        # in a thread, while the store opens.
-        group.start_soon(_probe_sandbox, settings, data_dir, probed)
-        store = await open_store(settings.store, data_dir)
-        stack.push_async_callback(_shielded_close, store.aclose)
-        provider = make_provider(settings.llm, api_key)
-        stack.push_async_callback(_shielded_close, provider.aclose)
-    return Opened(data_dir, admin_token, store, provider, sock, _url(sock), probed[0])
-
-
-async def _probe_sandbox(settings: Settings, data_dir: Path, into: list[Sandbox]) -> None:
-    def probe() -> Sandbox:
-        # The probe's command starts in the workspace, so it must exist first.
-        settings.safety.workspace_path(data_dir).mkdir(parents=True, exist_ok=True)
-        return daemon_sandbox(settings, data_dir)
-
-    into.append(await anyio.to_thread.run_sync(probe))
+    store = await open_store(settings.store, data_dir)
+    stack.push_async_callback(_shielded_close, store.aclose)
+    provider = make_provider(settings.llm, api_key)
+    stack.push_async_callback(_shielded_close, provider.aclose)
+    return Opened(data_dir, admin_token, store, provider, sock, _url(sock))
 
 
 async def _shielded_close(close: Callable[[], Awaitable[None]]) -> None:
