@@ -75,7 +75,7 @@ async def running_daemon(
             resources = await stack.enter_async_context(AsyncExitStack())
             async with anyio.create_task_group() as group:
                 probe = SandboxProbe(settings, data_dir)
-                await group.start(probe.run)
+                await probe.start(group)
                 if components is None:
                     components = default_components(settings)  # imports, while it probes
                 running, server = await _start(

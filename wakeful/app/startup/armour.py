@@ -52,19 +52,27 @@ class SandboxProbe:
         self._settings = settings
         self._data_dir = data_dir
         self._sandbox: Sandbox | None = None
+        self._running = anyio.Event()
         self._done = anyio.Event()
 
-    async def run(self, *, task_status: anyio.abc.TaskStatus[None]) -> None:
-        task_status.started()  # the thread is started before the starter resumes
-        self._sandbox = await anyio.to_thread.run_sync(self._probe)
-        self._done.set()
+    async def start(self, group: anyio.abc.TaskGroup) -> None:
+        """Returns once the probe's thread runs. to_thread.run_sync yields to the event
+        loop before it hands the work over, and what the caller does next (importing
+        the components) holds the loop: returning any earlier ran the probe after it."""
+        group.start_soon(self._run, name="sandbox probe")
+        await self._running.wait()
 
     async def sandbox(self) -> Sandbox:
         await self._done.wait()
         assert self._sandbox is not None
         return self._sandbox
 
+    async def _run(self) -> None:
+        self._sandbox = await anyio.to_thread.run_sync(self._probe)
+        self._done.set()
+
     def _probe(self) -> Sandbox:
+        anyio.from_thread.run_sync(self._running.set)
         # The probe's command starts in the workspace, so it must exist first.
         self._settings.safety.workspace_path(self._data_dir).mkdir(parents=True, exist_ok=True)
         return daemon_sandbox(self._settings, self._data_dir)
