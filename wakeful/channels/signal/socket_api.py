@@ -107,8 +107,6 @@ class SignalSocketApi:
         self._connection: ByteStream | None = None
         self._waiting: dict[int, _Waiting] = {}
         self._write = anyio.Lock()
-        # The reader of the current connection has stopped: nothing will answer a call.
-        self._reader_over = True
 
     async def aclose(self) -> None:
         if self._connection is not None:
@@ -127,8 +125,6 @@ class SignalSocketApi:
         connection = self._connection
         if connection is None:
             raise SignalError(0, f"not connected to signal-cli at {self.url}")
-        if self._reader_over:
-            raise self._closed_before(method)
         rid = next(self._ids)
         waiting = self._waiting[rid] = _Waiting(anyio.Event())
         line = json.dumps(request_body(method, params, rid, self._account)) + "\n"
@@ -161,12 +157,11 @@ class SignalSocketApi:
         send, receive = anyio.create_memory_object_stream[StreamEvent](math.inf)
         async with connection, receive, anyio.create_task_group() as group:
             self._connection = connection
-            self._reader_over = False
             try:
                 group.start_soon(self._read, connection, send)
                 return await self.call(method, params)
             finally:
-                self._connection = None
+                self._hung_up(connection)
                 group.cancel_scope.cancel()
 
     async def listen(self, last_event_id: str | None, on_open: OnOpen, handle: Handle) -> None:
@@ -175,31 +170,32 @@ class SignalSocketApi:
         # Unbounded: the reader must never wait for the handler (which may wait for a
         # response the reader has to hand over); signal-cli's pace is Signal's.
         send, receive = anyio.create_memory_object_stream[StreamEvent](math.inf)
-        ended = SignalError(0, f"signal-cli closed the connection at {self.url}")
         async with connection, receive, anyio.create_task_group() as group:
             self._connection = connection
-            self._reader_over = False
             try:
                 group.start_soon(self._read, connection, send)
                 try:
                     await self.call("subscribeReceive", {})
                 except SignalError as exc:
-                    if self._reader_over:  # the connection is gone: not a refusal
-                        ended = exc
-                    else:  # not in manual mode: messages come unasked
+                    if self._connection is not None:  # not in manual mode: messages come unasked
                         log.info("signal-cli subscribeReceive refused", url=self.url,
                                  error=str(exc))  # fmt: skip
-                if not self._reader_over:  # else never listening: on_open is not said
+                if self._connection is not None:  # else it ended: never listening
                     on_open()
                     async for event in receive:
                         await handle(event)
             finally:
-                self._connection = None
-                for waiting in self._waiting.values():
-                    waiting.done.set()  # body None: "closed before it answered"
+                self._hung_up(connection)
                 group.cancel_scope.cancel()
-        # Raised outside the task group, so that it is not wrapped in an ExceptionGroup.
-        raise ended
+        raise SignalError(0, f"signal-cli closed the connection at {self.url}")
+
+    def _hung_up(self, connection: ByteStream) -> None:
+        """Nothing will answer on ``connection`` any more: new calls are refused, and a
+        call waiting for its answer hears it now (body None), not after CALL_TIMEOUT_S."""
+        if self._connection is connection:
+            self._connection = None
+        for waiting in self._waiting.values():
+            waiting.done.set()
 
     async def _read(
         self, connection: ByteStream, events: MemoryObjectSendStream[StreamEvent]
@@ -209,11 +205,7 @@ class SignalSocketApi:
             async with events:
                 await self._read_lines(lines, events)
         finally:
-            # Whatever ended the reading, a call waiting for its answer hears it now
-            # (body None), not after CALL_TIMEOUT_S.
-            self._reader_over = True
-            for waiting in self._waiting.values():
-                waiting.done.set()
+            self._hung_up(connection)  # whatever ended the reading
 
     async def _read_lines(
         self, lines: BufferedByteReceiveStream, events: MemoryObjectSendStream[StreamEvent]
