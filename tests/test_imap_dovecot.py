@@ -21,46 +21,14 @@ import pytest
 
 from tests.dovecot_server import PASSWORD, DovecotServer, dovecot  # noqa: F401 (fixture)
 from tests.mail_servers import make_message
+from tests.support.mailbox_watch import Inbox, watch_mailbox
 from wakeful.channels.email import watcher as watcher_module
 from wakeful.channels.email.config import EmailAccountConfig
-from wakeful.channels.email.health import MailboxHealth
 from wakeful.channels.email.imap import ImapConnection
-from wakeful.channels.email.mail_state import MailState
-from wakeful.channels.email.watcher import MailboxWatcher
-from wakeful.core.front_door import SubmitResult
-from wakeful.kernel.events import Event
-from wakeful.store.sqlite import SqliteStore
 
 pytestmark = pytest.mark.anyio
 
-PROMPT_S = 10.0
 SENDERS = 4  # "promptly": the default re-issue interval is 1740 s
-
-
-class Inbox:
-    """What the watcher submitted, and a condition to await on it."""
-
-    def __init__(self) -> None:
-        self.subjects: list[str] = []
-        self.states: list[str] = []
-        self.last_health: MailboxHealth | None = None
-        self._changed = anyio.Event()
-
-    async def submit(self, event: Event) -> SubmitResult:
-        self.subjects.append(str(event.content.subject))
-        self._changed.set()
-        return SubmitResult(event.id, duplicate=False)
-
-    def health(self, health: MailboxHealth) -> None:
-        self.states.append(health.state)
-        self.last_health = health
-        self._changed.set()
-
-    async def until(self, condition: Callable[[], bool], timeout_s: float = PROMPT_S) -> None:
-        with anyio.fail_after(timeout_s):
-            while not condition():
-                await self._changed.wait()
-                self._changed = anyio.Event()
 
 
 def _append(server: DovecotServer, subject: str, body: str = "hello") -> None:
@@ -72,18 +40,7 @@ async def _watch(
     server: DovecotServer, tmp_path: Path, inbox: Inbox, work: Callable[[], Any]
 ) -> None:
     account = EmailAccountConfig.model_validate(server.account())  # the defaults otherwise
-    store = await SqliteStore(tmp_path / "wakeful.db").open()
-    watcher = MailboxWatcher(
-        account, PASSWORD, "INBOX", MailState(store.state()), inbox.submit, inbox.health
-    )
-    try:
-        async with anyio.create_task_group() as group:
-            group.start_soon(watcher.run)
-            await inbox.until(lambda: "idle" in inbox.states)
-            await work()
-            group.cancel_scope.cancel()
-    finally:
-        await store.aclose()
+    await watch_mailbox(account, PASSWORD, tmp_path, inbox, work)
 
 
 def _hooked(monkeypatch: pytest.MonkeyPatch, hook: Callable[[ImapConnection], None]) -> None:

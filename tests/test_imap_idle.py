@@ -14,17 +14,13 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-import anyio
 import pytest
 
 from tests.mail_servers import PASSWORD, ImapServer, make_message
-from tests.test_imap_dovecot import Inbox
+from tests.support.mailbox_watch import Inbox, watch_mailbox
 from wakeful.channels.email import watcher as watcher_module
 from wakeful.channels.email.config import EmailAccountConfig
 from wakeful.channels.email.imap import ImapConnection
-from wakeful.channels.email.mail_state import MailState
-from wakeful.channels.email.watcher import MailboxWatcher
-from wakeful.store.sqlite import SqliteStore
 
 CAPABILITIES = b"IMAP4rev1 IDLE"
 
@@ -115,15 +111,11 @@ async def test_mail_that_came_just_before_idle_arrives_without_waiting_for_the_r
     account = EmailAccountConfig.model_validate(server.account())
     assert account.idle_reissue_s == 29 * 60  # the default, on purpose
     inbox = Inbox()
-    store = await SqliteStore(tmp_path / "wakeful.db").open()
-    watcher = MailboxWatcher(
-        account, PASSWORD, "INBOX", MailState(store.state()), inbox.submit, inbox.health
-    )
+
+    async def work() -> None:
+        await inbox.until(lambda: inbox.subjects == ["just before"], timeout_s=15)
+
     try:
-        async with anyio.create_task_group() as group:
-            group.start_soon(watcher.run)
-            await inbox.until(lambda: inbox.subjects == ["just before"], timeout_s=15)
-            group.cancel_scope.cancel()
+        await watch_mailbox(account, PASSWORD, tmp_path, inbox, work)
     finally:
-        await store.aclose()
         server.stop()
