@@ -37,16 +37,11 @@ def new_secret() -> str:
     return "whsec_" + base64.b64encode(os.urandom(32)).decode()
 
 
-def standard_headers(secret: str, body: bytes, msg_id: str, at: float) -> dict[str, str]:
-    """Headers signed by the independent `standardwebhooks` reference package."""
-    return sign_standard(secret, body, msg_id, at)
-
-
 def test_standard_webhooks_signature_from_reference_package_verifies() -> None:
     """A delivery signed by the `standardwebhooks` package passes our verifier."""
     secret, body, now = new_secret(), b'{"type":"invoice.paid","n":1}', time.time()
     verifier = make_verifier("standard", [secret])
-    verifier.verify(standard_headers(secret, body, "msg_1", now), body, now)
+    verifier.verify(sign_standard(secret, body, "msg_1", now), body, now)
 
 
 def test_standard_webhooks_accepts_any_of_several_signatures_and_secrets() -> None:
@@ -54,9 +49,9 @@ def test_standard_webhooks_accepts_any_of_several_signatures_and_secrets() -> No
     old, new, body, now = new_secret(), new_secret(), b"{}", time.time()
     verifier = StandardWebhooks([standard_key(old), standard_key(new)])
     for secret in (old, new):
-        verifier.verify(standard_headers(secret, body, "m", now), body, now)
-    headers = standard_headers(new, body, "m", now)
-    wrong = standard_headers(new_secret(), body, "m", now)["webhook-signature"]
+        verifier.verify(sign_standard(secret, body, "m", now), body, now)
+    headers = sign_standard(new, body, "m", now)
+    wrong = sign_standard(new_secret(), body, "m", now)["webhook-signature"]
     headers["webhook-signature"] = f"v1a,xyz {wrong} {headers['webhook-signature']}"
     verifier.verify(headers, body, now)
 
@@ -75,11 +70,11 @@ def test_standard_webhooks_accepts_any_of_several_signatures_and_secrets() -> No
 def test_standard_webhooks_refuses_tampered_or_stale(change: dict[str, str], message: str) -> None:
     """A stale/future timestamp, another id, a bad or absent signature each fail with a reason."""
     secret, body, now = new_secret(), b'{"a":1}', time.time()
-    headers = standard_headers(secret, body, "msg", now)
+    headers = sign_standard(secret, body, "msg", now)
     for name, value in change.items():
         if value.startswith("drift:"):
             drift = int(value.removeprefix("drift:"))
-            headers = standard_headers(secret, body, "msg", now + drift)
+            headers = sign_standard(secret, body, "msg", now + drift)
         else:
             headers[name] = value
     with pytest.raises(AuthError, match=message):
