@@ -40,6 +40,9 @@ async def daemon(
     )
     async with harness(settings) as h:
         await fake.until(lambda: fake.subscribers > 0, what="subscribeReceive")
+        # The fake has the subscription before wakeful has its answer; a test that breaks
+        # the connection in between would see a stream that was never open (CI saw it).
+        await until_status(h, lambda s: s["components"]["chat.signal:phone"]["ok"])
         yield h
 
 
