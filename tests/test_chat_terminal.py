@@ -7,6 +7,7 @@ an unprompted reply leaves the half-typed line intact, arrow keys edit and recal
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
 import sys
 import time
@@ -227,12 +228,50 @@ def test_arrow_keys_edit_and_up_recalls(
     child.send(f"{UP}\r")  # the previous line, sent again
     model_server.wait_for_requests(2, timeout_s=10)
     assert sum("hello" in text for text in user_texts(model_server)) == 2
-    # Its answer, and the prompt back, before Ctrl-D: while a line is being sent the
-    # terminal is out of raw mode, and the line discipline swallows a ^D typed then.
     child.expect("ok")
     child.expect("you>")
     quit_with_ctrl_d(child)
     assert "hello" in (tmp_path / "wakeful-chat" / "history").read_text()
+
+
+def test_ctrl_d_typed_while_a_line_is_being_sent_quits_once_it_is_sent(
+    daemon: DaemonProcess, model_server: FakeModelServer, tmp_path: Path
+) -> None:
+    """The chat posts a line between two prompts; a ^D typed then is a key for the next
+    prompt, not the terminal's end-of-file (which the line discipline takes and loses
+    when the terminal is out of raw mode: the chat then never quit). The daemon is
+    stopped (SIGSTOP) so the post is still waiting when the ^D is typed."""
+    child = chat(daemon, tmp_path)
+    assert daemon.proc is not None
+    port = int(daemon.url.rpartition(":")[2])
+    daemon.proc.send_signal(signal.SIGSTOP)
+    try:
+        child.send("hello\r")
+        deadline = time.monotonic() + 10
+        while not _unread_bytes_at(port):  # the daemon is another process: polled
+            assert time.monotonic() < deadline, "the chat never posted the line"
+            time.sleep(0.02)
+        child.sendcontrol("d")
+    finally:
+        daemon.proc.send_signal(signal.SIGCONT)
+    child.expect(pexpect.EOF, timeout=10)
+    child.close()
+    assert child.exitstatus == 0, transcript(child)
+    model_server.wait_for_requests(1, timeout_s=10)
+    assert "hello" in user_texts(model_server)[-1]  # the line itself was sent
+
+
+def _unread_bytes_at(port: int) -> bool:
+    """Whether a connection to 127.0.0.1:``port`` holds bytes its server has not read: a
+    request sent to the stopped daemon (the chat is waiting for its answer)."""
+    with open("/proc/net/tcp") as table:
+        next(table)  # the header
+        for row in table:
+            local, state, queues = row.split()[1], row.split()[3], row.split()[4]
+            listening_side = int(local.rpartition(":")[2], 16) == port
+            if listening_side and state == "01" and int(queues.partition(":")[2], 16) > 0:
+                return True
+    return False
 
 
 def test_tool_activity_is_one_line_each_and_history_may_be_unwritable(

@@ -4,8 +4,11 @@ Output from the follower thread is printed above the line being typed
 (``patch_stdout``), the streaming reply's unfinished line is drawn just above
 the prompt, and the prompt is never blocked by a run: a line typed during a
 run is sent at once, `!stop` or Ctrl-C interrupts the run, Ctrl-C twice
-(when idle) or Ctrl-D quits. History lives in the user's state directory,
-never in a daemon's data_dir; when it cannot be kept, the chat goes on.
+(when idle) or Ctrl-D quits. A line is sent with the terminal still in raw mode,
+so a key pressed meanwhile waits for the next prompt instead of going to the
+terminal's line discipline (which takes a ^D as end-of-file and loses it).
+History lives in the user's state directory, never in a daemon's data_dir; when
+it cannot be kept, the chat goes on.
 """
 
 from __future__ import annotations
@@ -13,6 +16,8 @@ from __future__ import annotations
 import contextlib
 import os
 import time
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from pathlib import Path
 
 from prompt_toolkit import PromptSession
@@ -70,6 +75,7 @@ class TerminalChat:
         self._follower = follower
         self._model = model  # without a model no run starts, so nothing to interrupt
         self._last_idle_ctrl_c = float("-inf")
+        self._raw_mode: Callable[[], AbstractContextManager[None]] = contextlib.nullcontext
 
     def run(self) -> int:
         # Following first: the unread messages are printed before the first prompt.
@@ -80,6 +86,7 @@ class TerminalChat:
                     self._message, history=open_history(self._screen)
                 )
                 self._screen.on_change = prompt.app.invalidate
+                self._raw_mode = prompt.input.raw_mode
                 return self._loop(prompt)
         finally:
             self._follower.stop()
@@ -99,7 +106,7 @@ class TerminalChat:
                     self._send(line, message_kind(line))
             except EOFError:
                 return 0
-            except KeyboardInterrupt:  # at the prompt, or (SIGINT) while sending
+            except KeyboardInterrupt:  # at the prompt (a Ctrl-C typed while sending waits there)
                 if self._ctrl_c():
                     return 0
 
@@ -120,7 +127,10 @@ class TerminalChat:
             # Set before sending, so this run's own end (the idle item) clears it.
             self._follower.running.set()  # a run is coming: Ctrl-C now interrupts it
         try:
-            self._client.send(self._session, text, kind)
+            # Between prompts prompt_toolkit leaves raw mode; a ^D typed during the post
+            # would be the line discipline's end-of-file, never a key the chat reads.
+            with self._raw_mode():
+                self._client.send(self._session, text, kind)
         except CliError as exc:
             self._screen.note(f"wakeful: {exc}")
             return
