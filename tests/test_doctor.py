@@ -62,6 +62,23 @@ def test_a_sound_set_up_with_its_daemon_running_is_all_ok(
     assert any("running and ready" in line for line in lines)
 
 
+def test_on_the_default_sandbox_the_report_is_findings_only(
+    tmp_path: Path, model: FakeModelServer
+) -> None:
+    """The tests' config runs commands unconfined (tests/daemon_process.py says why); the
+    default, sandbox = "auto", probes bubblewrap, which logs its choice in the daemon. The
+    doctor probes too, and printed that log line above its report."""
+    port = free_port()
+    config = write_config(private(tmp_path / "data"), model.base_url, port)
+    config.write_text(config.read_text().replace('sandbox = "none"\n', ""))
+    private(tmp_path / "data")
+    code, lines = doctor(config)
+    assert [line for line in lines if not line.startswith(("ok   ", "FAIL "))] == [], lines
+    (sandbox,) = [line for line in lines if line.split(":")[0].endswith(" sandbox")]
+    assert sandbox == "ok   sandbox: shell commands run in bubblewrap", lines
+    assert code == 0, lines  # a daemon not started yet is not a fault
+
+
 def test_each_planted_fault_is_one_line_with_its_fix(
     tmp_path: Path, model: FakeModelServer
 ) -> None:

@@ -14,8 +14,10 @@ registration). Exit 0 when nothing failed, 1 otherwise.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import stat
+import tempfile
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -264,10 +266,16 @@ def _sandbox(settings: Settings, data_dir: Path) -> Finding:
     from wakeful.safety.sandbox import sandbox_from_settings
 
     safety = settings.safety
+    workspace = safety.workspace_path(data_dir)
     try:
-        sandbox = sandbox_from_settings(
-            safety, data_dir=data_dir, workspace=safety.workspace_path(data_dir)
-        )
+        with contextlib.ExitStack() as scratch:
+            if not workspace.is_dir():
+                # The daemon makes it at its first start, and the probe's command starts
+                # in it; whether bubblewrap works here does not depend on which one.
+                workspace = Path(scratch.enter_context(tempfile.TemporaryDirectory()))
+            sandbox = sandbox_from_settings(
+                safety, data_dir=data_dir, workspace=workspace, give_workspace=False
+            )
     except ConfigError as exc:
         return Finding(False, "sandbox", str(exc), "")
     if sandbox.kind == "off":

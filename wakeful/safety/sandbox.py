@@ -215,10 +215,21 @@ def daemon_sandbox(settings: Settings, data_dir: Path) -> Sandbox:
     skills = tuple(settings.skills.skill_roots(data_dir))
     key = (settings.safety.model_dump_json(), data_dir, workspace, tuple(hide), skills)
     if key not in _built:
-        _built[key] = sandbox_from_settings(
+        built = _built[key] = sandbox_from_settings(
             settings.safety, data_dir=data_dir, workspace=workspace, hide=hide, protect=skills
         )
+        _log_choice(built)
     return _built[key]
+
+
+def _log_choice(sandbox: Sandbox) -> None:
+    """The daemon's log says once how its shell commands run. Said here, not by the
+    probe: `wakeful doctor` probes too, and its report is findings, not log lines."""
+    if sandbox.kind == "bubblewrap":
+        log.info("shell commands run in bubblewrap", run_as=sandbox.run_as)
+    elif sandbox.kind == "off":
+        log.error("shell tools are off", reason=sandbox.off_because,
+                  tools=", ".join(PROCESS_TOOLS))  # fmt: skip
 
 
 def _secret_files(model: BaseModel) -> list[Path]:
@@ -244,6 +255,7 @@ def sandbox_from_settings(
     hide: Sequence[Path] = (),
     bwrap: str | None = "bwrap",
     protect: Sequence[Path] = (),
+    give_workspace: bool = True,
 ) -> Sandbox:
     """The daemon's sandbox from ``[safety]``; probes bubblewrap once.
 
@@ -251,6 +263,8 @@ def sandbox_from_settings(
     ``protect``: more paths it may read but never write or create (the skill roots;
     AGENTS.md always).
     ``bwrap``: the program to look up on PATH (tests pass one that is missing).
+    ``give_workspace``: False only asks whether bubblewrap works (`wakeful doctor`),
+    leaving the workspace's owner as it is.
     """
     limits = _working_limits(
         Limits(
@@ -278,9 +292,8 @@ def sandbox_from_settings(
         )
         reason = _probe(candidate, workspace)
         if reason is None:
-            if candidate.run_as is not None:
+            if candidate.run_as is not None and give_workspace:
                 _give_workspace(workspace, candidate.run_as)
-            log.info("shell commands run in bubblewrap", run_as=candidate.run_as)
             return candidate
     if safety.sandbox == "bubblewrap":
         raise ConfigError(
@@ -293,7 +306,6 @@ def sandbox_from_settings(
         f"no sandbox: {reason}; apt-get install bubblewrap, or set [safety] "
         'sandbox = "none" to run commands unconfined'
     )
-    log.error("shell tools are off", reason=line, tools=", ".join(PROCESS_TOOLS))
     return Sandbox(kind="off", limits=limits, network=False, off_because=line)
 
 
