@@ -82,6 +82,20 @@ async def test_unknown_session_exits_1_naming_the_known_ones(
 
 
 @pytest.mark.anyio
+async def test_an_empty_trajectory_says_so(capsys: pytest.CaptureFixture[str]) -> None:
+    """A session whose events have not reached the model yet (none configured, say): the
+    screen says it is empty rather than staying blank under the heading."""
+    daemon = MemoryDaemon()
+    async with serve(app_for(daemon)) as url:
+        assert await run_cli(url, "trajectory", "main") == 0
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err.strip().endswith(
+        "(empty: nothing of session main has reached the model yet)"
+    )
+
+
+@pytest.mark.anyio
 async def test_session_names_are_sent_as_one_url_segment(
     capsys: pytest.CaptureFixture[str],
 ) -> None:

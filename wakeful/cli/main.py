@@ -244,6 +244,9 @@ def cmd_trajectory(args: argparse.Namespace) -> int:
         "the exact next request" + ("" if args.full else ", `--full` everything stored") + ")\n",
         file=sys.stderr,
     )
+    if not messages:  # a blank screen would look like a failure
+        print(f"(empty: nothing of session {args.session} has reached the model yet)",
+              file=sys.stderr)  # fmt: skip
     for message in messages:
         print(_message_text(message))
         print()
