@@ -154,6 +154,22 @@ async def test_an_old_pending_event_alerts_and_resolves_when_the_session_takes_i
         assert count(feed, alert("pending_age:main")) == 1
 
 
+async def test_with_no_model_configured_the_pending_alert_says_that_is_why(
+    tmp_path: Path, model_server: FakeModelServer
+) -> None:
+    """No model: events are stored and wait (by design). The alert names that and its
+    fix, not a loop held by a long run that the user should interrupt."""
+    config = settings(tmp_path, model_server, pending_age_max_s=1)
+    config = config.model_copy(update={"llm": config.llm.model_copy(update={"model": ""})})
+    async with harness(config) as h, watch_feed(h) as feed:
+        await h.send("anyone there?")
+        item = await feed.wait_for(alert("pending_age:main"))
+        text = (await stored_event(h, item["event_id"]))["content"]["text"]
+    assert "no model is configured: set [llm] model and base_url" in text, text
+    assert "interrupt" not in text, text
+    assert model_server.requests == []
+
+
 class FailsTwice:
     """A component whose run raises twice, then stays up."""
 

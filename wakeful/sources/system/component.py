@@ -37,7 +37,12 @@ class SystemComponent:
         )
         setup.on_component_failure(self.failures.on_failure)
         self.pending = (
-            PendingAgeWatch(setup.store, self.book, config.pending_age_max_s)
+            PendingAgeWatch(
+                setup.store,
+                self.book,
+                config.pending_age_max_s,
+                model=bool(setup.settings.llm.model),  # as make_provider decides
+            )
             if config.pending_age_max_s
             else None
         )

@@ -15,6 +15,7 @@ import time
 import anyio
 
 from wakeful.core.feed import FeedItem
+from wakeful.core.provider import HOW_TO_CONFIGURE
 from wakeful.sources.system.alerts import AlertBook
 from wakeful.sources.system.waiting import until_change_or
 from wakeful.store.base import EventQueue, QueueDepth
@@ -25,10 +26,13 @@ MIN_REREAD_S = 1.0  # a burst of changes reads the queue at most once a second
 
 
 class PendingAgeWatch:
-    def __init__(self, store: EventQueue, book: AlertBook, max_age_s: float) -> None:
+    def __init__(
+        self, store: EventQueue, book: AlertBook, max_age_s: float, *, model: bool = True
+    ) -> None:
         self._store = store
         self._book = book
         self._max_age_s = max_age_s
+        self._model = model  # False: no model is configured, which is why events wait
         self._changed = anyio.Event()
         self._armed: float | None = None
         self.reads = 0
@@ -77,13 +81,19 @@ class PendingAgeWatch:
         await self._book.raise_(
             PREFIX + depth.session,
             f"Session {depth.session!r} has {depth.pending} events waiting; the oldest has "
-            f"waited {age:.0f} s, over [system] pending_age_max_s = {self._max_age_s:g}. Its "
-            "loop is busy with a long run or cannot call the model. To fix: see `wakeful "
-            f"status` (its run and tasks); cancel or interrupt what holds session "
-            f"{depth.session!r} if it is stuck.",
+            f"waited {age:.0f} s, over [system] pending_age_max_s = {self._max_age_s:g}. "
+            + (self._why(depth.session) if self._model else f"They wait: {HOW_TO_CONFIGURE}."),
             session=depth.session,
             pending=depth.pending,
             oldest_age_s=round(age, 1),
+        )
+
+    @staticmethod
+    def _why(session: str) -> str:
+        return (
+            "Its loop is busy with a long run or cannot call the model. To fix: see `wakeful "
+            f"status` (its run and tasks); cancel or interrupt what holds session {session!r} "
+            "if it is stuck."
         )
 
     async def _resolve(self, condition: str) -> None:
