@@ -169,6 +169,12 @@ class LlmSection(Section):
             raise ValueError("must start with http:// or https://")
         return value.rstrip("/")
 
+    @property
+    def configured(self) -> bool:
+        """Whether a model is named. Without one the daemon still starts: events are
+        stored and wait (the null provider), and its alerts say why."""
+        return bool(self.model)
+
     def resolve_api_key(self) -> str | None:
         """api_key, else api_key_file's contents, else the env var api_key_env names."""
         if self.api_key is not None and self.api_key.get_secret_value():

@@ -28,7 +28,7 @@ def key_source(llm: LlmSection) -> str:
 
 def missing_key_warning(llm: LlmSection, api_key: str | None) -> str | None:
     """One line when a model is configured with no key, unless its server is local."""
-    if not llm.model or api_key:
+    if not llm.configured or api_key:
         return None
     host = urlsplit(llm.base_url).hostname or ""
     if is_loopback(host):

@@ -215,6 +215,7 @@ def daemon_sandbox(settings: Settings, data_dir: Path) -> Sandbox:
     skills = tuple(settings.skills.skill_roots(data_dir))
     key = (settings.safety.model_dump_json(), data_dir, workspace, tuple(hide), skills)
     if key not in _built:
+        workspace.mkdir(parents=True, exist_ok=True)  # the probe's command starts in it
         built = _built[key] = sandbox_from_settings(
             settings.safety, data_dir=data_dir, workspace=workspace, hide=hide, protect=skills
         )

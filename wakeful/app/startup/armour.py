@@ -73,8 +73,6 @@ class SandboxProbe:
 
     def _probe(self) -> Sandbox:
         anyio.from_thread.run_sync(self._running.set)
-        # The probe's command starts in the workspace, so it must exist first.
-        self._settings.safety.workspace_path(self._data_dir).mkdir(parents=True, exist_ok=True)
         return daemon_sandbox(self._settings, self._data_dir)
 
 

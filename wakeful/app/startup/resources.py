@@ -31,7 +31,7 @@ log = structlog.get_logger(__name__)
 
 
 def make_provider(llm: LlmSection, api_key: str | None) -> ModelProvider:
-    if not llm.model:
+    if not llm.configured:
         return NullProvider()
     warning = missing_key_warning(llm, api_key)
     if warning is not None:

@@ -41,7 +41,7 @@ class SystemComponent:
                 setup.store,
                 self.book,
                 config.pending_age_max_s,
-                model=bool(setup.settings.llm.model),  # as make_provider decides
+                model=setup.settings.llm.configured,
             )
             if config.pending_age_max_s
             else None

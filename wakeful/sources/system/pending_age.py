@@ -82,14 +82,15 @@ class PendingAgeWatch:
             PREFIX + depth.session,
             f"Session {depth.session!r} has {depth.pending} events waiting; the oldest has "
             f"waited {age:.0f} s, over [system] pending_age_max_s = {self._max_age_s:g}. "
-            + (self._why(depth.session) if self._model else f"They wait: {HOW_TO_CONFIGURE}."),
+            + self._cause(depth.session),
             session=depth.session,
             pending=depth.pending,
             oldest_age_s=round(age, 1),
         )
 
-    @staticmethod
-    def _why(session: str) -> str:
+    def _cause(self, session: str) -> str:
+        if not self._model:
+            return f"They wait: {HOW_TO_CONFIGURE}."
         return (
             "Its loop is busy with a long run or cannot call the model. To fix: see `wakeful "
             f"status` (its run and tasks); cancel or interrupt what holds session {session!r} "
