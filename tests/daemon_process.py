@@ -26,14 +26,15 @@ def free_port() -> int:
         return port
 
 
-def run_to_exit(config: Path) -> subprocess.CompletedProcess[str]:
-    """`wakeful run -c CONFIG` to its end (a start-up that must fail), output captured."""
+def run_to_exit(config: Path, **env: str) -> subprocess.CompletedProcess[str]:
+    """`wakeful run -c CONFIG` to its end (a start-up that must fail), output captured;
+    ``env`` overrides variables (e.g. ``PATH``)."""
     return subprocess.run(
         [sys.executable, "-m", "wakeful", "-c", str(config), "run"],
         capture_output=True,
         text=True,
         timeout=60,
-        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        env={**os.environ, "PYTHONUNBUFFERED": "1", **env},
     )
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,7 @@ import pytest
 from structlog.testing import capture_logs
 
 from tests.daemon_harness import Harness, daemon_settings, harness, watch_feed
+from tests.daemon_process import free_port, run_to_exit, write_config
 from tests.fakes.model_server import FakeModelServer, Reply, ToolCallSpec
 from tests.test_sandbox import sandbox_user_processes  # noqa: F401 - a fixture
 from wakeful.core.loop.task_views import CombinedTaskView
@@ -179,3 +181,18 @@ async def test_file_tools_never_write_the_standing_instructions_or_skills(
     assert not (skills / "evil").exists()
     assert "evil" not in (skills / "mine" / "SKILL.md").read_text()
     assert pending == [], pending  # refused outright: nothing for the owner to approve
+
+
+def test_a_required_sandbox_that_cannot_work_stops_the_start_in_one_line(tmp_path: Path) -> None:
+    """[safety] sandbox = "bubblewrap" where bwrap is missing: the probe runs in a worker
+    thread beside the start, and its refusal is still the start's one line, exit 2 (a
+    configuration the machine cannot honour), no traceback, no server."""
+    config = write_config(tmp_path / "data", None, free_port())
+    config.write_text(config.read_text().replace('sandbox = "none"', 'sandbox = "bubblewrap"'))
+    result = run_to_exit(config, PATH=str(Path(sys.executable).parent))  # no bwrap there
+    assert result.returncode == 2, result.stderr
+    last = result.stderr.strip().splitlines()[-1]
+    assert last.startswith('wakeful: cannot start: safety.sandbox = "bubblewrap" but'), last
+    assert "apt-get install bubblewrap" in last
+    assert "Traceback" not in result.stderr
+    assert "wakeful is listening" not in result.stdout
