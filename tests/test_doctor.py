@@ -72,7 +72,8 @@ def test_on_the_default_sandbox_the_report_is_findings_only(
     config = write_config(private(tmp_path / "data"), model.base_url, port)
     config.write_text(config.read_text().replace('sandbox = "none"\n', ""))
     private(tmp_path / "data")
-    code, lines = doctor(config)
+    # The probe's scratch workspace (no workspace yet) is a temporary directory: in ours.
+    code, lines = doctor(config, env={**os.environ, "TMPDIR": str(tmp_path)})
     assert [line for line in lines if not line.startswith(("ok   ", "FAIL "))] == [], lines
     (sandbox,) = [line for line in lines if line.split(":")[0].endswith(" sandbox")]
     assert sandbox == "ok   sandbox: shell commands run in bubblewrap", lines
