@@ -157,8 +157,9 @@ class FakeAnthropicServer(FakeModelServer):
         delta = {"delta": {"stop_reason": stop, "stop_sequence": None}}
         output = reply.completion_tokens if reply.completion_tokens is not None else output
         await _event(send, "message_delta", {**delta, "usage": {"output_tokens": output}})
-        await _event(send, "message_stop", {})
+        # Complete as message_stop is handed over (the OpenAI fake says why).
         self._finish(record, aborted=False)
+        await _event(send, "message_stop", {})
         await send({"type": "http.response.body", "body": b"", "more_body": False})
 
     def _cache_usage(self, wire: dict[str, Any]) -> tuple[int, int, int]:

@@ -334,9 +334,12 @@ class FakeModelServer(ServesWhileOpen):
             await _send_event(send, json.dumps(renderer.word_chunk(" more")))
         for chunk in renderer.final_chunks():
             await _send_event(send, json.dumps(chunk))
-        await _send_event(send, "[DONE]")
-        # Complete once [DONE] is out: a client may hang up right after reading it.
+        # Complete as [DONE] is handed over, not once the write returns: under load the
+        # write waits for the transport to drain, meanwhile the client reads [DONE] and
+        # hangs up, and the disconnect watcher took that for an abort (CI saw a finished
+        # reply counted as aborted, and the interleaving property failed on it).
         self._finish(record, aborted=False)
+        await _send_event(send, "[DONE]")
         await send({"type": "http.response.body", "body": b"", "more_body": False})
 
     # --- lifecycle --------------------------------------------------------
