@@ -79,8 +79,10 @@ class DaemonProcess:
         *,
         open_files: tuple[int, int] | None = None,
         module: str = "wakeful",
+        env: dict[str, str] | None = None,
     ) -> None:
         self.config = config
+        self.env = env  # the child's whole environment (default: this one's)
         self.module = module  # `python -m MODULE`: a test's wrapper may inject a fault
         self.open_files = open_files  # RLIMIT_NOFILE (soft, hard) for the child
         self.url = f"http://127.0.0.1:{port}"
@@ -89,7 +91,7 @@ class DaemonProcess:
         self.proc: subprocess.Popen[str] | None = None
 
     def start(self, timeout_s: float = 20.0) -> DaemonProcess:
-        env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+        env = {**(os.environ if self.env is None else self.env), "PYTHONUNBUFFERED": "1"}
         self.proc = subprocess.Popen(
             [sys.executable, "-m", self.module, "-c", str(self.config), "run"],
             stdout=subprocess.PIPE,

@@ -14,11 +14,13 @@ import os
 import stat
 from pathlib import Path
 
-# The system unit's StateDirectory= (and where DynamicUser= moves it), its config,
-# and the user unit's StateDirectory=.
+# The system unit's StateDirectory= and CacheDirectory= (and where DynamicUser= moves
+# them), its config, and the user unit's StateDirectory=.
 HOST_STATE_PATHS = (
     Path("/var/lib/wakeful"),
     Path("/var/lib/private/wakeful"),
+    Path("/var/cache/wakeful"),
+    Path("/var/cache/private/wakeful"),
     Path("/etc/wakeful"),
     Path.home() / ".local" / "state" / "wakeful",
 )

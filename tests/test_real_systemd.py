@@ -239,4 +239,6 @@ def test_the_system_unit_starts_reloads_and_stops_under_systemd(
     assert "Result=success" in result.stdout and "ActiveState=inactive" in result.stdout
     # StateDirectory= landed in the test's root; the host's /var/lib/wakeful is as it was.
     assert (scratch / "var" / "lib" / "private" / "wakeful" / "wakeful.db").is_file()
+    # CacheDirectory= too: the code start-up compiled, where the read-only /opt cannot hold it.
+    assert list((scratch / "var" / "cache" / "private" / "wakeful").glob("codegen-daemon.*"))
     host_canary.assert_untouched()

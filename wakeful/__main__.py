@@ -2,6 +2,6 @@
 
 import sys
 
-from wakeful.cli.main import main
+from wakeful.cli.entry import main
 
 sys.exit(main())

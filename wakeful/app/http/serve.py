@@ -20,6 +20,7 @@ from starlette.types import ASGIApp
 from wakeful.app.config import ServerSection
 from wakeful.app.http.connections import fd_headroom, guarded_protocol, limit_notice
 from wakeful.app.http.host_guard import HostGuard, HostPolicy
+from wakeful.kernel import codegen_cache
 
 _heap_frozen = False
 
@@ -40,6 +41,7 @@ def freeze_startup_heap() -> None:
     if not _heap_frozen:
         _heap_frozen = True
         gc.freeze()
+        codegen_cache.save()  # what start-up compiled, for the next start
     gc.enable()
 
 
