@@ -75,10 +75,15 @@ class Clock:
         return asynchronous if inspect.iscoroutinefunction(step) else sync
 
 
-def child() -> None:
+def child(codegen: bool) -> None:
     """One start up to READY, printed as JSON {step: [wall, cpu]}."""
     gc.disable()  # as `wakeful run` does (wakeful/cli/main.py)
     clock = Clock()
+    if codegen:  # first, as the wakeful command does (wakeful/cli/entry.py)
+        from wakeful.kernel import codegen_cache
+
+        codegen_cache.install("daemon")
+        clock.lap("install the codegen cache")
     import wakeful.cli.main  # noqa: F401
 
     clock.lap("import wakeful.cli.main")
@@ -105,9 +110,10 @@ def child() -> None:
     anyio.run(start, backend_options={"use_uvloop": True})
 
 
-def run_once(env: dict[str, str]) -> dict[str, tuple[float, float]]:
+def run_once(env: dict[str, str], codegen: bool) -> dict[str, tuple[float, float]]:
+    flags = [] if codegen else ["--no-codegen-cache"]
     out = subprocess.run(
-        [sys.executable, "-m", "bench.startup_steps", "--child"],
+        [sys.executable, "-m", "bench.startup_steps", "--child", *flags],
         check=True,
         capture_output=True,
         text=True,
@@ -121,10 +127,17 @@ def run_once(env: dict[str, str]) -> dict[str, tuple[float, float]]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=5, help="runs (default 5)")
+    parser.add_argument(
+        "--no-codegen-cache",
+        action="store_true",
+        help="start without the cache of generated code (wakeful/kernel/codegen_cache.py), "
+        "as a baseline",
+    )
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    codegen = not args.no_codegen_cache
     if args.child:
-        child()
+        child(codegen)
         return
     with (
         tempfile.TemporaryDirectory(prefix="wakeful-steps-pyc-") as pycache,
@@ -140,9 +153,10 @@ def main() -> None:
 
         def fresh(index: int) -> dict[str, tuple[float, float]]:
             # A fresh data directory each run, as bench.startup's first start.
-            return run_once(env | {"WAKEFUL_DAEMON__DATA_DIR": str(Path(work) / str(index))})
+            data_dir = {"WAKEFUL_DAEMON__DATA_DIR": str(Path(work) / str(index))}
+            return run_once(env | data_dir, codegen)
 
-        fresh(-1)  # warm-up, not counted: fills the bytecode cache
+        fresh(-1)  # warm-up, not counted: fills the bytecode cache (and the codegen cache)
         runs = [fresh(i) for i in range(args.runs)]
     print(f"runs: {args.runs}; load average at the end: {os.getloadavg()[0]:.2f}")
     print(f"{'step':<38} {'wall':>9} {'cpu':>9}  (median ms)")
