@@ -80,8 +80,10 @@ def child(codegen: bool) -> None:
     gc.disable()  # as `wakeful run` does (wakeful/cli/main.py)
     clock = Clock()
     if codegen:  # first, as the wakeful command does (wakeful/cli/entry.py)
+        from wakeful.cli import entry
         from wakeful.kernel import codegen_cache
 
+        os.environ.setdefault(*entry.PYDANTIC_PLUGINS)
         codegen_cache.install("daemon")
         clock.lap("install the codegen cache")
     import wakeful.cli.main  # noqa: F401
@@ -111,7 +113,7 @@ def child(codegen: bool) -> None:
 
 
 def run_once(env: dict[str, str], codegen: bool) -> dict[str, tuple[float, float]]:
-    flags = [] if codegen else ["--no-codegen-cache"]
+    flags = [] if codegen else ["--bare"]
     out = subprocess.run(
         [sys.executable, "-m", "bench.startup_steps", "--child", *flags],
         check=True,
@@ -128,14 +130,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=5, help="runs (default 5)")
     parser.add_argument(
-        "--no-codegen-cache",
+        "--bare",
         action="store_true",
-        help="start without the cache of generated code (wakeful/kernel/codegen_cache.py), "
-        "as a baseline",
+        help="a baseline: start without what the wakeful command sets up first "
+        "(wakeful/cli/entry.py: the codegen cache, pydantic plugins off)",
     )
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
-    codegen = not args.no_codegen_cache
+    codegen = not args.bare
     if args.child:
         child(codegen)
         return

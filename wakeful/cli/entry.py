@@ -1,20 +1,27 @@
-"""The ``wakeful`` command's entry point: the code cache first, then the CLI.
+"""The ``wakeful`` command's entry point: start-up settings first, then the CLI.
 
 Importing the CLI (and, for ``run``, the daemon) defines hundreds of classes;
-the cache must be in place before the first of them (wakeful/kernel/codegen_cache.py).
+what changes how they are built must be in place before the first of them.
 """
 
 from __future__ import annotations
 
+import os
 import sys
 
 from wakeful.kernel import codegen_cache
 
+# pydantic looks for plugins in the entry points of every installed package when
+# it builds its first model (~20 ms of start → READY, more with a cold disk); wakeful
+# uses none. An operator who wants one sets the variable (to "" or a list of names).
+PYDANTIC_PLUGINS = ("PYDANTIC_DISABLE_PLUGINS", "__all__")
+
 
 def main() -> int:
+    os.environ.setdefault(*PYDANTIC_PLUGINS)
     # The daemon and a client command compile different classes: a file for each
     # (a stray "run" elsewhere on the line only picks the other file).
     codegen_cache.install("daemon" if "run" in sys.argv[1:] else "client")
-    from wakeful.cli.main import main as cli_main  # after install: it defines classes
+    from wakeful.cli.main import main as cli_main  # after both: it defines classes
 
     return cli_main()
