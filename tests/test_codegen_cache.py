@@ -250,3 +250,22 @@ def test_the_daemon_writes_its_cache_once_serving_not_at_exit(tmp_path: Path) ->
     with DaemonProcess(config, port, env=env):  # returns once "wakeful is listening"
         assert _written(cache_dir, "daemon") != []
     assert _written(tmp_path / "pyc", "daemon") == []
+
+
+def test_finish_writes_the_file_and_steps_aside(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(sys, "dont_write_bytecode", False)
+    path = tmp_path / "c.marshal"
+    cache = codegen_cache.install("test", path)
+    try:
+        assert dataclasses.__dict__.get("exec") == cache.exec
+        dataclasses.make_dataclass("Made", [("x", int)], frozen=True)
+        assert cache.misses > 0
+    finally:
+        codegen_cache.finish()
+    assert "exec" not in dataclasses.__dict__ and "compile" not in typing.__dict__
+    reread = CodegenCache.load(path)
+    with in_front(reread):
+        dataclasses.make_dataclass("Made", [("x", int)], frozen=True)
+    assert reread.misses == 0 and reread.hits == cache.misses

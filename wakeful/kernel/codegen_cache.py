@@ -179,8 +179,14 @@ def install(role: str, path: Path | None = None) -> CodegenCache:
     return _installed
 
 
-def save() -> None:
-    """Writes what start-up compiled; the daemon calls it once serving (it leaves by
-    ``os._exit``, past ``atexit``)."""
+def finish() -> None:
+    """Start-up is over: writes what it compiled and steps aside, freeing the entries
+    (~1 MiB a long-running daemon has no more use for). The daemon calls it once
+    serving: it leaves by ``os._exit``, past ``atexit``."""
+    global _installed
     if _installed is not None:
         _installed.save()
+        atexit.unregister(_installed.save)
+        dataclasses.__dict__.pop("exec", None)
+        typing.__dict__.pop("compile", None)
+        _installed = None

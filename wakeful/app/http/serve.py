@@ -40,8 +40,8 @@ def freeze_startup_heap() -> None:
     global _heap_frozen
     if not _heap_frozen:
         _heap_frozen = True
+        codegen_cache.finish()  # what start-up compiled, for the next start
         gc.freeze()
-        codegen_cache.save()  # what start-up compiled, for the next start
     gc.enable()
 
 
