@@ -71,6 +71,15 @@ class ImapServer:
             (root / "pymap-etc-shadow").write_text(f"{USER}:{hashed}\n")
 
     def start(self) -> ImapServer:
+        # pymap's maildir locks are files (``dovecot-uidlist.lock``, ...) that expire
+        # only after 600 s. stop() kills the server, sometimes while it holds one; the
+        # restarted server would then wait on the dead one's lock and answer SELECT only
+        # after the client gave up (a test's "the mailbox comes back" timed out so).
+        # No server runs here now, so every lock file is stale: as an operator would
+        # after a crash, remove them.
+        if self.backend == "maildir":
+            for stale in self.root.rglob("*.lock"):
+                stale.unlink(missing_ok=True)
         args = [sys.executable, "-c", _START, "--host", "127.0.0.1", "--port", str(self.port)]
         args += ["--no-tls", "--no-service", "admin"]
         if self.backend == "maildir":
