@@ -93,7 +93,7 @@ class FakeAnthropicServer(FakeModelServer):
             self._finish(record, aborted=False)
             await _send_json(send, 400, _error(400, problems[0]))
             return
-        reply = self._next_reply(record.body)
+        reply = record.reply = self._next_reply(record.body)
         async with anyio.create_task_group() as tg:
             tg.start_soon(self._watch_disconnect, receive, record, tg.cancel_scope)
             await self._answer(send, reply, wire, record)

@@ -53,6 +53,10 @@ class RecordedRequest:
     completed: bool = False
     aborted_at: float | None = None
     ended_at: float | None = None  # time.monotonic() when completed or aborted
+    # The scripted reply it was given; None for a request answered without one (its
+    # body never arrived whole, too long, refused as invalid). So request indexes and
+    # the replies' own numbering differ once any request went without.
+    reply: Reply | None = None
 
 
 class FakeModelServer(ServesWhileOpen):
@@ -245,7 +249,7 @@ class FakeModelServer(ServesWhileOpen):
             self._finish(record, aborted=False)
             await _send_json(send, 400, _too_long_body(self.context_window or 0))
             return
-        reply = self._next_reply(body)
+        reply = record.reply = self._next_reply(body)
         async with anyio.create_task_group() as tg:
             tg.start_soon(self._watch_disconnect, receive, record, tg.cancel_scope)
             await self._respond(send, reply, body, record)
