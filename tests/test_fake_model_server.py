@@ -123,6 +123,28 @@ async def test_requests_are_recorded_in_order(
 
 
 @pytest.mark.anyio
+async def test_a_request_cut_off_before_its_body_gets_no_reply(
+    model_server: FakeModelServer, client: openai.AsyncOpenAI
+) -> None:
+    """A client that hangs up mid-body (a daemon stopped while sending) is recorded,
+    aborted, with no reply: the next request gets the first one, so a request's index
+    and the number of the reply it got differ from then on (``record.reply`` says which)."""
+    model_server.push(Reply(text="R0 first"))
+    head = (
+        "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n"
+        "Content-Type: application/json\r\nContent-Length: 1000\r\n\r\n"
+    )
+    async with await anyio.connect_tcp("127.0.0.1", model_server.port) as stream:
+        await stream.send(head.encode() + b'{"model": "fake", "mess')
+    await model_server.await_requests(1)  # recorded once the server saw the hang-up
+    completion = await client.chat.completions.create(model="fake", messages=HELLO)
+    records = await model_server.await_requests(2)
+    assert records[0].aborted and records[0].reply is None
+    assert records[1].reply is not None and records[1].reply.text == "R0 first"
+    assert completion.choices[0].message.content == "R0 first"
+
+
+@pytest.mark.anyio
 async def test_abandoned_stream_is_detected_promptly(
     model_server: FakeModelServer, client: openai.AsyncOpenAI
 ) -> None:
