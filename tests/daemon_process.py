@@ -6,7 +6,6 @@ import json
 import os
 import resource
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -17,13 +16,7 @@ from typing import Any
 import httpx
 
 from tests.daemon_harness import ADMIN_TOKEN
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
+from tests.support.ports import free_port as free_port  # where the daemon tests look
 
 
 def run_to_exit(config: Path, **env: str) -> subprocess.CompletedProcess[str]:

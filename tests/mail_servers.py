@@ -27,6 +27,8 @@ from aiosmtpd.controller import Controller
 from imapclient import IMAPClient
 from pysasl.hashing import BuiltinHash
 
+from tests.support.ports import free_port
+
 USER = "alice@example.test"
 PASSWORD = "mail-secret-42"
 # pymap hashes passwords with 500 000 PBKDF2 rounds (~0.5 s a login); tests log in often.
@@ -35,13 +37,6 @@ _START = (
     "pymap.config.BuiltinHash = lambda: pysasl.hashing.BuiltinHash(rounds=1000); "
     "from pymap.main import main; main()"
 )
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 def wait_for_port(port: int, timeout_s: float = 15.0) -> None:

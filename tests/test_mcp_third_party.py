@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 from tests.fakes.model_server import FakeModelServer, Reply, ToolCallSpec
+from tests.support.ports import free_port
 from tests.test_mcp import ROOT, daemon, mcp_status, run_turn, settings, tool_results, until
 
 pytestmark = pytest.mark.anyio
@@ -26,13 +27,6 @@ pytestmark = pytest.mark.anyio
 PYPI_BIN = ROOT / ".venv-mcp" / "bin"
 NPM_BIN = ROOT / "tests" / "mcp_npm" / "node_modules" / ".bin"
 PAGE = "<html><body><h1>Tide table</h1><p>High water at 06:12.</p></body></html>"
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 class EverythingHttp:
