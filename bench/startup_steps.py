@@ -79,12 +79,10 @@ def child(codegen: bool) -> None:
     """One start up to READY, printed as JSON {step: [wall, cpu]}."""
     gc.disable()  # as `wakeful run` does (wakeful/cli/main.py)
     clock = Clock()
-    if codegen:  # first, as the wakeful command does (wakeful/cli/entry.py)
-        from wakeful.cli import entry
-        from wakeful.kernel import codegen_cache
+    if codegen:  # first, as the wakeful command does
+        from wakeful.cli.entry import prepare
 
-        os.environ.setdefault(*entry.PYDANTIC_PLUGINS)
-        codegen_cache.install("daemon")
+        prepare("daemon")
         clock.lap("install the codegen cache")
     import wakeful.cli.main  # noqa: F401
 

@@ -124,19 +124,11 @@ def test_a_class_from_cached_code_behaves_as_one_the_standard_library_builds(
 @contextlib.contextmanager
 def in_front(cache: CodegenCache) -> Iterator[None]:
     """The cache in front of the two modules for one block, as install() puts it."""
-    before = (dataclasses.__dict__.get("exec"), typing.__dict__.get("compile"))
-    setattr(dataclasses, "exec", cache.exec)  # noqa: B010
-    setattr(typing, "compile", cache.compile)  # noqa: B010
+    codegen_cache.attach(cache)
     try:
         yield
     finally:
-        for module, name, value in zip(
-            (dataclasses, typing), ("exec", "compile"), before, strict=True
-        ):
-            if value is None:
-                module.__dict__.pop(name, None)
-            else:
-                setattr(module, name, value)
+        codegen_cache.detach()
 
 
 def test_cached_code_is_the_code_the_compiler_gives(tmp_path: Path) -> None:

@@ -17,11 +17,17 @@ from wakeful.kernel import codegen_cache
 PYDANTIC_PLUGINS = ("PYDANTIC_DISABLE_PLUGINS", "__all__")
 
 
-def main() -> int:
+def prepare(role: str) -> None:
+    """What must precede the first class definition: pydantic's plugin search off
+    and the code cache in place (``role``: "daemon" or "client", its file)."""
     os.environ.setdefault(*PYDANTIC_PLUGINS)
+    codegen_cache.install(role)
+
+
+def main() -> int:
     # The daemon and a client command compile different classes: a file for each
     # (a stray "run" elsewhere on the line only picks the other file).
-    codegen_cache.install("daemon" if "run" in sys.argv[1:] else "client")
-    from wakeful.cli.main import main as cli_main  # after both: it defines classes
+    prepare("daemon" if "run" in sys.argv[1:] else "client")
+    from wakeful.cli.main import main as cli_main  # after prepare: it defines classes
 
     return cli_main()

@@ -146,9 +146,9 @@ def default_path(role: str) -> Path | None:
 
     ``role``: one file per kind of process (the daemon, a client command), each
     holding what that kind compiles: a client command does not read the daemon's."""
-    name = f"codegen-{role}.{sys.implementation.cache_tag}.marshal"
-    if sys.flags.optimize:  # asserts compiled out: other code, as for .opt-N.pyc
-        name = name.replace(".marshal", f".opt-{sys.flags.optimize}.marshal")
+    # With asserts compiled out the code differs: another file, as for .opt-N.pyc.
+    optimized = f".opt-{sys.flags.optimize}" if sys.flags.optimize else ""
+    name = f"codegen-{role}.{sys.implementation.cache_tag}{optimized}.marshal"
     cache_dir = os.environ.get("CACHE_DIRECTORY", "").split(":")[0]
     if cache_dir:
         return Path(cache_dir) / name
@@ -172,11 +172,22 @@ def install(role: str, path: Path | None = None) -> CodegenCache:
     global _installed
     if _installed is None:
         _installed = CodegenCache.load(path if path is not None else default_path(role))
-        # Module globals shadow the builtins for these two modules' own calls only.
-        setattr(dataclasses, "exec", _installed.exec)  # noqa: B010
-        setattr(typing, "compile", _installed.compile)  # noqa: B010
+        attach(_installed)
         atexit.register(_installed.save)
     return _installed
+
+
+def attach(cache: CodegenCache) -> None:
+    """``cache`` in front of the two modules' calls: module globals shadow the
+    builtins for those modules' own calls only."""
+    setattr(dataclasses, "exec", cache.exec)  # noqa: B010
+    setattr(typing, "compile", cache.compile)  # noqa: B010
+
+
+def detach() -> None:
+    """The two modules call the builtins again."""
+    dataclasses.__dict__.pop("exec", None)
+    typing.__dict__.pop("compile", None)
 
 
 def finish() -> None:
@@ -187,6 +198,5 @@ def finish() -> None:
     if _installed is not None:
         _installed.save()
         atexit.unregister(_installed.save)
-        dataclasses.__dict__.pop("exec", None)
-        typing.__dict__.pop("compile", None)
+        detach()
         _installed = None
