@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, settings
@@ -45,6 +46,17 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
         writer.line()
         writer.line(message, red=True)
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+@pytest.fixture(scope="session", autouse=True)
+def codegen_cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """Where the wakeful commands the tests start keep their start-up code cache
+    (wakeful/kernel/codegen_cache.py reads $CACHE_DIRECTORY, as under systemd): under
+    the run's temporary root, not in the checkout's __pycache__. One per worker."""
+    path = tmp_path_factory.mktemp("codegen-cache")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("CACHE_DIRECTORY", str(path))
+        yield path
 
 
 @pytest.fixture
