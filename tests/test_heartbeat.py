@@ -72,6 +72,42 @@ def test_the_next_beat_is_the_first_one(
         assert beat <= now + step
 
 
+async def test_a_reload_cuts_the_sleep_short_and_the_beat_follows_the_new_schedule(
+    tmp_path: Path, model_server: FakeModelServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The run loop sleeps until tomorrow's beat; a reload to another interval wakes it
+    and it beats when the new schedule says. The real schedule's grid is whole minutes
+    (tests/test_heartbeat_reload.py checks the moved time on a real process), so here a
+    schedule that puts a 30-minute section's next beat 0.2 s away stands for the wait."""
+    real_next_beat = next_beat
+
+    def soon_for_the_new_interval(
+        now: datetime, section: HeartbeatSection, zone: ZoneInfo
+    ) -> datetime:
+        if section.every_minutes == 30:
+            return now + timedelta(seconds=0.2)
+        return real_next_beat(now, section, zone)
+
+    monkeypatch.setattr("wakeful.sources.heartbeat.component.next_beat", soon_for_the_new_interval)
+    settings_ = daemon_settings(
+        tmp_path, model_server.base_url, heartbeat={"enabled": True, "every_minutes": 1440}
+    )
+    components, heart = with_heartbeat(settings_)
+    async with harness(settings_, components):
+        with anyio.fail_after(10):
+            while heart.next_due is None:  # noqa: ASYNC110 — the run loop has no event
+                await anyio.sleep(0.01)
+        assert heart.next_due > datetime.now(UTC) + timedelta(hours=1)
+        assert heart.beats == 0
+        await heart.reload(
+            settings_.model_copy(update={"heartbeat": HeartbeatSection(enabled=True)})
+        )
+        with anyio.fail_after(5):
+            while heart.beats == 0:  # noqa: ASYNC110 — the run loop has no event
+                await anyio.sleep(0.02)
+    assert model_server.requests == []  # nothing found: no model call
+
+
 def with_heartbeat(h_settings: Any) -> tuple[list[Any], HeartbeatComponent]:
     components = default_components(h_settings)
     (beat,) = [c for c in components if isinstance(c, HeartbeatComponent)]

@@ -1,6 +1,7 @@
 """SIGHUP re-reads [heartbeat] (a real `wakeful run` process): the run loop's sleep is
-cut short and the next beat follows the new interval, active hours and time zone —
-and it beats on the new schedule. A session change waits for a restart."""
+cut short and the next beat follows the new interval, active hours and time zone. A
+session change waits for a restart. That the run loop then beats at the moved time is
+tests/test_heartbeat.py's (the grid is whole minutes: waiting here took up to a minute)."""
 
 from __future__ import annotations
 
@@ -58,7 +59,6 @@ def test_sighup_moves_the_next_beat_to_the_new_schedule(tmp_path: Path) -> None:
         assert datetime.fromisoformat(moved["next_beat"]) <= datetime.now(UTC) + timedelta(
             seconds=61
         )
-        until_status(daemon, lambda s: s["beats"] >= 1, 75)
         (summary,) = [r for r in daemon.records() if r["event"] == "configuration reloaded"]
         assert "heartbeat.every_minutes" in summary["reloaded_by_components"]
         assert any(

@@ -60,6 +60,9 @@ def service_env(state: Path, credentials: Path, port: int) -> dict[str, str]:
     return {
         "PATH": os.environ["PATH"],
         "STATE_DIRECTORY": str(state),
+        # CacheDirectory=: the per-worker directory the suite's conftest made (not the
+        # checkout's wakeful/__pycache__, where the start-up code cache would otherwise go)
+        "CACHE_DIRECTORY": os.environ["CACHE_DIRECTORY"],
         "CREDENTIALS_DIRECTORY": str(credentials),
         "WAKEFUL_SERVER__BIND": f"127.0.0.1:{port}",
     }
@@ -133,7 +136,13 @@ def test_user_unit_exec_start_runs_verbatim(tmp_path: Path) -> None:
     venv_link.symlink_to(VENV)
     state.mkdir(parents=True, mode=0o700)
     (config_home / "wakeful").mkdir(parents=True)
-    env = {"PATH": os.environ["PATH"], "HOME": str(home)}
+    # A user's login environment; CACHE_DIRECTORY only so that the start-up code cache
+    # lands under the run's temporary root, not beside this checkout's bytecode.
+    env = {
+        "PATH": os.environ["PATH"],
+        "HOME": str(home),
+        "CACHE_DIRECTORY": os.environ["CACHE_DIRECTORY"],
+    }
     init = subprocess.run(
         [
             str(venv_link / "bin" / "wakeful"),
