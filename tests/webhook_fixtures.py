@@ -10,6 +10,7 @@ import os
 import time
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -21,6 +22,7 @@ import pytest
 from standardwebhooks.webhooks import Webhook
 
 from tests.daemon_harness import Harness, daemon_settings, harness
+from wakeful.core.components.context import ComponentSetup
 
 OLD_SECRET = "whsec_" + base64.b64encode(b"old-secret-32-bytes-long-abcdefg").decode()
 NEW_SECRET = "whsec_" + base64.b64encode(b"new-secret-32-bytes-long-abcdefg").decode()
@@ -106,22 +108,36 @@ class LiveDaemon:
         self.portal.call(flip)
 
 
-@pytest.fixture(scope="module")
-def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveDaemon]:
-    """One daemon (no model: events are stored, not answered) for the module's tests."""
-    data_dir = tmp_path_factory.mktemp("webhook-daemon")
+@contextmanager
+def live_daemon(data_dir: Path, *, direct_lane: bool = True) -> Iterator[LiveDaemon]:
+    """A daemon with :func:`hooks_config`'s hooks (no model: events are stored, not
+    answered); ``direct_lane=False``: every delivery goes the ASGI way (the webhook
+    component registers no direct route), to compare the two."""
     os.environ[TOKEN_ENV] = BEARER_TOKEN
     settings = daemon_settings(
         data_dir, "http://127.0.0.1:9", hooks=hooks_config(data_dir), llm={"model": ""}
     )
     try:
         with (
+            pytest.MonkeyPatch.context() as patch,
             anyio.from_thread.start_blocking_portal() as portal,
-            portal.wrap_async_context_manager(harness(settings)) as h,
-            httpx.Client(base_url=h.running.url, timeout=10) as client,
         ):
-            live = LiveDaemon(portal, h, client)
-            live.new_events()
-            yield live
+            if not direct_lane:
+                patch.setattr(ComponentSetup, "add_direct_route", lambda self, route: None)
+            with (
+                portal.wrap_async_context_manager(harness(settings)) as h,
+                httpx.Client(base_url=h.running.url, timeout=10) as client,
+            ):
+                patch.undo()  # only the start needed it
+                live = LiveDaemon(portal, h, client)
+                live.new_events()
+                yield live
     finally:
         os.environ.pop(TOKEN_ENV, None)
+
+
+@pytest.fixture(scope="module")
+def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveDaemon]:
+    """One daemon (no model: events are stored, not answered) for the module's tests."""
+    with live_daemon(tmp_path_factory.mktemp("webhook-daemon")) as daemon:
+        yield daemon

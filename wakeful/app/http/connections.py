@@ -9,6 +9,8 @@ whenever none is in flight, a short one for connections beyond the cap
 ``h11_max_incomplete_event_size`` does nothing under httptools, and 6
 connections sending endless headers grew the daemon to 2.65 GB. At the cap
 it closes the oldest waiting connection instead of refusing the new one.
+Most webhook deliveries skip ASGI: a direct route answers them here
+(``wakeful.app.http.direct_lane``).
 :func:`fd_headroom` lifts the soft fd limit above the cap where the hard
 limit allows. ``limit_concurrency`` answers 503 but logs every refused
 request; :func:`limit_notice` turns that into one line per burst.
@@ -28,8 +30,16 @@ import structlog
 from uvicorn.protocols.http.httptools_impl import STATUS_LINE, HttpToolsProtocol
 
 from wakeful.app.http.admission import Admission
+from wakeful.app.http.direct_lane import (
+    DirectCycle,
+    DirectLane,
+    LaneRequest,
+    internal_error,
+    response,
+)
 from wakeful.app.http.one_write import HeadWithBody
 from wakeful.kernel.http.body import BODY_RECEIVED_KEY
+from wakeful.kernel.http.direct import DirectAnswer
 
 log = structlog.get_logger(__name__)
 
@@ -53,11 +63,16 @@ class GuardedHttpTools(HttpToolsProtocol):
     * At the cap, the oldest connection with no request in flight makes room
       (:mod:`wakeful.app.http.admission`). ``admission`` and ``max_connections``
       are set on the subclass :func:`guarded_protocol` makes for each server.
+    * A request a direct route takes (``lane``) is answered without ASGI; one whose
+      body does not come whole with its head goes the ASGI way after all.
     """
 
     admission: ClassVar[Admission]
     max_connections: ClassVar[int]
+    lane: ClassVar[DirectLane | None] = None
+    _lane_request: LaneRequest | None = None  # taken into the lane, body still coming
     _request_deadline: asyncio.TimerHandle | None = None
+    _deadline_at = 0.0  # loop time by which a request must have started
     _head_bytes = 0  # bytes of the current request head received so far
     _in_head = True  # no complete head since the last message ended
     _closed_for_newcomer = False
@@ -74,6 +89,13 @@ class GuardedHttpTools(HttpToolsProtocol):
         self._arm_request_deadline(OVER_CAP_IDLE_S if over_cap else None)
 
     def data_received(self, data: bytes) -> None:
+        self._feed(data)
+        if self._lane_request is not None and not self.transport.is_closing():
+            # The body did not all come with the head: the ASGI path reads the rest,
+            # with its body deadline (a sender dripping its body holds no lane).
+            self._leave_lane(self._lane_request)
+
+    def _feed(self, data: bytes) -> None:
         if self._in_head and self._head_bytes + len(data) > MAX_HEAD_BYTES:
             # Feed only what the limit allows: if the head ends inside it, the rest
             # is body (or the next request) and goes on normally.
@@ -109,25 +131,95 @@ class GuardedHttpTools(HttpToolsProtocol):
         busy = open_now > self.max_connections or len(self.tasks) >= self.max_connections
         admission.receiving_body(self)  # until on_message_complete (same feed if no body)
         self.limit_concurrency = 0 if busy else None
+        lane = self.lane
+        if lane is not None and not busy and (self.cycle is None or self.cycle.response_complete):
+            parser = self.parser
+            self._lane_request = lane.take(
+                parser.get_method(),
+                self.url,
+                self.headers,
+                parser.should_keep_alive() and parser.get_http_version() != "1.0",
+                self.server,
+            )
+            if self._lane_request is not None:
+                return
+        self._start_cycle()
+
+    def _start_cycle(self) -> None:
         before = self.cycle
         super().on_headers_complete()
         cycle = self.cycle
         if cycle is not None and cycle is not before:  # a new request (not an upgrade)
             cycle.transport = HeadWithBody(self.transport, self.loop)
 
+    def _leave_lane(self, request: LaneRequest) -> None:
+        self._lane_request = None
+        self._start_cycle()
+        if request.body:
+            super().on_body(bytes(request.body))
+
+    def on_body(self, body: bytes) -> None:
+        request = self._lane_request
+        if request is None:
+            super().on_body(body)
+        else:  # no more than its Content-Length, which the route accepted
+            request.body += body
+
     def on_message_complete(self) -> None:
         self._in_head = True
         self._head_bytes = 0
         self.admission.busy(self)
+        request = self._lane_request
+        if request is not None:
+            self._lane_request = None
+            self._answer_in_lane(request)
+            return
         # The whole body is buffered: reading it cannot wait (wakeful.kernel.http.body).
         cast("dict[str, object]", self.scope)[BODY_RECEIVED_KEY] = True
         super().on_message_complete()
 
+    def _answer_in_lane(self, request: LaneRequest) -> None:
+        """As uvicorn starts a request's ASGI task: the server's tasks own it (a graceful
+        shutdown waits for it, then cancels it)."""
+        cycle = DirectCycle(request.keep_alive)
+        self.cycle = cycle  # type: ignore[assignment]  # uvicorn reads only its flags
+        task = self.loop.create_task(self._answer(request, cycle))
+        task.add_done_callback(self.tasks.discard)
+        self.tasks.add(task)
+
+    async def _answer(self, request: LaneRequest, cycle: DirectCycle) -> None:
+        try:
+            answer = await request.route.answer(request.rest, request.headers, bytes(request.body))
+        except Exception:
+            # As the app's ASGI path: the client gets the JSON 500, the log the traceback,
+            # and the connection closes.
+            log.exception(
+                "webhook request failed", path=request.route.prefix.decode() + request.rest
+            )
+            answer, cycle.keep_alive = internal_error(), False
+        self._respond(cycle, answer)
+
+    def _respond(self, cycle: DirectCycle, answer: DirectAnswer) -> None:
+        if cycle.disconnected:
+            return
+        self.transport.write(response(answer, cycle.keep_alive))
+        cycle.response_complete = True
+        if not cycle.keep_alive:
+            self.transport.close()
+        self.on_response_complete()
+
     def on_response_complete(self) -> None:
-        super().on_response_complete()
-        idle = self.cycle is None or self.cycle.response_complete
-        if idle and not self.transport.is_closing():
-            self.admission.waiting(self, fresh=False)
+        # uvicorn's, less its keep-alive timer: the request deadline armed below closes
+        # the connection after the same ``timeout_keep_alive`` (one timer, not two, per
+        # request on the webhook path).
+        self.server_state.total_requests += 1
+        if not self.transport.is_closing():
+            self.flow.resume_reading()
+            if self.pipeline:  # the next pipelined request, in order
+                cycle, app = self.pipeline.pop()
+                self._start_asgi_task(cycle, app)
+            elif self.cycle is None or self.cycle.response_complete:
+                self.admission.waiting(self, fresh=False)
         self._arm_request_deadline()
 
     def connection_lost(self, exc: Exception | None) -> None:
@@ -163,28 +255,42 @@ class GuardedHttpTools(HttpToolsProtocol):
         self.transport.close()
 
     def _arm_request_deadline(self, after_s: float | None = None) -> None:
-        if self._request_deadline is not None:
-            self._request_deadline.cancel()
-        self._request_deadline = self.loop.call_later(
-            self.timeout_keep_alive if after_s is None else after_s,
-            self._request_deadline_passed,
-        )
+        """The connection closes unless a request starts within ``after_s`` (default
+        ``timeout_keep_alive``). Moving a deadline later, as each response does, only
+        records it: the timer already set finds it moved when it fires, and waits on."""
+        at = self.loop.time() + (self.timeout_keep_alive if after_s is None else after_s)
+        self._deadline_at = at
+        timer = self._request_deadline
+        if timer is not None:
+            if timer.when() <= at:
+                return
+            timer.cancel()
+        self._request_deadline = self.loop.call_at(at, self._request_deadline_passed)
 
     def _request_deadline_passed(self) -> None:
         self._request_deadline = None
+        if self.loop.time() < self._deadline_at:  # moved later meanwhile
+            self._request_deadline = self.loop.call_at(
+                self._deadline_at, self._request_deadline_passed
+            )
+            return
         idle = self.cycle is None or self.cycle.response_complete
         if idle and not self.transport.is_closing():
             self.transport.close()
 
 
-def guarded_protocol(max_connections: int) -> type[GuardedHttpTools]:
-    """The protocol class for one server: its own admission state and cap."""
+def guarded_protocol(
+    max_connections: int, lane: DirectLane | None = None
+) -> type[GuardedHttpTools]:
+    """The protocol class for one server: its own admission state and cap, and the
+    direct routes it answers itself."""
 
     class ServerProtocol(GuardedHttpTools):
         pass
 
     ServerProtocol.admission = Admission(max_connections)
     ServerProtocol.max_connections = max_connections
+    ServerProtocol.lane = lane
     return ServerProtocol
 
 

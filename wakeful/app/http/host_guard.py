@@ -89,7 +89,7 @@ class HostGuard:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http":
-            problem = self._problem(scope)
+            problem = request_problem(self.policy, scope["headers"], scope.get("server"))
             if problem is not None:
                 status, message = problem
                 await error_response(status, message)(scope, receive, send)
@@ -98,25 +98,31 @@ class HostGuard:
             scope[BODY_TIMEOUT_KEY] = self.body_timeout_s
         await self.app(scope, receive, send)
 
-    def _problem(self, scope: Scope) -> tuple[int, str] | None:
-        host = origin = None
-        for name, value in scope["headers"]:
-            if name == b"host":
-                host = value.decode("latin-1")
-            elif name == b"origin":
-                origin = value.decode("latin-1")
-        server = scope.get("server")
-        port = server[1] if server else None
-        own = (f"[{server[0]}]" if ":" in server[0] else server[0]) if server else None
-        # No Host at all (HTTP/1.0 tools) cannot be a rebinding browser: served.
-        if host is not None and not self.policy.host_allowed(host, own):
-            return 421, (
-                f"Host {host!r} is not served here; add it to [server] allowed_hosts "
-                "if this daemon is meant to answer that name"
-            )
-        if origin is not None and not self.policy.origin_allowed(origin, port):
-            return 403, (
-                f"Origin {origin!r} may not call this daemon; add it to "
-                "[server] allowed_origins if that page is yours"
-            )
-        return None
+
+def request_problem(
+    policy: HostPolicy,
+    headers: Iterable[tuple[bytes, bytes]],
+    server: tuple[str, int | None] | None,
+) -> tuple[int, str] | None:
+    """421 for a foreign Host, 403 for a foreign Origin (status, message); None: served.
+    ``server``: the address the request arrived on."""
+    host = origin = None
+    for name, value in headers:
+        if name == b"host":
+            host = value.decode("latin-1")
+        elif name == b"origin":
+            origin = value.decode("latin-1")
+    port = server[1] if server else None
+    own = (f"[{server[0]}]" if ":" in server[0] else server[0]) if server else None
+    # No Host at all (HTTP/1.0 tools) cannot be a rebinding browser: served.
+    if host is not None and not policy.host_allowed(host, own):
+        return 421, (
+            f"Host {host!r} is not served here; add it to [server] allowed_hosts "
+            "if this daemon is meant to answer that name"
+        )
+    if origin is not None and not policy.origin_allowed(origin, port):
+        return 403, (
+            f"Origin {origin!r} may not call this daemon; add it to "
+            "[server] allowed_origins if that page is yours"
+        )
+    return None

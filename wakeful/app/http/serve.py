@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import gc
 import socket
-from collections.abc import Generator
+from collections.abc import Generator, Sequence
 from contextlib import contextmanager
 
 import anyio
@@ -19,8 +19,10 @@ from starlette.types import ASGIApp
 
 from wakeful.app.config import ServerSection
 from wakeful.app.http.connections import fd_headroom, guarded_protocol, limit_notice
+from wakeful.app.http.direct_lane import DirectLane
 from wakeful.app.http.host_guard import HostGuard, HostPolicy
 from wakeful.kernel import codegen_cache
+from wakeful.kernel.http.direct import DirectRoute
 
 _heap_frozen = False
 
@@ -98,9 +100,11 @@ async def serve_http(
     server_holder: list[QuietServer],
     *,
     server: ServerSection | None = None,
+    direct_routes: Sequence[DirectRoute] = (),
     task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
 ) -> None:
-    """Serve ``app`` behind the Host/Origin guard with the ``[server]`` limits."""
+    """Serve ``app`` behind the Host/Origin guard with the ``[server]`` limits;
+    ``direct_routes`` are answered by the protocol when a request allows."""
     limits = server if server is not None else ServerSection()
     policy = HostPolicy(limits.allowed_hosts, limits.allowed_origins)
     guarded = HostGuard(app, policy, body_timeout_s=limits.body_timeout_s)
@@ -110,7 +114,9 @@ async def serve_http(
         # httptools (C) parses; GuardedHttpTools adds the head limit, the deadline and
         # admission at the cap. It closes connections idle before their first request as
         # well as between requests, so idle sockets cannot pile up to the fd limit.
-        http=guarded_protocol(limits.max_connections),
+        http=guarded_protocol(
+            limits.max_connections, DirectLane(direct_routes, policy) if direct_routes else None
+        ),
         timeout_keep_alive=max(1, round(limits.idle_timeout_s)),
         # No WebSocket endpoint exists: "auto" would import a WebSocket library whenever
         # one is installed (the discord extra's websockets) only to refuse every upgrade.

@@ -59,7 +59,7 @@ async def serve_http_app(
         outbox=core.outbox,
     )
     servers: list[QuietServer] = []
-    serve = partial(serve_http, server=settings.server)
+    serve = partial(serve_http, server=settings.server, direct_routes=registrations.direct_routes)
     await group.start(serve, HotRoutes(app, registrations.hot_routes), opened.sock, servers)
     return Serving(servers[0], app.state.streams)
 

@@ -40,6 +40,7 @@ from wakeful.core.system_prompt import LiveSection
 from wakeful.core.tool import Tool
 from wakeful.core.tool_registry import ToolRegistry
 from wakeful.kernel.events import Event
+from wakeful.kernel.http.direct import DirectRoute
 from wakeful.store.base import ChannelState, Cursor, Store
 from wakeful.store.outbox.record import NewMessage, OutgoingMessage
 
@@ -100,6 +101,9 @@ class Registrations:
     # Routes taken at high request rates (webhooks): also served ahead of the app's
     # middleware and router (wakeful.app.http.hot_routes), with the same answers.
     hot_routes: list[Route] = field(default_factory=list)
+    # Routes the server's protocol answers itself, below ASGI, when a request allows
+    # (wakeful.kernel.http.direct); each also has an ordinary route for the rest.
+    direct_routes: list[DirectRoute] = field(default_factory=list)
     # Routes of the admin API (``/api/...``): the app checks the admin token first.
     admin_routes: list[Route] = field(default_factory=list)
     # Health may change while running (a mailbox goes down); the dict is read live.
@@ -176,6 +180,12 @@ class ComponentSetup:
             self.registrations.hot_routes.append(route)
         else:
             self.registrations.routes.append(route)
+
+    def add_direct_route(self, route: DirectRoute) -> None:
+        """Requests under ``route.prefix`` answered below ASGI when they allow; the
+        component also adds an ordinary route for the same paths, answering the same."""
+        self._check(f"direct route {route.prefix!r}")
+        self.registrations.direct_routes.append(route)
 
     def add_admin_route(self, route: Route) -> None:
         """A route of the admin API: served only to requests with the admin token."""

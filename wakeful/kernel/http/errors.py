@@ -8,6 +8,9 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
+# What a client learns of a bug; the detail stays in the server log.
+INTERNAL_ERROR = "internal error; see the daemon's log"
+
 
 class ApiError(HTTPException):
     """Raised anywhere in a handler; becomes a JSON error response."""
@@ -36,5 +39,4 @@ async def http_error(request: Request, exc: Exception) -> Response:
 
 
 async def server_error(request: Request, exc: Exception) -> Response:
-    # The detail stays in the server log; the client learns only that it failed.
-    return error_response(500, "internal error; see the daemon's log")
+    return error_response(500, INTERNAL_ERROR)

@@ -44,6 +44,7 @@ class WebhookComponent:
         self.ingress = HookIngress(hooks, setup.submit)
         # Registered even with no hooks, so a sender gets a 404 that says how to add one.
         setup.add_route(Route("/hooks/{name}", self.ingress.handle, methods=["POST"]), hot=True)
+        setup.add_direct_route(self.ingress)  # most deliveries: answered below ASGI
         setup.add_status("webhooks", self.ingress.stats)
 
     async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:

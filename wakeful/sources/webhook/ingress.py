@@ -6,11 +6,15 @@ by delivery id (a GitHub hook's: its signed body's hash) and commit through
 the dispatcher → 202 ``{"event_id"}``.
 The answer never waits for the agent; 503 with ``Retry-After`` when the
 daemon cannot commit, so the sender retries later.
+
+Two ways in, one answer: the server's protocol hands most deliveries to
+:meth:`HookIngress.answer` directly (``wakeful.kernel.http.direct``: whole
+body, known hook, length within its cap); the rest come through the ASGI
+endpoint :meth:`HookIngress.handle`. Both run :meth:`HookIngress._deliver`.
 """
 
 from __future__ import annotations
 
-import json
 import time
 from collections import Counter
 from collections.abc import Awaitable, Callable, Mapping
@@ -23,6 +27,7 @@ from starlette.responses import Response
 from wakeful.core.front_door import DaemonUnavailable, SubmitResult
 from wakeful.kernel.events import Event, EventError
 from wakeful.kernel.http.body import read_capped
+from wakeful.kernel.http.direct import DirectAnswer
 from wakeful.kernel.http.errors import ApiError
 from wakeful.sources.webhook.auth import AuthError
 from wakeful.sources.webhook.delivery import (
@@ -37,19 +42,20 @@ from wakeful.sources.webhook.taps import HookTap, with_subscriptions
 
 log = structlog.get_logger(__name__)
 
-# Starlette's JSONResponse rendering, with the encoder built once rather than per response.
-_ENCODE_JSON = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode
-
 Submit = Callable[[Event], Awaitable[SubmitResult]]
 
 
 class HookIngress:
-    """The endpoint for every configured hook, with per-hook counters for /api/status."""
+    """The endpoint for every configured hook, with per-hook counters for /api/status;
+    a direct route (``wakeful.kernel.http.direct.DirectRoute``) for ``/hooks/``."""
+
+    prefix = b"/hooks/"
 
     def __init__(
         self, hooks: Mapping[str, Hook], submit: Submit, clock: Callable[[], float] = time.time
     ) -> None:
         self._hooks = dict(hooks)
+        self._caps = _caps(self._hooks)
         self._submit = submit
         self._clock = clock
         self._counts: dict[str, Counter[str]] = {name: Counter() for name in self._hooks}
@@ -66,26 +72,46 @@ class HookIngress:
     def replace_hooks(self, hooks: Mapping[str, Hook]) -> None:
         """SIGHUP: the new set of hooks takes effect for the next request."""
         self._hooks = dict(hooks)
+        self._caps = _caps(self._hooks)
         for name in self._hooks:
             self._counts.setdefault(name, Counter())
 
+    def takes(self, rest: bytes, content_length: int) -> bool:
+        cap = self._caps.get(rest)
+        return cap is not None and content_length <= cap
+
+    async def answer(self, rest: str, headers: dict[str, str], body: bytes) -> DirectAnswer:
+        """A delivery the server's protocol read whole (see :meth:`takes`)."""
+        hook = self._hooks.get(rest)
+        if hook is None:  # a SIGHUP took it away since takes()
+            return _error(_no_hook(rest))
+        try:
+            return await self._deliver(hook, headers, body)
+        except ApiError as exc:
+            self._refused(hook.name, exc)
+            return _error(exc)
+
     async def handle(self, request: Request) -> Response:
+        """The ASGI endpoint: what the direct route does not take (a chunked or slow
+        body, one over the cap, an unknown hook)."""
         name = request.path_params["name"]
         hook = self._hooks.get(name)
         if hook is None:
-            raise ApiError(404, f"no webhook named {name!r}; declare it as [[hooks]] name = ...")
+            raise _no_hook(name)
         try:
-            response = await self._deliver(hook, request)
+            body = await read_capped(request, hook.config.max_body_bytes)
+            answer = await self._deliver(hook, _header_dict(request), body)
         except ApiError as exc:
-            self._counts[name][str(exc.status_code)] += 1
-            if exc.status_code != 503:
-                log.warning("webhook refused", hook=name, status=exc.status_code, why=exc.detail)
+            self._refused(name, exc)
             raise
-        return response
+        return Response(answer.body, answer.status, media_type="application/json")
 
-    async def _deliver(self, hook: Hook, request: Request) -> Response:
-        body = await read_capped(request, hook.config.max_body_bytes)
-        headers = _header_dict(request)
+    def _refused(self, name: str, exc: ApiError) -> None:
+        self._counts[name][str(exc.status_code)] += 1
+        if exc.status_code != 503:
+            log.warning("webhook refused", hook=name, status=exc.status_code, why=exc.detail)
+
+    async def _deliver(self, hook: Hook, headers: dict[str, str], body: bytes) -> DirectAnswer:
         try:
             hook.verifier.verify(headers, body, self._clock())
         except AuthError as exc:
@@ -96,7 +122,7 @@ class HookIngress:
             why = hook.filter.rejects(kind, payload)
             if why is not None:
                 self._counts[hook.name]["filtered"] += 1
-                return _accepted({"filtered": True, "reason": why})
+                return DirectAnswer.json(202, {"filtered": True, "reason": why})
             delivery = signed_delivery_id(hook, headers, body)
             event = to_event(hook, delivery, kind, payload, headers.get("x-github-delivery"))
         except (BadDelivery, EventError) as exc:
@@ -112,7 +138,7 @@ class HookIngress:
                 await tap.delivered(event, ids, result.duplicate)
             except Exception:  # the delivery is committed: a tap's failure is its own
                 log.exception("webhook tap failed", hook=hook.name, subscriptions=ids)
-        return _accepted({"event_id": result.event_id, "duplicate": result.duplicate})
+        return DirectAnswer.json(202, {"event_id": result.event_id, "duplicate": result.duplicate})
 
     async def _commit(self, event: Event) -> SubmitResult:
         try:
@@ -140,6 +166,15 @@ def _header_dict(request: Request) -> dict[str, str]:
     return found
 
 
-def _accepted(content: dict[str, Any]) -> Response:
-    """The same bytes and headers as ``JSONResponse(content, status_code=202)``."""
-    return Response(_ENCODE_JSON(content).encode("utf-8"), 202, media_type="application/json")
+def _caps(hooks: Mapping[str, Hook]) -> dict[bytes, int]:
+    """Each hook's name as the request line carries it, and its body cap."""
+    return {name.encode("ascii"): hook.config.max_body_bytes for name, hook in hooks.items()}
+
+
+def _no_hook(name: str) -> ApiError:
+    return ApiError(404, f"no webhook named {name!r}; declare it as [[hooks]] name = ...")
+
+
+def _error(exc: ApiError) -> DirectAnswer:
+    """The answer the app's error handler gives the same exception."""
+    return DirectAnswer.error(exc.status_code, exc.detail, tuple((exc.headers or {}).items()))

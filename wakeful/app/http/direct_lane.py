@@ -1,0 +1,106 @@
+"""The protocol's side of direct routes (``wakeful.kernel.http.direct``).
+
+:func:`take` decides, when a request's head is complete, whether a direct
+route answers it; :class:`DirectCycle` then stands where uvicorn keeps the
+request in flight (``protocol.cycle``), so that uvicorn's own handling of a
+pipelined request behind it, of a graceful shutdown and of a lost connection
+works unchanged; :func:`response` is the bytes uvicorn would have written for
+the same answer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from uvicorn.protocols.http.httptools_impl import STATUS_LINE
+
+from wakeful.app.http.host_guard import HostPolicy, request_problem
+from wakeful.kernel.http.direct import DirectAnswer, DirectRoute
+from wakeful.kernel.http.errors import INTERNAL_ERROR
+
+_NOT_PLAIN = (b"?", b"%", b"#", b"/")  # the router would decode, split or ignore these
+
+
+class _NoEvent:
+    """uvicorn sets the cycle's message event when the connection is lost; nobody waits."""
+
+    __slots__ = ()
+
+    def set(self) -> None:
+        return None
+
+
+@dataclass(slots=True, eq=False)
+class DirectCycle:
+    """A request a direct route is answering, as uvicorn's protocol sees it."""
+
+    keep_alive: bool
+    response_complete: bool = False
+    disconnected: bool = False
+    message_event: _NoEvent = field(default_factory=_NoEvent)
+
+
+@dataclass(slots=True, eq=False)
+class LaneRequest:
+    """A request taken into the lane: its body is gathered until the message ends."""
+
+    route: DirectRoute
+    rest: str
+    headers: dict[str, str]
+    keep_alive: bool
+    body: bytearray = field(default_factory=bytearray)
+
+
+@dataclass(frozen=True)
+class DirectLane:
+    """The direct routes of one server and the Host/Origin rule every request meets."""
+
+    routes: Sequence[DirectRoute]
+    policy: HostPolicy
+
+    def take(
+        self,
+        method: bytes,
+        url: bytes,
+        headers: list[tuple[bytes, bytes]],
+        keep_alive: bool,
+        server: tuple[str, int | None] | None,
+    ) -> LaneRequest | None:
+        """The request, if a direct route answers it (its path plain, its body's length
+        given and accepted, its Host and Origin allowed); else None."""
+        if method != b"POST":
+            return None
+        for route in self.routes:
+            if url.startswith(route.prefix):
+                rest = url[len(route.prefix) :]
+                break
+        else:
+            return None
+        if not rest or any(mark in rest for mark in _NOT_PLAIN):
+            return None
+        length: bytes | None = None
+        found: dict[str, str] = {}
+        for name, value in headers:
+            if name == b"content-length":
+                length = value
+            elif name == b"transfer-encoding" or name == b"expect":
+                return None
+            found.setdefault(name.decode("latin-1"), value.decode("latin-1"))
+        if length is None or not length.isdigit() or not route.takes(rest, int(length)):
+            return None
+        # The app's HostGuard answers a foreign Host or Origin; the lane leaves it that.
+        if request_problem(self.policy, headers, server) is not None:
+            return None
+        return LaneRequest(route, rest.decode("ascii", "replace"), found, keep_alive)
+
+
+def response(answer: DirectAnswer, keep_alive: bool) -> bytes:
+    """Status line, headers and body, as uvicorn writes a Starlette response (no Date or
+    Server header: the daemon turns both off)."""
+    close = b"" if keep_alive else b"connection: close\r\n"
+    return STATUS_LINE[answer.status] + answer.head_fields() + close + b"\r\n" + answer.body
+
+
+def internal_error() -> DirectAnswer:
+    return DirectAnswer.error(500, INTERNAL_ERROR)
