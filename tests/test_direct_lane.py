@@ -79,7 +79,9 @@ class Counted:
 def request(
     hook: str, body: bytes, headers: dict[str, str], *, version: str = "1.1", close: bool = False
 ) -> bytes:
-    lines = [f"POST /hooks/{hook} HTTP/{version}", "host: 127.0.0.1"]
+    lines = [f"POST /hooks/{hook} HTTP/{version}"]
+    if "host" not in headers:
+        lines.append("host: 127.0.0.1")
     lines += [f"{name}: {value}" for name, value in headers.items()]
     if "content-length" not in headers:
         lines.append(f"content-length: {len(body)}")
@@ -147,6 +149,11 @@ def delivery(kind: str, n: int) -> tuple[str, bytes, dict[str, str]]:
     if kind == "over-cap":
         big = json.dumps({"pad": "x" * SMALL_CAP}).encode()
         return "small", big, sign_standard(NEW_SECRET, big, f"lane-{n}")
+    if kind == "foreign-host":
+        return "std", body, {**sign_standard(NEW_SECRET, body, f"lane-{n}"), "host": "evil.example"}
+    if kind == "foreign-origin":
+        headers = {**sign_standard(NEW_SECRET, body, f"lane-{n}"), "origin": "http://evil.example"}
+        return "std", body, headers
     if kind == "unknown-hook":
         return "nope", body, {"content-type": "application/json"}
     if kind == "filtered":
@@ -168,11 +175,14 @@ KINDS = [
     "bad-id",
     "over-cap",
     "unknown-hook",
+    "foreign-host",
+    "foreign-origin",
     "filtered",
     "github",
 ]
-# What the lane answers itself; the others (over the cap, no such hook) go the ASGI way.
-DIRECT_KINDS = set(KINDS) - {"over-cap", "unknown-hook"}
+# What the lane answers itself; the others (over the cap, no such hook, a Host or Origin
+# the app's guard refuses) go the ASGI way.
+DIRECT_KINDS = set(KINDS) - {"over-cap", "unknown-hook", "foreign-host", "foreign-origin"}
 
 
 @settings(

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from uvicorn.protocols.http.httptools_impl import STATUS_LINE
 
-from wakeful.app.http.host_guard import HostPolicy, request_problem
+from wakeful.app.http.host_guard import HostPolicy, host_origin_problem
 from wakeful.kernel.http.direct import DirectAnswer, DirectRoute
 from wakeful.kernel.http.errors import INTERNAL_ERROR
 
@@ -81,16 +81,22 @@ class DirectLane:
             return None
         length: bytes | None = None
         found: dict[str, str] = {}
+        host = origin = None  # the last of each counts, as for the app's HostGuard
         for name, value in headers:
+            text = value.decode("latin-1")
             if name == b"content-length":
                 length = value
+            elif name == b"host":
+                host = text
+            elif name == b"origin":
+                origin = text
             elif name == b"transfer-encoding" or name == b"expect":
                 return None
-            found.setdefault(name.decode("latin-1"), value.decode("latin-1"))
+            found.setdefault(name.decode("latin-1"), text)
         if length is None or not length.isdigit() or not route.takes(rest, int(length)):
             return None
         # The app's HostGuard answers a foreign Host or Origin; the lane leaves it that.
-        if request_problem(self.policy, headers, server) is not None:
+        if host_origin_problem(self.policy, host, origin, server) is not None:
             return None
         return LaneRequest(route, rest.decode("ascii", "replace"), found, keep_alive)
 

@@ -112,6 +112,13 @@ def request_problem(
             host = value.decode("latin-1")
         elif name == b"origin":
             origin = value.decode("latin-1")
+    return host_origin_problem(policy, host, origin, server)
+
+
+def host_origin_problem(
+    policy: HostPolicy, host: str | None, origin: str | None, server: tuple[str, int | None] | None
+) -> tuple[int, str] | None:
+    """:func:`request_problem` for the request's last Host and Origin values."""
     port = server[1] if server else None
     own = (f"[{server[0]}]" if ":" in server[0] else server[0]) if server else None
     # No Host at all (HTTP/1.0 tools) cannot be a rebinding browser: served.
