@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -26,6 +27,14 @@ settings.load_profile("wakeful")
 
 
 HOST_STATE = pytest.StashKey[dict[str, Entry | None]]()
+
+# A shell starts a background job (`(bash scripts/check.sh &)`) with SIGINT ignored, the
+# tests' processes inherit that, and so would every `wakeful chat` or `wakeful onboard`
+# they spawn: a Ctrl-C the tests type in cooked mode would do nothing (seen: two Ctrl-C
+# tests failed in runs started that way and in no other). The commands under test get
+# the SIGINT a person's terminal gives them.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
