@@ -273,3 +273,29 @@ def test_a_delivery_in_one_write_is_answered_directly_and_stored(
     (stored,) = lane.new_events()
     assert stored["id"] == "wh:std:lane-20000000"
     assert stored["source"]["trusted"] is False
+
+
+def test_a_bug_in_the_route_is_the_apps_500_and_the_connection_closes(
+    pair: tuple[LiveDaemon, LiveDaemon],
+) -> None:
+    """As the ASGI path answers an exception in its endpoint: the JSON 500 that names no
+    detail, then the connection closes; the daemon goes on taking deliveries."""
+    lane, asgi = pair
+    hook, body, headers = delivery("signed", 30_000_000)
+    raw = request(hook, body, headers)
+
+    async def broken(*args: Any) -> Any:
+        raise RuntimeError("a bug")
+
+    with pytest.MonkeyPatch.context() as patch:
+        for daemon in pair:
+            patch.setattr(ingress(daemon), "_deliver", broken)
+        got_lane = exchange(lane, raw, 1)
+        got_asgi = exchange(asgi, raw, 1)
+    assert got_lane == got_asgi
+    (answer,), closed = got_lane
+    assert answer.startswith(b"HTTP/1.1 500 Internal Server Error\r\n") and closed
+    assert answer.endswith(b'{"error":"internal error; see the daemon\'s log"}')
+    hook, body, headers = delivery("signed", 30_000_001)
+    (after,), _ = exchange(lane, request(hook, body, headers), 1)
+    assert after.startswith(b"HTTP/1.1 202 Accepted\r\n")

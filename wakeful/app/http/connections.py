@@ -192,19 +192,18 @@ class GuardedHttpTools(HttpToolsProtocol):
             answer = await request.route.answer(request.rest, request.headers, bytes(request.body))
         except Exception:
             # As the app's ASGI path: the client gets the JSON 500, the log the traceback,
-            # and the connection closes.
-            log.exception(
-                "webhook request failed", path=request.route.prefix.decode() + request.rest
-            )
-            answer, cycle.keep_alive = internal_error(), False
-        self._respond(cycle, answer)
+            # and then the connection closes.
+            log.exception("direct route failed", path=request.route.prefix.decode() + request.rest)
+            self._respond(cycle, internal_error(), close=True)
+        else:
+            self._respond(cycle, answer, close=not cycle.keep_alive)
 
-    def _respond(self, cycle: DirectCycle, answer: DirectAnswer) -> None:
-        if cycle.disconnected:
-            return
+    def _respond(self, cycle: DirectCycle, answer: DirectAnswer, *, close: bool) -> None:
+        if cycle.disconnected or self.transport.is_closing():
+            return  # lost (uvicorn marks only the newest request, if one is pipelined)
         self.transport.write(response(answer, cycle.keep_alive))
         cycle.response_complete = True
-        if not cycle.keep_alive:
+        if close:
             self.transport.close()
         self.on_response_complete()
 
