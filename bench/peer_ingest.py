@@ -104,10 +104,18 @@ class Target:
     cpu: Callable[[], float] | None
 
 
+@dataclass(frozen=True)
+class Measured:
+    """One load's req/s and server CPU per request (µs; None when not measured)."""
+
+    rate: float
+    cpu_us: float | None
+
+
 async def measure(
     pool: ProcessPoolExecutor, target: Target, n: int, clients: int, tally: Tally
-) -> tuple[list[str], float]:
-    """A table row for ``n`` requests over ``clients`` connections, and its req/s."""
+) -> tuple[list[str], Measured]:
+    """A table row for ``n`` requests over ``clients`` connections, and its figures."""
     parts = urlsplit(target.url)
     host, port = parts.hostname or "127.0.0.1", parts.port or 80
     requests = target.build(f"c{clients}-{time.monotonic_ns()}", n)
@@ -118,29 +126,34 @@ async def measure(
 
     cpu_before = target.cpu() if target.cpu else 0.0
     elapsed, latencies, statuses = await anyio.to_thread.run_sync(call)
-    cpu = f"{(target.cpu() - cpu_before) / n * 1e6:.0f}" if target.cpu else "-"
+    cpu_us = (target.cpu() - cpu_before) / n * 1e6 if target.cpu else None
     bad = sum(1 for s in statuses if s != target.ok_status)
     if bad:
         tally.problems.append(f"{target.name}: {bad} of {n} not {target.ok_status}")
     rate = n / elapsed
     name = f"{target.name}, {clients} client(s)"
-    return [*ms_row(name, latencies), f"{rate:.0f}", cpu, str(bad)], rate
+    return [*ms_row(name, latencies), f"{rate:.0f}", _us(cpu_us), str(bad)], Measured(rate, cpu_us)
+
+
+def _us(cpu_us: float | None) -> str:
+    return "-" if cpu_us is None else f"{cpu_us:.0f}"
 
 
 async def measure_wrk(
     target: Target, directory: Path, seconds: float, tally: Tally
-) -> tuple[list[str], float]:
+) -> tuple[list[str], Measured]:
     requests = target.build(f"wrk-{time.monotonic_ns()}", int(seconds * WRK_MAX_RATE))
     cpu_before = target.cpu() if target.cpu else 0.0
     done, elapsed, errors, ms = await anyio.to_thread.run_sync(
         run_wrk, target.url, requests, directory, CLIENTS, seconds
     )
-    cpu = f"{(target.cpu() - cpu_before) / max(done, 1) * 1e6:.0f}" if target.cpu else "-"
+    cpu_us = (target.cpu() - cpu_before) / max(done, 1) * 1e6 if target.cpu else None
     if errors:
         tally.problems.append(f"{target.name}: wrk counted {errors} errors")
     rate = done / elapsed
     name = f"{target.name}, wrk {CLIENTS} conns {seconds:.0f} s"
-    return [name, str(done), *(f"{v:.2f}" for v in ms), f"{rate:.0f}", cpu, str(errors)], rate
+    row = [name, str(done), *(f"{v:.2f}" for v in ms), f"{rate:.0f}", _us(cpu_us), str(errors)]
+    return row, Measured(rate, cpu_us)
 
 
 def wakeful_target(h: Harness) -> Target:
@@ -178,40 +191,55 @@ async def run_round(
     wrk_seconds: float,
     directory: Path,
     tally: Tally,
-) -> tuple[list[list[str]], dict[str, dict[str, float]]]:
+) -> tuple[list[list[str]], dict[str, dict[str, Measured]]]:
     rows: list[list[str]] = []
-    rates: dict[str, dict[str, float]] = {}
+    rates: dict[str, dict[str, Measured]] = {}
     for target in order:
         seq_row, seq = await measure(pool, target, n // 4, 1, tally)
         conc_row, conc = await measure(pool, target, n, CLIENTS, tally)
         rows += [seq_row, conc_row]
         rates[target.name] = {"seq": seq, "conc": conc}
         if wrk_seconds:
-            wrk_row, rate = await measure_wrk(target, directory, wrk_seconds, tally)
+            wrk_row, wrk = await measure_wrk(target, directory, wrk_seconds, tally)
             rows.append(wrk_row)
-            rates[target.name]["wrk"] = rate
+            rates[target.name]["wrk"] = wrk
     return rows, rates
+
+
+@dataclass
+class Ratios:
+    """Per load kind, one figure a round: wakeful's req/s over the peer's, and the
+    peer's server CPU per request over wakeful's (steadier than req/s on a busy
+    machine; above 1, wakeful spends less per request)."""
+
+    rate: dict[str, list[float]] = field(default_factory=dict)
+    cpu: dict[str, list[float]] = field(default_factory=dict)
 
 
 async def compare(
     pool: ProcessPoolExecutor, h: Harness, theirs: Target, args: argparse.Namespace, tally: Tally
-) -> dict[str, list[float]]:
-    """The rounds, printed as they finish; wakeful's req/s over the peer's, per load kind."""
+) -> Ratios:
+    """The rounds, printed as they finish, and their ratios per load kind."""
     ours = wakeful_target(h)
     wrk_seconds = args.wrk_seconds if wrk_available() else 0.0
     for target in (ours, theirs):  # JIT, caches, connection set-up
         await measure(pool, target, WARM_UP, CLIENTS, tally)
     stored_before = await stored_events(h)
-    ratios: dict[str, list[float]] = {"seq": [], "conc": [], "wrk": []}
+    ratios = Ratios()
     for r in range(args.rounds):
         order = (theirs, ours) if r % 2 == 0 else (ours, theirs)
         load = os.getloadavg()
         rows, rates = await run_round(pool, order, args.n, wrk_seconds, args.directory, tally)
         print(f"\nround {r + 1}, load average before it {load[0]:.2f} {load[1]:.2f}")
         print_table([*LATENCY_HEADER, "req/s", "server CPU us/req", "bad"], rows)
-        for kind, their_rate in rates[theirs.name].items():
-            ratios[kind].append(rates[ours.name][kind] / their_rate)
-            print(f"wakeful / peer, {kind}: {ratios[kind][-1]:.2f}×")
+        for kind, their in rates[theirs.name].items():
+            mine = rates[ours.name][kind]
+            ratios.rate.setdefault(kind, []).append(mine.rate / their.rate)
+            line = f"wakeful / peer, {kind}: {ratios.rate[kind][-1]:.2f}×"
+            if mine.cpu_us and their.cpu_us:
+                ratios.cpu.setdefault(kind, []).append(their.cpu_us / mine.cpu_us)
+                line += f" (server CPU per request, peer / wakeful: {ratios.cpu[kind][-1]:.2f}×)"
+            print(line)
     # wrk counts completed requests only (in-flight ones at its stop are stored too),
     # so the check counts the Python client's requests, which all completed.
     sent = args.rounds * (args.n // 4 + args.n)
@@ -247,18 +275,19 @@ async def main(args: argparse.Namespace, peer: Peer) -> int:
     return 1 if tally.problems else 0
 
 
-def summary(ratios: dict[str, list[float]], peer: Peer, wanted_wrk: float) -> None:
+def summary(ratios: Ratios, peer: Peer, wanted_wrk: float) -> None:
     print(f"\npeer: POST {peer.url}{peer.path} (headers: {', '.join(peer.headers)})")
-    for kind, values in ratios.items():
-        if values:
+    for label, figures in (
+        ("wakeful / peer req/s", ratios.rate),
+        ("peer / wakeful server CPU per request", ratios.cpu),
+    ):
+        for kind, values in figures.items():
             listed = ", ".join(f"{v:.2f}" for v in values)
-            print(
-                f"wakeful / peer req/s, {kind}: median {statistics.median(values):.2f}× "
-                f"(rounds: {listed})"
-            )
+            median = statistics.median(values)
+            print(f"{label}, {kind}: median {median:.2f}× (rounds: {listed})")
     if wanted_wrk and not wrk_available():
         print("wrk is not installed (apt-get install wrk): no wrk rows")
-    print("target (issue 23): >= 2× at 16 concurrent keep-alive clients")
+    print("target (issue 23): >= 2× req/s at 16 concurrent keep-alive clients")
 
 
 def parse_peer(args: argparse.Namespace) -> Peer:
