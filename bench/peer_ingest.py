@@ -209,8 +209,8 @@ async def run_round(
 @dataclass
 class Ratios:
     """Per load kind, one figure a round: wakeful's req/s over the peer's, and the
-    peer's server CPU per request over wakeful's (steadier than req/s on a busy
-    machine; above 1, wakeful spends less per request)."""
+    peer's server CPU per request over wakeful's (above 1, wakeful spends less per
+    request; it does not count what the machine's other work took from either)."""
 
     rate: dict[str, list[float]] = field(default_factory=dict)
     cpu: dict[str, list[float]] = field(default_factory=dict)
