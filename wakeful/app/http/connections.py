@@ -155,15 +155,15 @@ class GuardedHttpTools(HttpToolsProtocol):
     def _leave_lane(self, request: LaneRequest) -> None:
         self._lane_request = None
         self._start_cycle()
-        if request.body:
-            super().on_body(bytes(request.body))
+        if request.chunks:
+            super().on_body(request.body())
 
     def on_body(self, body: bytes) -> None:
         request = self._lane_request
         if request is None:
             super().on_body(body)
         else:  # no more than its Content-Length, which the route accepted
-            request.body += body
+            request.chunks.append(body)
 
     def on_message_complete(self) -> None:
         self._in_head = True
@@ -189,7 +189,7 @@ class GuardedHttpTools(HttpToolsProtocol):
 
     async def _answer(self, request: LaneRequest, cycle: DirectCycle) -> None:
         try:
-            answer = await request.route.answer(request.rest, request.headers, bytes(request.body))
+            answer = await request.route.answer(request.rest, request.headers, request.body())
         except Exception:
             # As the app's ASGI path: the client gets the JSON 500, the log the traceback,
             # and then the connection closes.

@@ -49,7 +49,10 @@ class LaneRequest:
     rest: str
     headers: dict[str, str]
     keep_alive: bool
-    body: bytearray = field(default_factory=bytearray)
+    chunks: list[bytes] = field(default_factory=list)  # the body as the parser gave it
+
+    def body(self) -> bytes:
+        return b"".join(self.chunks)  # one chunk (the usual case): that object, no copy
 
 
 @dataclass(frozen=True)

@@ -49,7 +49,8 @@ class DirectAnswer:
     def error(
         cls, status: int, message: str, headers: tuple[tuple[str, str], ...] = ()
     ) -> DirectAnswer:
-        """What ``wakeful.kernel.http.errors.error_response`` answers."""
+        """Every error's shape, ``{"error": message}`` (``errors.error_response``
+        sends it through ASGI)."""
         return cls.json(status, {"error": message}, headers)
 
     def head_fields(self) -> bytes:

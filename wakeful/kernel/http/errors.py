@@ -6,7 +6,9 @@ from collections.abc import Mapping
 
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import Response
+
+from wakeful.kernel.http.direct import DirectAnswer
 
 # What a client learns of a bug; the detail stays in the server log.
 INTERNAL_ERROR = "internal error; see the daemon's log"
@@ -23,8 +25,17 @@ class ApiError(HTTPException):
 
 def error_response(
     status_code: int, message: str, headers: Mapping[str, str] | None = None
-) -> JSONResponse:
-    return JSONResponse({"error": message}, status_code=status_code, headers=headers)
+) -> Response:
+    """The error as the app's routes send it; the direct lane writes the same
+    :class:`DirectAnswer` itself."""
+    return answer_response(DirectAnswer.error(status_code, message, tuple((headers or {}).items())))
+
+
+def answer_response(answer: DirectAnswer) -> Response:
+    """A direct route's answer as a Starlette response: the same bytes."""
+    return Response(
+        answer.body, answer.status, headers=dict(answer.headers), media_type="application/json"
+    )
 
 
 async def http_error(request: Request, exc: Exception) -> Response:

@@ -28,7 +28,7 @@ from wakeful.core.front_door import DaemonUnavailable, SubmitResult
 from wakeful.kernel.events import Event, EventError
 from wakeful.kernel.http.body import read_capped
 from wakeful.kernel.http.direct import DirectAnswer
-from wakeful.kernel.http.errors import ApiError
+from wakeful.kernel.http.errors import ApiError, answer_response
 from wakeful.sources.webhook.auth import AuthError
 from wakeful.sources.webhook.delivery import (
     BadDelivery,
@@ -54,12 +54,11 @@ class HookIngress:
     def __init__(
         self, hooks: Mapping[str, Hook], submit: Submit, clock: Callable[[], float] = time.time
     ) -> None:
-        self._hooks = dict(hooks)
-        self._caps = _caps(self._hooks)
         self._submit = submit
         self._clock = clock
-        self._counts: dict[str, Counter[str]] = {name: Counter() for name in self._hooks}
+        self._counts: dict[str, Counter[str]] = {}
         self._taps: list[HookTap] = []
+        self.replace_hooks(hooks)
 
     @property
     def hook_names(self) -> list[str]:
@@ -70,9 +69,10 @@ class HookIngress:
         self._taps.append(tap)
 
     def replace_hooks(self, hooks: Mapping[str, Hook]) -> None:
-        """SIGHUP: the new set of hooks takes effect for the next request."""
+        """SIGHUP (and the start): the new set of hooks takes effect for the next request."""
         self._hooks = dict(hooks)
-        self._caps = _caps(self._hooks)
+        # Each name as the request line carries it, with its body cap (for takes()).
+        self._caps = {name.encode("ascii"): h.config.max_body_bytes for name, h in hooks.items()}
         for name in self._hooks:
             self._counts.setdefault(name, Counter())
 
@@ -104,7 +104,7 @@ class HookIngress:
         except ApiError as exc:
             self._refused(name, exc)
             raise
-        return Response(answer.body, answer.status, media_type="application/json")
+        return answer_response(answer)
 
     def _refused(self, name: str, exc: ApiError) -> None:
         self._counts[name][str(exc.status_code)] += 1
@@ -164,11 +164,6 @@ def _header_dict(request: Request) -> dict[str, str]:
     for name, value in request.headers.raw:
         found.setdefault(name.decode("latin-1").lower(), value.decode("latin-1"))
     return found
-
-
-def _caps(hooks: Mapping[str, Hook]) -> dict[bytes, int]:
-    """Each hook's name as the request line carries it, and its body cap."""
-    return {name.encode("ascii"): hook.config.max_body_bytes for name, hook in hooks.items()}
 
 
 def _no_hook(name: str) -> ApiError:
