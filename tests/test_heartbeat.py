@@ -78,15 +78,16 @@ async def test_a_reload_cuts_the_sleep_short_and_the_beat_follows_the_new_schedu
     """The run loop sleeps until tomorrow's beat; a reload to another interval wakes it
     and it beats when the new schedule says. The real schedule's grid is whole minutes
     (tests/test_heartbeat_reload.py checks the moved time on a real process), so here a
-    schedule that puts a 30-minute section's next beat 0.2 s away stands for the wait."""
-    real_next_beat = next_beat
+    schedule that puts the first section's beat a day away (the real grid would put a
+    daily beat at the next midnight, which may be minutes away) and a 30-minute
+    section's next beat 0.2 s away stands for the wait."""
 
     def soon_for_the_new_interval(
         now: datetime, section: HeartbeatSection, zone: ZoneInfo
     ) -> datetime:
         if section.every_minutes == 30:
             return now + timedelta(seconds=0.2)
-        return real_next_beat(now, section, zone)
+        return now + timedelta(days=1)
 
     monkeypatch.setattr("wakeful.sources.heartbeat.component.next_beat", soon_for_the_new_interval)
     settings_ = daemon_settings(
