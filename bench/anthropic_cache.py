@@ -25,9 +25,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-import anyio
-
-from bench.common import percentile, print_table, quiet_daemon_logs
+from bench.common import percentile, print_table, quiet_daemon_logs, run_like_the_daemon
 from tests.daemon_harness import harness, settings_for, watch_feed
 from tests.fakes.anthropic_server import FakeAnthropicServer
 from tests.fakes.model_replies import Reply, ToolCallSpec
@@ -183,4 +181,4 @@ async def main(turns: int) -> None:
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--turns", type=int, default=50)
-    anyio.run(main, parser.parse_args().turns)
+    run_like_the_daemon(main, parser.parse_args().turns)

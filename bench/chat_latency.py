@@ -43,6 +43,7 @@ from bench.common import (
     print_ratios,
     print_table,
     quiet_daemon_logs,
+    run_like_the_daemon,
 )
 from tests.daemon_harness import Harness, daemon_settings, harness
 from tests.daemon_process import free_port
@@ -259,4 +260,4 @@ def report(samples: dict[str, list[float]]) -> None:
 
 if __name__ == "__main__":
     parser = iterations_parser(__doc__.splitlines()[0], default_n=100)
-    anyio.run(main, parser.parse_args().n)
+    run_like_the_daemon(main, parser.parse_args().n)

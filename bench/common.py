@@ -9,6 +9,7 @@ import sys
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
+from typing import TypeVar
 
 import anyio
 
@@ -18,6 +19,8 @@ if str(REPO_ROOT) not in sys.path:  # so `tests.*` imports work however we are s
 
 from tests.fakes.model_server import FakeModelServer as FakeModelServer  # noqa: E402
 from tests.processes import find_pgid  # noqa: E402
+
+T = TypeVar("T")
 
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 
@@ -171,3 +174,11 @@ def quiet_daemon_logs() -> None:
     from wakeful.kernel.logging import configure_logging
 
     configure_logging("warning", stream=sys.stderr)
+
+
+def run_like_the_daemon(main: Callable[..., Awaitable[T]], *args: object) -> T:
+    """``anyio.run(main, *args)`` on the event loop ``wakeful run`` uses (uvloop where
+    installed): a bench that runs the daemon in its own process times that loop."""
+    from wakeful.app.service import event_loop_options
+
+    return anyio.run(main, *args, backend_options=event_loop_options())

@@ -23,9 +23,14 @@ import time
 from pathlib import Path
 from typing import Any
 
-import anyio
-
-from bench.common import LATENCY_HEADER, iterations_parser, ms_row, print_table, settle
+from bench.common import (
+    LATENCY_HEADER,
+    iterations_parser,
+    ms_row,
+    print_table,
+    run_like_the_daemon,
+    settle,
+)
 from bench.history_cost import HISTORY, responder, seed
 from tests.daemon_harness import Harness, daemon_settings, harness, watch_feed
 from tests.fakes.model_server import FakeModelServer
@@ -119,4 +124,4 @@ if __name__ == "__main__":
     parser = iterations_parser(__doc__ or "", 20)
     parser.add_argument("--sessions", type=int, default=2, help="10,000-event sessions")
     args = parser.parse_args()
-    anyio.run(main, args.n, args.sessions)
+    run_like_the_daemon(main, args.n, args.sessions)

@@ -26,6 +26,7 @@ from bench.common import (
     ms_row,
     print_table,
     quiet_daemon_logs,
+    run_like_the_daemon,
 )
 from tests.daemon_harness import daemon_settings, harness, watch_feed
 from tests.mail_servers import PASSWORD, USER, ImapServer, make_message
@@ -118,7 +119,7 @@ def main() -> None:
     parser = iterations_parser(__doc__ or "", default_n=40)
     parser.add_argument("--idle-seconds", type=float, default=10.0)
     args = parser.parse_args()
-    anyio.run(main_async, args.n, args.idle_seconds)
+    run_like_the_daemon(main_async, args.n, args.idle_seconds)
 
 
 if __name__ == "__main__":

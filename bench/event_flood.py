@@ -19,9 +19,7 @@ import tempfile
 import time
 from pathlib import Path
 
-import anyio
-
-from bench.common import print_table, quiet_daemon_logs, settle
+from bench.common import print_table, quiet_daemon_logs, run_like_the_daemon, settle
 from tests.daemon_harness import daemon_settings, harness
 from tests.fakes.model_server import FakeModelServer
 from tests.test_event_flood import HOOK, FloodModel, event_id, is_summary, post_flood, seen_by_agent
@@ -87,4 +85,4 @@ if __name__ == "__main__":
     parser.add_argument("--floods", type=int, nargs="+", default=[400, 2000])
     parser.add_argument("--size", type=int, default=1500, help="payload characters per webhook")
     args = parser.parse_args()
-    anyio.run(main, args.floods, args.size)
+    run_like_the_daemon(main, args.floods, args.size)

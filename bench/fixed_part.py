@@ -26,10 +26,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-import anyio
-
 from bench.anthropic_cache import openai_prefix_hits, run_session
-from bench.common import print_table, quiet_daemon_logs
+from bench.common import print_table, quiet_daemon_logs, run_like_the_daemon
 from tests.fakes.anthropic_server import FakeAnthropicServer
 from tests.fakes.model_server import FakeModelServer
 
@@ -131,4 +129,4 @@ async def main(turns: int) -> None:
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--turns", type=int, default=50)
-    anyio.run(main, parser.parse_args().turns)
+    run_like_the_daemon(main, parser.parse_args().turns)

@@ -14,9 +14,14 @@ from datetime import UTC, datetime
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
-import anyio
-
-from bench.common import LATENCY_HEADER, iterations_parser, ms_row, print_table, timed
+from bench.common import (
+    LATENCY_HEADER,
+    iterations_parser,
+    ms_row,
+    print_table,
+    run_like_the_daemon,
+    timed,
+)
 from tests.daemon_harness import daemon_settings, harness
 from tests.fakes.model_server import FakeModelServer
 from wakeful.app.components import default_components
@@ -61,4 +66,4 @@ async def main(n: int) -> None:
 
 if __name__ == "__main__":
     args = iterations_parser(__doc__ or "", 100).parse_args()
-    anyio.run(main, args.n)
+    run_like_the_daemon(main, args.n)

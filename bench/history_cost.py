@@ -27,9 +27,15 @@ import time
 from pathlib import Path
 from typing import Any
 
-import anyio
-
-from bench.common import LATENCY_HEADER, iterations_parser, ms_row, percentile, print_table, settle
+from bench.common import (
+    LATENCY_HEADER,
+    iterations_parser,
+    ms_row,
+    percentile,
+    print_table,
+    run_like_the_daemon,
+    settle,
+)
 from tests.daemon_harness import daemon_settings, harness, watch_feed
 from tests.fakes.model_replies import text_reply
 from tests.fakes.model_server import FakeModelServer
@@ -170,4 +176,4 @@ async def one(h: Any, model: FakeModelServer, session: str) -> tuple[float, floa
 
 if __name__ == "__main__":
     args = iterations_parser(__doc__ or "", 50).parse_args()
-    anyio.run(main, args.n)
+    run_like_the_daemon(main, args.n)

@@ -35,6 +35,7 @@ from bench.common import (
     print_ratios,
     print_table,
     quiet_daemon_logs,
+    run_like_the_daemon,
 )
 from tests.daemon_harness import daemon_settings, harness
 from tests.irc_daemon import BOT, irc_config, until_connected
@@ -99,4 +100,4 @@ async def main(n: int) -> None:
 
 if __name__ == "__main__":
     parser = iterations_parser(__doc__.splitlines()[0], default_n=20)
-    anyio.run(main, parser.parse_args().n)
+    run_like_the_daemon(main, parser.parse_args().n)

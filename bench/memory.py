@@ -19,7 +19,14 @@ from typing import Any
 
 import anyio
 
-from bench.common import LATENCY_HEADER, iterations_parser, ms_row, print_table, timed
+from bench.common import (
+    LATENCY_HEADER,
+    iterations_parser,
+    ms_row,
+    print_table,
+    run_like_the_daemon,
+    timed,
+)
 from tests.daemon_harness import daemon_settings, running_daemon
 from wakeful.app.config import StoreSection
 from wakeful.memory.files import MEMORY_FILE, MemoryFiles, day_file, entry_line
@@ -161,4 +168,4 @@ async def main(n: int) -> None:
 
 if __name__ == "__main__":
     args = iterations_parser(__doc__ or "", 30).parse_args()
-    anyio.run(main, args.n)
+    run_like_the_daemon(main, args.n)

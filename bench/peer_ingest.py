@@ -35,7 +35,7 @@ from urllib.parse import urlsplit
 import anyio
 import anyio.to_thread
 
-from bench.common import LATENCY_HEADER, ms_row, print_table, proc_cpu_seconds
+from bench.common import LATENCY_HEADER, ms_row, print_table, proc_cpu_seconds, run_like_the_daemon
 from bench.webhook_ingest import SECRET, WRK_MAX_RATE, signed_requests
 from bench.webhook_load import build_request, run_load
 from bench.webhook_wrk import available as wrk_available
@@ -325,4 +325,4 @@ if __name__ == "__main__":
     default_level = DaemonSection.model_fields["log_level"].default
     parser.add_argument("--log-level", default=default_level)
     cli = parser.parse_args()
-    sys.exit(anyio.run(main, cli, parse_peer(cli)))
+    sys.exit(run_like_the_daemon(main, cli, parse_peer(cli)))

@@ -26,10 +26,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-import anyio
-
 from bench.anthropic_cache import openai_prefix_shares
-from bench.common import percentile, quiet_daemon_logs
+from bench.common import percentile, quiet_daemon_logs, run_like_the_daemon
 from tests.daemon_harness import daemon_settings, harness, watch_feed
 from tests.fakes.model_server import FakeModelServer, Reply, ToolCallSpec, text_reply
 from wakeful.core.context.compaction import COMPACTION_PROMPT
@@ -110,4 +108,4 @@ if __name__ == "__main__":
     parser.add_argument("--turns", type=int, default=200)
     parser.add_argument("--window", type=int, default=20000)
     args = parser.parse_args()
-    anyio.run(main, args.turns, args.window)
+    run_like_the_daemon(main, args.turns, args.window)

@@ -21,8 +21,6 @@ import tempfile
 import time
 from pathlib import Path
 
-import anyio
-
 from bench.chat_latency import StampedModelServer, http_iteration
 from bench.common import (
     LATENCY_HEADER,
@@ -31,6 +29,7 @@ from bench.common import (
     print_ratios,
     print_table,
     quiet_daemon_logs,
+    run_like_the_daemon,
 )
 from tests.daemon_harness import daemon_settings, harness
 from tests.fakes.signal_cli import FakeSignalCli, Person
@@ -91,4 +90,4 @@ async def main(n: int) -> None:
 
 if __name__ == "__main__":
     parser = iterations_parser(__doc__.splitlines()[0], default_n=100)
-    anyio.run(main, parser.parse_args().n)
+    run_like_the_daemon(main, parser.parse_args().n)

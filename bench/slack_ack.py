@@ -16,10 +16,16 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import anyio
 import httpx
 
-from bench.common import LATENCY_HEADER, iterations_parser, ms_row, print_table, quiet_daemon_logs
+from bench.common import (
+    LATENCY_HEADER,
+    iterations_parser,
+    ms_row,
+    print_table,
+    quiet_daemon_logs,
+    run_like_the_daemon,
+)
 from tests.daemon_harness import daemon_settings, harness
 from tests.fakes.model_server import FakeModelServer, Reply
 from tests.fakes.slack_api import FakeSlackApi, SlackEventSender, message_envelope
@@ -64,4 +70,4 @@ async def main(n: int) -> None:
 
 if __name__ == "__main__":
     args = iterations_parser(__doc__ or "", 300).parse_args()
-    anyio.run(main, args.n)
+    run_like_the_daemon(main, args.n)

@@ -49,6 +49,7 @@ from bench.common import (
     ms_row,
     print_table,
     quiet_daemon_logs,
+    run_like_the_daemon,
 )
 from tests.daemon_harness import Harness, daemon_settings, harness
 from tests.redis_server import REDIS_URL, delete_prefix
@@ -183,11 +184,13 @@ def main() -> None:
     parser.add_argument("--burst", type=int, default=20, help="extra timers due at one instant")
     parser.add_argument("--redis", action="store_true", help="also on the Redis backend")
     args = parser.parse_args()
-    report("sqlite", anyio.run(measure, args.n, args.spread, args.burst), args)
+    report("sqlite", run_like_the_daemon(measure, args.n, args.spread, args.burst), args)
     if args.redis:
         prefix = f"bench-timers:{uuid.uuid4().hex}:"
         try:
-            report("redis", anyio.run(measure, args.n, args.spread, args.burst, prefix), args)
+            report(
+                "redis", run_like_the_daemon(measure, args.n, args.spread, args.burst, prefix), args
+            )
         finally:
             delete_prefix(prefix)
 

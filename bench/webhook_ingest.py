@@ -27,7 +27,7 @@ import anyio
 import anyio.to_thread
 from standardwebhooks.webhooks import Webhook
 
-from bench.common import LATENCY_HEADER, iterations_parser, ms_row, print_table
+from bench.common import LATENCY_HEADER, iterations_parser, ms_row, print_table, run_like_the_daemon
 from bench.webhook_load import build_request, run_load
 from bench.webhook_wrk import available as wrk_available
 from bench.webhook_wrk import run_wrk
@@ -178,4 +178,4 @@ if __name__ == "__main__":
         help="length of the wrk cross-check (16 connections), if wrk is installed; 0: skip",
     )
     args = parser.parse_args()
-    anyio.run(main, args.n, args.synchronous, args.log_level, args.wrk_seconds)
+    run_like_the_daemon(main, args.n, args.synchronous, args.log_level, args.wrk_seconds)

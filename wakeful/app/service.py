@@ -129,7 +129,7 @@ def run_daemon(
             serve_until_signalled,
             settings,
             config_path,
-            backend_options={"use_uvloop": _has_uvloop()},
+            backend_options=event_loop_options(),
         )
     # Raised from inside the lifespan's task groups (or, for the lock, before them);
     # each is one line that names the fix.
@@ -145,6 +145,13 @@ def run_daemon(
     if exit_process:
         exit_now(0)
     return 0
+
+
+def event_loop_options() -> dict[str, bool]:
+    """anyio's options for the daemon's event loop: uvloop where it is installed (a
+    dependency on every platform but Windows). Benches that run the daemon in their
+    own process use the same, so that they time the loop the product runs on."""
+    return {"use_uvloop": _has_uvloop()}
 
 
 def _has_uvloop() -> bool:

@@ -1,0 +1,182 @@
+"""Where a signed webhook delivery's CPU goes: the path taken apart in one run.
+
+The daemon runs in this process as in ``bench.webhook_ingest`` (one Standard
+Webhooks hook, no model, the daemon's own event loop, logging at info to a
+file) and wrk sends 16 connections' worth of signed deliveries. Between
+measurements the bench replaces one part of the path with a stub, so each row
+does less than the one below it:
+
+1. **transport**: the hook's direct route answers a constant 202 at once (the
+   event loop, the HTTP parser, the direct lane, a task per request, the
+   answer's one write): the floor of any answer the daemon gives.
+2. **checks**: plus the webhook's own work: the signature, the JSON, the
+   event built and validated, the 202's body; the commit is a stub.
+3. **routing**: plus the dispatcher (routing rules, metrics, the log line,
+   the live feed, the session's wake-up); the store's append is a stub.
+4. **committed**: what the product does: plus the durable commit in the
+   store's thread (the event serialized, inserted and fsynced with others).
+
+Stages alternate within each round, so drift on a noisy machine spreads over
+all four. Each part's cost is the difference between two rows' medians.
+Needs wrk (``apt-get install wrk``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bench.common import print_table, run_like_the_daemon
+from bench.webhook_ingest import CLIENTS, SECRET, WRK_MAX_RATE, signed_requests
+from bench.webhook_wrk import available as wrk_available
+from bench.webhook_wrk import run_wrk
+from tests.daemon_harness import Harness, daemon_settings, harness
+from wakeful.core.front_door import SubmitResult
+from wakeful.kernel.events import Event
+from wakeful.kernel.http.direct import DirectAnswer, json_bytes
+from wakeful.kernel.logging import configure_logging
+from wakeful.sources.webhook.ingress import HookIngress
+from wakeful.store.base import AppendResult, EventStatus, StoredEvent
+from wakeful.store.sqlite import SqliteStore
+
+STAGES = ("transport", "checks", "routing", "committed")
+CONSTANT = DirectAnswer(202, json_bytes({"event_id": "wh:bench:constant", "duplicate": False}))
+
+
+async def _constant(self: HookIngress, rest: str, headers: Any, body: bytes) -> DirectAnswer:
+    return CONSTANT
+
+
+async def _no_commit(self: HookIngress, event: Event) -> SubmitResult:
+    return SubmitResult(event.id, duplicate=False)
+
+
+def _stub_append() -> Callable[..., Any]:
+    seq = 0
+
+    async def append(
+        self: SqliteStore,
+        event: Event,
+        status: EventStatus = EventStatus.PENDING,
+        strategy: str | None = None,
+        reason: str | None = None,
+        cursor: object = None,
+    ) -> AppendResult:
+        nonlocal seq
+        seq += 1
+        return AppendResult(StoredEvent(seq, event, status, strategy, reason, time.time()), True)
+
+    return append
+
+
+@contextmanager
+def stage(name: str) -> Iterator[None]:
+    """The path with every part above ``name`` replaced by a stub."""
+    with pytest.MonkeyPatch.context() as patch:
+        if name == "transport":
+            patch.setattr(HookIngress, "answer", _constant)
+        elif name == "checks":
+            patch.setattr(HookIngress, "_commit", _no_commit)
+        elif name == "routing":
+            patch.setattr(SqliteStore, "append", _stub_append())
+        yield
+
+
+async def measure(h: Harness, directory: Path, name: str, seconds: float, tag: str) -> list[float]:
+    """[req/s, daemon CPU µs per request] of one stage."""
+    host, port = h.running.url.removeprefix("http://").rsplit(":", 1)
+    requests = signed_requests(host, int(port), tag, int(seconds * WRK_MAX_RATE))
+    with stage(name):
+        cpu_before = time.process_time()
+        done, elapsed, errors, _ = await _in_thread(
+            run_wrk, h.running.url, requests, directory, CLIENTS, seconds
+        )
+        cpu = time.process_time() - cpu_before
+    if errors:
+        raise SystemExit(f"{name}: {errors} of {done} requests failed (not 202)")
+    return [done / elapsed, cpu / max(done, 1) * 1e6]
+
+
+async def _in_thread(fn: Callable[..., Any], *args: Any) -> Any:
+    import anyio.to_thread
+
+    return await anyio.to_thread.run_sync(lambda: fn(*args))
+
+
+async def main(rounds: int, seconds: float, stages: list[str]) -> int:
+    if not wrk_available():
+        print("wrk is not installed (apt-get install wrk)")
+        return 2
+    with tempfile.TemporaryDirectory() as tmp:
+        directory = Path(tmp)
+        log_file = (directory / "daemon.log").open("w")
+        configure_logging("info", json=True, stream=log_file)
+        hooks = [{"name": "bench", "secret": SECRET, "template": "{type}: {data.name}"}]
+        settings = daemon_settings(
+            directory / "daemon",
+            "http://127.0.0.1:9",
+            hooks=hooks,
+            llm={"model": ""},
+            daemon={"data_dir": str(directory / "daemon")},
+        )
+        figures: dict[str, list[list[float]]] = {name: [] for name in stages}
+        async with harness(settings) as h:
+            await measure(h, directory, "committed", 1, "warmup")
+            for r in range(rounds):
+                for name in stages:
+                    figures[name].append(await measure(h, directory, name, seconds, f"{name}{r}"))
+        log_file.close()
+    report(figures, rounds, seconds)
+    return 0
+
+
+def report(figures: dict[str, list[list[float]]], rounds: int, seconds: float) -> None:
+    print(
+        f"webhook ingest taken apart: wrk, {CLIENTS} connections, {seconds:.0f} s per stage, "
+        f"{rounds} rounds alternating; medians (every round in brackets)"
+    )
+    rows, below = [], 0.0
+    for name in figures:
+        rates = [f[0] for f in figures[name]]
+        cpus = [f[1] for f in figures[name]]
+        cpu = statistics.median(cpus)
+        rows.append(
+            [
+                name,
+                f"{statistics.median(rates):.0f}",
+                f"{cpu:.0f}",
+                f"+{cpu - below:.0f}" if below else "-",
+                " / ".join(f"{c:.0f}" for c in cpus),
+            ]
+        )
+        below = cpu
+    print_table(["stage", "req/s", "CPU us/req", "this part", "CPU per round"], rows)
+    print(
+        "baseline: the transport row (a constant answer on the same server and loop); "
+        "each part's share of a committed delivery is 'this part' over the last row's CPU"
+    )
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--seconds", type=float, default=3, help="wrk's run per stage and round")
+    parser.add_argument(
+        "--stages",
+        default=",".join(STAGES),
+        help="which stages, comma-separated (one alone, for a profiler: "
+        "py-spy record --nonblocking -- python -m bench.ingest_stages --stages checks)",
+    )
+    cli = parser.parse_args()
+    chosen = cli.stages.split(",")
+    if unknown := [name for name in chosen if name not in STAGES]:
+        parser.error(f"--stages: unknown {', '.join(unknown)}; choose from {', '.join(STAGES)}")
+    raise SystemExit(run_like_the_daemon(main, cli.rounds, cli.seconds, chosen))
