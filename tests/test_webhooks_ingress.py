@@ -25,6 +25,9 @@ from tests.webhook_fixtures import (
     sign_standard,
 )
 from tests.webhook_fixtures import live as live
+from wakeful.core.front_door import SubmitResult
+from wakeful.kernel.http.direct import DirectAnswer
+from wakeful.sources.webhook.ingress import accepted
 
 
 def test_signed_delivery_is_committed_as_an_untrusted_webhook_event(live: LiveDaemon) -> None:
@@ -291,3 +294,17 @@ def test_fuzzed_valid_deliveries_store_exactly_one_event(
     for _ in range(repeats):
         assert live.post("std", body, headers).status_code == 202
     assert [e["id"] for e in live.new_events()] == [f"wh:std:{msg_id}"]
+
+
+@given(
+    event_id=st.text(alphabet=st.characters(blacklist_categories=("Cs",)), min_size=1),
+    duplicate=st.booleans(),
+)
+def test_the_accepted_answer_is_the_json_answer_byte_for_byte(
+    event_id: str, duplicate: bool
+) -> None:
+    """The 202 is formatted directly (every delivery gets one); it must be what the JSON
+    encoder gives for the same content: quotes, backslashes, controls, any character."""
+    made = accepted(SubmitResult(event_id, duplicate))
+    assert made == DirectAnswer.json(202, {"event_id": event_id, "duplicate": duplicate})
+    assert json.loads(made.body) == {"event_id": event_id, "duplicate": duplicate}

@@ -7,6 +7,7 @@ the webhook's dedup: a sender's retry of the same delivery adds nothing.
 from __future__ import annotations
 
 import codecs
+import functools
 import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -14,7 +15,7 @@ from typing import Any
 from urllib.parse import parse_qs
 
 from wakeful.kernel.event_kinds import EventKind
-from wakeful.kernel.events import Event
+from wakeful.kernel.events import Context, Event, Source
 from wakeful.kernel.http.json_limits import JsonRefused, loads_limited
 from wakeful.sources.webhook import github
 from wakeful.sources.webhook.auth import Verifier
@@ -48,6 +49,15 @@ class Hook:
     @property
     def name(self) -> str:
         return self.config.name
+
+    @functools.cached_property
+    def source(self) -> Source:
+        """Every delivery's source: validated once, not per delivery."""
+        return Source(type="webhook", principal=self.config.name, trusted=False)
+
+    @functools.cached_property
+    def context(self) -> Context:
+        return Context(priority=self.config.priority)
 
 
 def parse_payload(headers: Mapping[str, str], body: bytes, *, bearer: bool = False) -> Any:
@@ -156,10 +166,10 @@ def to_event(
         {
             "id": f"wh:{config.name}:{delivery}",
             "kind": EventKind.WEBHOOK_RECEIVED,
-            "source": {"type": "webhook", "principal": config.name, "trusted": False},
+            "source": hook.source,
             "channel": f"webhook:{config.name}",
             "content": {"text": text, "data": data},
-            "context": {"priority": config.priority},
+            "context": hook.context,
             "session": config.session,
         }
     )

@@ -20,6 +20,10 @@ from wakeful.sources.webhook.config import HookFilter
 MISSING_TEXT = "(missing)"
 MAX_VALUE_CHARS = 300
 MAX_RAW_TEXT_CHARS = 8000
+# Built once: json.dumps with any keyword builds a new encoder per call (every delivery
+# without a template is shown as its compact JSON).
+_SHOW = json.JSONEncoder(ensure_ascii=False).encode
+_COMPACT = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
 _TOKEN = re.compile(r"\{\{|\}\}|\{([A-Za-z0-9_.-]+)\}")
 _MISSING = object()
 
@@ -44,7 +48,7 @@ def is_missing(value: Any) -> bool:
 def display(value: Any) -> str:
     if value is _MISSING:
         return MISSING_TEXT
-    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    text = value if isinstance(value, str) else _SHOW(value)
     return text if len(text) <= MAX_VALUE_CHARS else text[: MAX_VALUE_CHARS - 1] + "…"
 
 
@@ -61,10 +65,7 @@ def render_template(template: str, payload: Any) -> str:
 def raw_text(payload: Any) -> str:
     """With no template or preset: the JSON itself (a plain-text body as it is), cut to
     a readable size."""
-    if isinstance(payload, str):
-        text = payload
-    else:
-        text = json.dumps(payload, ensure_ascii=False, separators=(",", ":"))
+    text = payload if isinstance(payload, str) else _COMPACT(payload)
     if len(text) <= MAX_RAW_TEXT_CHARS:
         return text
     return f"{text[:MAX_RAW_TEXT_CHARS]}… (cut; {len(text)} characters in all)"
