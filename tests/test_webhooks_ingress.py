@@ -25,9 +25,13 @@ from tests.webhook_fixtures import (
     sign_standard,
 )
 from tests.webhook_fixtures import live as live
+from wakeful.cli.status_text import status_lines
 from wakeful.core.front_door import SubmitResult
+from wakeful.kernel.events import Event
 from wakeful.kernel.http.direct import DirectAnswer
-from wakeful.sources.webhook.ingress import accepted
+from wakeful.sources.webhook.component import build_hook
+from wakeful.sources.webhook.config import HookConfig
+from wakeful.sources.webhook.ingress import HookIngress, accepted
 
 
 def test_signed_delivery_is_committed_as_an_untrusted_webhook_event(live: LiveDaemon) -> None:
@@ -308,3 +312,19 @@ def test_the_accepted_answer_is_the_json_answer_byte_for_byte(
     made = accepted(SubmitResult(event_id, duplicate))
     assert made == DirectAnswer.json(202, {"event_id": event_id, "duplicate": duplicate})
     assert json.loads(made.body) == {"event_id": event_id, "duplicate": duplicate}
+
+
+async def _never_called(event: Event) -> SubmitResult:
+    raise AssertionError("no delivery was made")
+
+
+def test_a_configured_hook_no_delivery_reached_is_listed_by_name() -> None:
+    """`wakeful status` named no hook before its first delivery (`webhooks: -`)."""
+    hooks = {
+        name: build_hook(HookConfig(name=name, auth="bearer", secret="s3cret-token-value"))
+        for name in ("deploys", "alerts")
+    }
+    ingress = HookIngress(hooks, _never_called)
+    assert ingress.stats() == {"deploys": {"accepted": 0}, "alerts": {"accepted": 0}}
+    lines = status_lines({"webhooks": ingress.stats()})
+    assert "webhooks: deploys (accepted 0), alerts (accepted 0)" in lines

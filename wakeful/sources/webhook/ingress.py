@@ -152,7 +152,9 @@ class HookIngress:
             ) from None
 
     def stats(self) -> dict[str, Any]:
-        return {name: dict(counts) for name, counts in self._counts.items()}
+        """Per hook, the deliveries by outcome since the start; ``accepted`` always, so
+        a configured hook nothing has reached yet is listed (``wakeful status``)."""
+        return {name: {"accepted": 0, **counts} for name, counts in self._counts.items()}
 
 
 def accepted(result: SubmitResult) -> DirectAnswer:
