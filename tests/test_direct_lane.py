@@ -10,6 +10,7 @@ the raw responses must be equal byte for byte: status line, headers and body.
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import json
 import socket
@@ -271,6 +272,9 @@ def test_a_delivery_in_one_write_is_answered_directly_and_stored(
     (stored,) = lane.new_events()
     assert stored["id"] == "wh:std:lane-20000000"
     assert stored["source"]["trusted"] is False
+    # On the loop `wakeful run` uses, whose transports the lane writes to.
+    loop_kind = lane.portal.call(lambda: type(asyncio.get_running_loop()).__module__)
+    assert loop_kind.startswith("uvloop")
 
 
 def test_a_bug_in_the_route_is_the_apps_500_and_the_connection_closes(

@@ -22,6 +22,7 @@ import pytest
 from standardwebhooks.webhooks import Webhook
 
 from tests.daemon_harness import Harness, daemon_settings, harness
+from wakeful.app.service import event_loop_options
 from wakeful.core.components.context import ComponentSetup
 
 OLD_SECRET = "whsec_" + base64.b64encode(b"old-secret-32-bytes-long-abcdefg").decode()
@@ -111,8 +112,9 @@ class LiveDaemon:
 @contextmanager
 def live_daemon(data_dir: Path, *, direct_lane: bool = True) -> Iterator[LiveDaemon]:
     """A daemon with :func:`hooks_config`'s hooks (no model: events are stored, not
-    answered); ``direct_lane=False``: every delivery goes the ASGI way (the webhook
-    component registers no direct route), to compare the two."""
+    answered), on the daemon's own event loop; ``direct_lane=False``: every delivery
+    goes the ASGI way (the webhook component registers no direct route), to compare
+    the two."""
     os.environ[TOKEN_ENV] = BEARER_TOKEN
     settings = daemon_settings(
         data_dir, "http://127.0.0.1:9", hooks=hooks_config(data_dir), llm={"model": ""}
@@ -120,7 +122,9 @@ def live_daemon(data_dir: Path, *, direct_lane: bool = True) -> Iterator[LiveDae
     try:
         with (
             pytest.MonkeyPatch.context() as patch,
-            anyio.from_thread.start_blocking_portal() as portal,
+            # The event loop `wakeful run` uses (uvloop): the direct lane lives in the
+            # server's protocol, on the loop's own transports.
+            anyio.from_thread.start_blocking_portal(backend_options=event_loop_options()) as portal,
         ):
             if not direct_lane:
                 patch.setattr(ComponentSetup, "add_direct_route", lambda self, route: None)
