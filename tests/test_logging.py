@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import contextlib
 import io
 import json
 import logging
 import re
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
 import structlog
@@ -19,6 +19,7 @@ from wakeful.kernel.logging import (
     LineRateLimit,
     Redactor,
     add_secrets,
+    capped_logger,
     configure_logging,
 )
 
@@ -140,22 +141,46 @@ def test_per_event_lines_are_capped_and_the_gap_is_counted() -> None:
     clock = FakeClock()
     limit = LineRateLimit(["event routed"], rate=2.0, burst=3, clock=clock)
 
-    def written(n: int, message: str = "event routed") -> list[dict[str, object]]:
-        out = []
-        for _ in range(n):
-            with contextlib.suppress(structlog.DropEvent):
-                out.append(limit(None, "info", {"event": message}))
-        return out
+    def written(n: int) -> list[int]:
+        taken = [limit.take("event routed") for _ in range(n)]
+        return [gap for gap in taken if gap is not None]
 
-    assert len(written(10)) == 3  # the burst; 7 left out
-    assert written(5, "other line") == [{"event": "other line"}] * 5  # not listed: never capped
+    assert written(10) == [0, 0, 0]  # the burst; 7 left out
+    assert not limit.capped("other line")  # not listed: never capped
     clock.now += 1.0  # two more lines' worth
-    first, second = written(5)
-    assert first == {"event": "event routed", "similar_suppressed": 7}
-    assert second == {"event": "event routed"}
+    assert written(5) == [7, 0]
     clock.now += 60  # refills to the burst, never beyond
-    refilled = written(4)
-    assert len(refilled) == 3 and refilled[0]["similar_suppressed"] == 3
+    assert written(4) == [3, 0, 0]
+
+
+def test_a_written_line_after_a_gap_carries_the_count() -> None:
+    """Through a capped logger: lines over the cap never reach a processor, and the first
+    line after the cap lifts says how many were left out (`similar_suppressed`)."""
+    clock = FakeClock()
+    limit = LineRateLimit(["event routed"], rate=2.0, burst=3, clock=clock)
+    seen: list[dict[str, object]] = []
+
+    def keep(logger: object, method: str, event_dict: Any) -> Any:
+        seen.append(dict(event_dict))
+        raise structlog.DropEvent
+
+    structlog.configure(
+        processors=[keep],
+        wrapper_class=capped_logger(structlog.make_filtering_bound_logger(logging.INFO), limit),
+    )
+    try:
+        log = structlog.get_logger()
+        for i in range(10):
+            log.info("event routed", n=i)
+        log.warning("unrelated")
+        clock.now += 0.5  # one line's worth
+        log.info("event routed", n="after")
+        log.debug("event routed")  # below the level: neither written nor counted
+    finally:
+        structlog.reset_defaults()
+    assert [r.get("n") for r in seen] == [0, 1, 2, None, "after"]
+    assert seen[-1]["similar_suppressed"] == 7
+    assert all("similar_suppressed" not in r for r in seen[:-1])
 
 
 def test_the_cap_applies_above_debug_only() -> None:

@@ -165,18 +165,6 @@ class LineRateLimit:
         self._buckets = {message: _Bucket(float(burst), now) for message in messages}
         self._lock = threading.Lock()  # stdlib records are formatted on other threads too
 
-    def __call__(self, logger: WrappedLogger, method: str, event_dict: EventDict) -> EventDict:
-        """As a processor: drops a line over the cap, counts the gap on the next one."""
-        message = event_dict.get("event")
-        if type(message) is not str or message not in self._buckets:
-            return event_dict
-        suppressed = self.take(message)
-        if suppressed is None:
-            raise structlog.DropEvent
-        if suppressed:
-            event_dict["similar_suppressed"] = suppressed
-        return event_dict
-
     def capped(self, message: str) -> bool:
         return message in self._buckets
 
