@@ -1,10 +1,11 @@
 """Webhook ingest beside a peer gateway: the same load against both, in one run.
 
-wakeful runs in this process exactly as in ``bench.webhook_ingest`` (signed
-Standard Webhooks, 202 only after the SQLite commit, logging at its default
-level to a file); the peer is a gateway already running on a loopback port
-(e.g. OpenClaw, see bench/README.md for how to start it under /tmp), sent the
-same JSON body unsigned with its hook token in a header. Each round measures
+wakeful runs as ``wakeful run`` in a process of its own, as a user runs it
+(signed Standard Webhooks, 202 only after the SQLite commit, logging at its
+default level to its stdout, read by this process); the peer is a gateway
+already running on a loopback port (e.g. OpenClaw, see bench/README.md for how
+to start it under /tmp), sent the same JSON body unsigned with its hook token in
+a header. Each server's CPU time is read from /proc. Each round measures
 both with the same load generator (``bench/webhook_load.py``, in a process of
 its own): 1 client (n/4 requests) and 16 concurrent keep-alive clients (n
 requests), then, if wrk is installed, 16 wrk connections for a few seconds.
@@ -22,6 +23,7 @@ import argparse
 import json
 import multiprocessing
 import os
+import sqlite3
 import statistics
 import sys
 import tempfile
@@ -35,14 +37,13 @@ from urllib.parse import urlsplit
 import anyio
 import anyio.to_thread
 
-from bench.common import LATENCY_HEADER, ms_row, print_table, proc_cpu_seconds, run_like_the_daemon
+from bench.common import LATENCY_HEADER, ms_row, print_table, proc_cpu_seconds
 from bench.webhook_ingest import SECRET, WRK_MAX_RATE, signed_requests
 from bench.webhook_load import build_request, run_load
 from bench.webhook_wrk import available as wrk_available
 from bench.webhook_wrk import run_wrk
-from tests.daemon_harness import Harness, daemon_settings, harness
+from tests.daemon_process import DaemonProcess, free_port, write_config
 from wakeful.app.config import DaemonSection
-from wakeful.kernel.logging import configure_logging
 
 CLIENTS = 16
 WARM_UP = 200
@@ -156,16 +157,31 @@ async def measure_wrk(
     return row, Measured(rate, cpu_us)
 
 
-def wakeful_target(h: Harness) -> Target:
-    parts = urlsplit(h.running.url)
+def wakeful_config(data_dir: Path, port: int, log_level: str) -> Path:
+    """The tests' `wakeful run` config with the bench's one signed hook."""
+    path = write_config(data_dir, None, port)
+    text = path.read_text().replace('log_level = "info"', f'log_level = "{log_level}"')
+    hook = [
+        "[[hooks]]",
+        'name = "bench"',
+        f'secret = "{SECRET}"',
+        'template = "{type}: {data.name}"',
+    ]
+    path.write_text(text + "\n".join(hook) + "\n")
+    return path
+
+
+def wakeful_target(daemon: DaemonProcess) -> Target:
+    parts = urlsplit(daemon.url)
     host, port = parts.hostname or "127.0.0.1", parts.port or 80
+    assert daemon.proc is not None
+    pid = daemon.proc.pid
     return Target(
         name="wakeful (signed, committed)",
-        url=h.running.url,
+        url=daemon.url,
         ok_status=202,
         build=lambda tag, n: signed_requests(host, port, tag, n),
-        # The daemon is this process; the load runs in the pool's.
-        cpu=time.process_time,
+        cpu=lambda: proc_cpu_seconds(pid),
     )
 
 
@@ -180,8 +196,11 @@ def peer_target(peer: Peer, ok_status: int) -> Target:
     )
 
 
-async def stored_events(h: Harness) -> int:
-    return len(await h.daemon.event_log(None, limit=10_000_000))
+def stored_events(data_dir: Path) -> int:
+    """Events in the daemon's store, read from its SQLite file (WAL: a reader beside
+    the daemon sees every committed row)."""
+    with sqlite3.connect(f"file:{data_dir / 'wakeful.db'}?mode=ro", uri=True) as conn:
+        return int(conn.execute("SELECT count(*) FROM events").fetchone()[0])
 
 
 async def run_round(
@@ -217,14 +236,18 @@ class Ratios:
 
 
 async def compare(
-    pool: ProcessPoolExecutor, h: Harness, theirs: Target, args: argparse.Namespace, tally: Tally
+    pool: ProcessPoolExecutor,
+    daemon: DaemonProcess,
+    theirs: Target,
+    args: argparse.Namespace,
+    tally: Tally,
 ) -> Ratios:
     """The rounds, printed as they finish, and their ratios per load kind."""
-    ours = wakeful_target(h)
+    ours = wakeful_target(daemon)
     wrk_seconds = args.wrk_seconds if wrk_available() else 0.0
     for target in (ours, theirs):  # JIT, caches, connection set-up
         await measure(pool, target, WARM_UP, CLIENTS, tally)
-    stored_before = await stored_events(h)
+    stored_before = stored_events(args.data_dir)
     ratios = Ratios()
     for r in range(args.rounds):
         order = (theirs, ours) if r % 2 == 0 else (ours, theirs)
@@ -243,7 +266,7 @@ async def compare(
     # wrk counts completed requests only (in-flight ones at its stop are stored too),
     # so the check counts the Python client's requests, which all completed.
     sent = args.rounds * (args.n // 4 + args.n)
-    stored = await stored_events(h) - stored_before
+    stored = stored_events(args.data_dir) - stored_before
     if stored < sent:
         tally.problems.append(f"wakeful stored {stored} events of {sent} acknowledged")
     return ratios
@@ -253,22 +276,15 @@ async def main(args: argparse.Namespace, peer: Peer) -> int:
     tally = Tally()
     with tempfile.TemporaryDirectory() as tmp:
         args.directory = Path(tmp)
-        log_file = (args.directory / "daemon.log").open("w")
-        configure_logging(args.log_level, json=True, stream=log_file)
-        hooks = [{"name": "bench", "secret": SECRET, "template": "{type}: {data.name}"}]
-        data_dir = args.directory / "daemon"
-        settings = daemon_settings(
-            data_dir,
-            "http://127.0.0.1:9",
-            hooks=hooks,
-            llm={"model": ""},
-            daemon={"data_dir": str(data_dir), "log_level": args.log_level},
-        )
+        args.data_dir = args.directory / "daemon"
+        port = free_port()
+        config = wakeful_config(args.data_dir, port, args.log_level)
         context = multiprocessing.get_context("spawn")
-        with ProcessPoolExecutor(1, mp_context=context) as pool:
-            async with harness(settings) as h:
-                ratios = await compare(pool, h, peer_target(peer, args.peer_status), args, tally)
-        log_file.close()
+        with (
+            ProcessPoolExecutor(1, mp_context=context) as pool,
+            DaemonProcess(config, port) as daemon,
+        ):
+            ratios = await compare(pool, daemon, peer_target(peer, args.peer_status), args, tally)
     summary(ratios, peer, args.wrk_seconds)
     for problem in tally.problems:
         print(f"FAILED: {problem}", file=sys.stderr)
@@ -325,4 +341,4 @@ if __name__ == "__main__":
     default_level = DaemonSection.model_fields["log_level"].default
     parser.add_argument("--log-level", default=default_level)
     cli = parser.parse_args()
-    sys.exit(run_like_the_daemon(main, cli, parse_peer(cli)))
+    sys.exit(anyio.run(main, cli, parse_peer(cli)))
