@@ -35,10 +35,10 @@ from typing import Any
 import pytest
 
 from bench.common import print_table, run_like_the_daemon
-from bench.webhook_ingest import CLIENTS, SECRET, WRK_MAX_RATE, signed_requests
+from bench.webhook_ingest import CLIENTS, WRK_MAX_RATE, bench_settings, signed_requests
 from bench.webhook_wrk import available as wrk_available
 from bench.webhook_wrk import run_wrk
-from tests.daemon_harness import Harness, daemon_settings, harness
+from tests.daemon_harness import Harness, harness
 from wakeful.core.front_door import SubmitResult
 from wakeful.kernel.events import Event
 from wakeful.kernel.http.direct import DirectAnswer, json_bytes
@@ -119,14 +119,7 @@ async def main(rounds: int, seconds: float, stages: list[str]) -> int:
         directory = Path(tmp)
         log_file = (directory / "daemon.log").open("w")
         configure_logging("info", json=True, stream=log_file)
-        hooks = [{"name": "bench", "secret": SECRET, "template": "{type}: {data.name}"}]
-        settings = daemon_settings(
-            directory / "daemon",
-            "http://127.0.0.1:9",
-            hooks=hooks,
-            llm={"model": ""},
-            daemon={"data_dir": str(directory / "daemon")},
-        )
+        settings = bench_settings(directory / "daemon")
         figures: dict[str, list[list[float]]] = {name: [] for name in stages}
         async with harness(settings) as h:
             await measure(h, directory, "committed", 1, "warmup")

@@ -32,7 +32,7 @@ from bench.webhook_load import build_request, run_load
 from bench.webhook_wrk import available as wrk_available
 from bench.webhook_wrk import run_wrk
 from tests.daemon_harness import Harness, daemon_settings, harness
-from wakeful.app.config import DaemonSection
+from wakeful.app.config import DaemonSection, Settings
 from wakeful.kernel.logging import configure_logging
 
 SECRET = "whsec_" + base64.b64encode(b"bench-secret-32-bytes-long-abcde").decode()
@@ -55,6 +55,18 @@ def signed_requests(host: str, port: int, prefix: str, n: int) -> list[bytes]:
         }
         out.append(build_request(host, port, "/hooks/bench", headers, body.encode()))
     return out
+
+
+def bench_settings(data_dir: Path, sync: str = "full", log_level: str = "info") -> Settings:
+    """The bench's daemon: one signed hook, no model (events are stored, not answered)."""
+    return daemon_settings(
+        data_dir,
+        "http://127.0.0.1:9",
+        hooks=[{"name": "bench", "secret": SECRET, "template": "{type}: {data.name}"}],
+        llm={"model": ""},
+        store={"sqlite_synchronous": sync},
+        daemon={"data_dir": str(data_dir), "log_level": log_level},
+    )
 
 
 def sqlite_rate(directory: Path, n: int, batch: int) -> float:
@@ -115,15 +127,7 @@ async def main(n: int, sync: str, log_level: str, wrk_seconds: float) -> None:
         log_file = (directory / "daemon.log").open("w")
         configure_logging(log_level, json=True, stream=log_file)
         raw = [sqlite_rate(directory, 2000, 1), sqlite_rate(directory, 8000, CLIENTS)]
-        hooks = [{"name": "bench", "secret": SECRET, "template": "{type}: {data.name}"}]
-        settings = daemon_settings(
-            directory / "daemon",
-            "http://127.0.0.1:9",
-            hooks=hooks,
-            llm={"model": ""},
-            store={"sqlite_synchronous": sync},
-            daemon={"data_dir": str(directory / "daemon"), "log_level": log_level},
-        )
+        settings = bench_settings(directory / "daemon", sync, log_level)
         context = multiprocessing.get_context("spawn")
         with ProcessPoolExecutor(1, mp_context=context) as pool:
             async with harness(settings) as h:
