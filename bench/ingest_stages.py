@@ -24,11 +24,13 @@ Needs wrk (``apt-get install wrk``).
 from __future__ import annotations
 
 import argparse
+import sqlite3
 import statistics
 import tempfile
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -51,16 +53,24 @@ STAGES = ("transport", "checks", "routing", "committed")
 CONSTANT = DirectAnswer(202, json_bytes({"event_id": "wh:bench:constant", "duplicate": False}))
 
 
-async def _constant(self: HookIngress, rest: str, headers: Any, body: bytes) -> DirectAnswer:
-    return CONSTANT
+@dataclass
+class Seen:
+    """How many deliveries the stage's stub (or, committed, the store) took: a stage
+    whose stub is not on the deliveries' path would time something else."""
+
+    n: int = 0
 
 
-async def _no_commit(self: HookIngress, event: Event) -> SubmitResult:
-    return SubmitResult(event.id, duplicate=False)
+def _stubs(seen: Seen) -> dict[str, tuple[type, str, Callable[..., Any]]]:
+    """Per stage: the class, the method and what stands in for it."""
 
+    async def constant(self: HookIngress, rest: str, headers: Any, body: bytes) -> DirectAnswer:
+        seen.n += 1
+        return CONSTANT
 
-def _stub_append() -> Callable[..., Any]:
-    seq = 0
+    async def no_commit(self: HookIngress, event: Event) -> SubmitResult:
+        seen.n += 1
+        return SubmitResult(event.id, duplicate=False)
 
     async def append(
         self: SqliteStore,
@@ -70,31 +80,44 @@ def _stub_append() -> Callable[..., Any]:
         reason: str | None = None,
         cursor: object = None,
     ) -> AppendResult:
-        nonlocal seq
-        seq += 1
-        return AppendResult(StoredEvent(seq, event, status, strategy, reason, time.time()), True)
+        seen.n += 1
+        stored = StoredEvent(seen.n, event, status, strategy, reason, time.time())
+        return AppendResult(stored, True)
 
-    return append
+    return {
+        "transport": (HookIngress, "answer", constant),
+        "checks": (HookIngress, "_commit", no_commit),
+        "routing": (SqliteStore, "append", append),
+    }
 
 
 @contextmanager
-def stage(name: str) -> Iterator[None]:
+def stage(name: str, store_file: Path) -> Iterator[Seen]:
     """The path with every part above ``name`` replaced by a stub."""
+    seen = Seen()
+    stubs = _stubs(seen)
+    if name not in stubs:  # committed: what the store gained
+        before = stored_rows(store_file)
+        yield seen
+        seen.n = stored_rows(store_file) - before
+        return
+    owner, method, stub = stubs[name]
     with pytest.MonkeyPatch.context() as patch:
-        if name == "transport":
-            patch.setattr(HookIngress, "answer", _constant)
-        elif name == "checks":
-            patch.setattr(HookIngress, "_commit", _no_commit)
-        elif name == "routing":
-            patch.setattr(SqliteStore, "append", _stub_append())
-        yield
+        patch.setattr(owner, method, stub)  # raises if the method is gone
+        yield seen
+
+
+def stored_rows(store_file: Path) -> int:
+    with sqlite3.connect(f"file:{store_file}?mode=ro", uri=True) as conn:
+        return int(conn.execute("SELECT count(*) FROM events").fetchone()[0])
 
 
 async def measure(h: Harness, directory: Path, name: str, seconds: float, tag: str) -> list[float]:
-    """[req/s, daemon CPU µs per request] of one stage."""
+    """[req/s, daemon CPU µs per request] of one stage; exits when a request failed or
+    the stage's stub (the store, for committed) did not take every delivery."""
     host, port = h.running.url.removeprefix("http://").rsplit(":", 1)
     requests = signed_requests(host, int(port), tag, int(seconds * WRK_MAX_RATE))
-    with stage(name):
+    with stage(name, directory / "daemon" / "wakeful.db") as seen:
         cpu_before = time.process_time()
         done, elapsed, errors, _ = await _in_thread(
             run_wrk, h.running.url, requests, directory, CLIENTS, seconds
@@ -102,6 +125,9 @@ async def measure(h: Harness, directory: Path, name: str, seconds: float, tag: s
         cpu = time.process_time() - cpu_before
     if errors:
         raise SystemExit(f"{name}: {errors} of {done} requests failed (not 202)")
+    # wrk counts completed requests; those in flight at its stop were taken too.
+    if seen.n < done:
+        raise SystemExit(f"{name}: {seen.n} of {done} deliveries took the stage's path")
     return [done / elapsed, cpu / max(done, 1) * 1e6]
 
 
