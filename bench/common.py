@@ -176,9 +176,21 @@ def quiet_daemon_logs() -> None:
     configure_logging("warning", stream=sys.stderr)
 
 
+class BenchFailed(Exception):
+    """What the bench timed did not happen as it says (a request failed, a stub was
+    not on the path): the bench stops with this one line, not a traceback."""
+
+
 def run_like_the_daemon(main: Callable[..., Awaitable[T]], *args: object) -> T:
     """``anyio.run(main, *args)`` on the event loop ``wakeful run`` uses (uvloop where
-    installed): a bench that runs the daemon in its own process times that loop."""
+    installed): a bench that runs the daemon in its own process times that loop.
+    A :class:`BenchFailed` raised inside (also from a task group) exits 1 with its
+    message."""
     from wakeful.app.service import event_loop_options
 
-    return anyio.run(main, *args, backend_options=event_loop_options())
+    try:
+        return anyio.run(main, *args, backend_options=event_loop_options())
+    except* BenchFailed as group:
+        for failure in group.exceptions:
+            print(f"FAILED: {failure}", file=sys.stderr)
+        raise SystemExit(1) from None

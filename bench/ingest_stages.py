@@ -36,7 +36,7 @@ from typing import Any
 
 import pytest
 
-from bench.common import print_table, run_like_the_daemon
+from bench.common import BenchFailed, print_table, run_like_the_daemon
 from bench.webhook_ingest import CLIENTS, WRK_MAX_RATE, bench_settings, signed_requests
 from bench.webhook_wrk import available as wrk_available
 from bench.webhook_wrk import run_wrk
@@ -124,10 +124,10 @@ async def measure(h: Harness, directory: Path, name: str, seconds: float, tag: s
         )
         cpu = time.process_time() - cpu_before
     if errors:
-        raise SystemExit(f"{name}: {errors} of {done} requests failed (not 202)")
+        raise BenchFailed(f"{name}: {errors} of {done} requests failed (not 202)")
     # wrk counts completed requests; those in flight at its stop were taken too.
     if seen.n < done:
-        raise SystemExit(f"{name}: {seen.n} of {done} deliveries took the stage's path")
+        raise BenchFailed(f"{name}: {seen.n} of {done} deliveries took the stage's path")
     return [done / elapsed, cpu / max(done, 1) * 1e6]
 
 

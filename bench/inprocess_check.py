@@ -22,7 +22,7 @@ from pathlib import Path
 
 import anyio.to_thread
 
-from bench.common import print_table, proc_cpu_seconds, run_like_the_daemon
+from bench.common import BenchFailed, print_table, proc_cpu_seconds, run_like_the_daemon
 from bench.peer_ingest import wakeful_config
 from bench.webhook_ingest import CLIENTS, WRK_MAX_RATE, bench_settings, signed_requests
 from bench.webhook_wrk import available as wrk_available
@@ -43,7 +43,7 @@ async def load(
         run_wrk, url, requests, directory, CLIENTS, seconds
     )
     if errors:
-        raise SystemExit(f"{url}: {errors} of {done} requests were not 202")
+        raise BenchFailed(f"{url}: {errors} of {done} requests were not 202")
     return done / elapsed, (cpu() - before) / max(done, 1) * 1e6
 
 
