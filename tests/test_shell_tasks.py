@@ -11,15 +11,19 @@ from pathlib import Path
 
 import anyio
 import pytest
+from anyio.abc import TaskStatus
 
+from tests.daemon_harness import daemon_settings
+from tests.fleet_components import run_member
 from tests.processes import group_members
 from tests.tool_calls import run_tool
 from wakeful.core.tool import ToolContext
 from wakeful.kernel.events import Event
+from wakeful.sources.shell.component import ShellComponent
 from wakeful.sources.shell.lines import LineSplitter, OutputTail, parse_progress
 from wakeful.sources.shell.manager import ShellOptions, ShellTaskManager
 from wakeful.sources.shell.monitor import Pattern
-from wakeful.sources.shell.records import RecordStore, TaskRecord, boot_id, start_ticks
+from wakeful.sources.shell.records import Loaded, RecordStore, TaskRecord, boot_id, start_ticks
 from wakeful.sources.shell.recovery import report_unfinished
 from wakeful.sources.shell.tools import MonitorShell, StartShell
 from wakeful.sources.shell.view import SessionShellTasks
@@ -337,3 +341,53 @@ async def test_a_secret_a_background_command_prints_is_never_kept(tmp_path: Path
     printed = event.content.text.split("\n", 1)[1]
     assert secret not in printed and "the key is [REDACTED]" in printed
     assert secret not in json.dumps(task.record.last_lines)
+
+
+async def test_a_command_started_as_the_component_starts_is_not_taken_for_a_leftover(
+    tmp_path: Path,
+) -> None:
+    """The recovery of the last run's tasks runs in the background; a command this run
+    starts at once (an event queued before a restart, answered straight away) must not
+    be in what it recovers. Here the records are listed only once the test's command
+    is running, if the listing happens after the component said it started: read then,
+    the new record was taken for a leftover, its group stopped and reported "lost"."""
+    component = ShellComponent()
+    started = False
+    command_running = anyio.Event()
+    recovered: list[int] = []
+    recovery_done = anyio.Event()
+    load_all = RecordStore.load_all
+
+    async def listed_late(self: RecordStore) -> Loaded:
+        if started:  # after the component said it started: the command goes first
+            await command_running.wait()
+        return await load_all(self)
+
+    async def watched(manager: ShellTaskManager, left: Loaded | None = None) -> int:
+        recovered.append(await report_unfinished(manager, left))
+        recovery_done.set()
+        return recovered[-1]
+
+    run = component.run
+
+    async def run_noting_the_start(*, task_status: TaskStatus[None]) -> None:
+        class Noted:
+            def started(self, value: None = None) -> None:
+                nonlocal started
+                started = True
+                task_status.started(value)
+
+        await run(task_status=Noted())  # type: ignore[arg-type]
+
+    settings = daemon_settings(tmp_path / "daemon", "http://127.0.0.1:9")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(RecordStore, "load_all", listed_late)
+        patch.setattr("wakeful.sources.shell.component.report_unfinished", watched)
+        patch.setattr(component, "run", run_noting_the_start)
+        async with run_member("solo", component, settings) as member:
+            task = await component.manager.start("main", "sleep 30", tmp_path, [])
+            command_running.set()
+            with anyio.fail_after(10):
+                await recovery_done.wait()
+            assert recovered == [0] and task.running
+            assert member.submitted == []

@@ -19,7 +19,7 @@ from wakeful.core.tool import TaskView
 from wakeful.core.tool_output import saved_outputs_dir
 from wakeful.safety.sandbox import daemon_sandbox, off_result_text
 from wakeful.sources.shell.manager import ShellOptions, ShellTaskManager
-from wakeful.sources.shell.records import RecordStore
+from wakeful.sources.shell.records import Loaded, RecordStore
 from wakeful.sources.shell.recovery import report_unfinished
 from wakeful.sources.shell.tools import MonitorShell, StartShell
 from wakeful.sources.shell.view import SessionShellTasks
@@ -113,7 +113,13 @@ class ShellComponent:
         # which stops each command's process group.
         async with anyio.create_task_group() as group:
             self.manager.attach(group)
-            group.start_soon(_recover, self.manager, name="shell task recovery")
+            # The last run's records, read before this run can start a command: read
+            # after, a command started in the first moments (an event queued before a
+            # restart, answered at once) was taken for a leftover and killed as "lost".
+            # Reporting them (and stopping groups that outlived the daemon) goes on in
+            # the background.
+            left = await self.manager.records.load_all()
+            group.start_soon(_recover, self.manager, left, name="shell task recovery")
             task_status.started()
             await anyio.sleep_forever()
 
@@ -128,9 +134,9 @@ async def _roster(setup: ComponentSetup, ttl_s: float) -> TaskRoster | None:
     return TaskRoster(coordination, ttl_s)
 
 
-async def _recover(manager: ShellTaskManager) -> None:
+async def _recover(manager: ShellTaskManager, left: Loaded) -> None:
     try:
-        count = await report_unfinished(manager)
+        count = await report_unfinished(manager, left)
     except Exception:  # a damaged record must not take the daemon down
         log.exception("shell task recovery failed")
         return

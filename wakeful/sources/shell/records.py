@@ -63,6 +63,10 @@ class TaskRecord:
         return cls(**known)
 
 
+# Every readable record, and a note for each file that could not be read.
+Loaded = tuple[list[TaskRecord], list[str]]
+
+
 class RecordStore:
     def __init__(self, directory: Path, *, logs: Path | None = None) -> None:
         self.directory = directory
@@ -92,7 +96,7 @@ class RecordStore:
 
         await anyio.to_thread.run_sync(unlink)
 
-    async def load_all(self) -> tuple[list[TaskRecord], list[str]]:
+    async def load_all(self) -> Loaded:
         """Every readable record, and a note for each file that could not be read."""
         return await anyio.to_thread.run_sync(self._read_all)
 

@@ -20,7 +20,7 @@ import structlog
 from wakeful.kernel.events import Event
 from wakeful.sources.shell import events
 from wakeful.sources.shell.manager import ShellTaskManager
-from wakeful.sources.shell.records import RUNNING, TaskRecord, still_ours
+from wakeful.sources.shell.records import RUNNING, Loaded, TaskRecord, still_ours
 from wakeful.sources.shell.task import Stop
 from wakeful.tools.process import group_alive, stop_group
 
@@ -30,13 +30,15 @@ TAIL_BYTES = 16_384
 TAIL_LINES = 20
 
 
-async def report_unfinished(manager: ShellTaskManager) -> int:
+async def report_unfinished(manager: ShellTaskManager, left: Loaded | None = None) -> int:
     """Report every task the previous run left unreported; returns how many.
 
+    ``left``: the records as read before this run started any command (the
+    component reads them before it says it started); None reads them now.
     Reported tasks that ended more than ``retain_s`` ago are deleted with
     their output files, so the directory does not grow without bound.
     """
-    records, problems = await manager.records.load_all()
+    records, problems = left if left is not None else await manager.records.load_all()
     for problem in problems:
         log.warning("unreadable shell task record skipped", problem=problem)
     reported = 0
