@@ -24,9 +24,7 @@ Needs wrk (``apt-get install wrk``).
 from __future__ import annotations
 
 import argparse
-import sqlite3
 import statistics
-import tempfile
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -34,17 +32,24 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import anyio.to_thread
 import pytest
 
 from bench.common import BenchFailed, print_table, run_like_the_daemon
-from bench.webhook_ingest import CLIENTS, WRK_MAX_RATE, bench_settings, signed_requests
+from bench.webhook_ingest import (
+    CLIENTS,
+    WRK_MAX_RATE,
+    bench_directory,
+    bench_settings,
+    signed_requests,
+    stored_events,
+)
 from bench.webhook_wrk import available as wrk_available
 from bench.webhook_wrk import run_wrk
 from tests.daemon_harness import Harness, harness
 from wakeful.core.front_door import SubmitResult
 from wakeful.kernel.events import Event
 from wakeful.kernel.http.direct import DirectAnswer, json_bytes
-from wakeful.kernel.logging import configure_logging
 from wakeful.sources.webhook.ingress import HookIngress
 from wakeful.store.base import AppendResult, EventStatus, StoredEvent
 from wakeful.store.sqlite import SqliteStore
@@ -92,14 +97,14 @@ def _stubs(seen: Seen) -> dict[str, tuple[type, str, Callable[..., Any]]]:
 
 
 @contextmanager
-def stage(name: str, store_file: Path) -> Iterator[Seen]:
+def stage(name: str, data_dir: Path) -> Iterator[Seen]:
     """The path with every part above ``name`` replaced by a stub."""
     seen = Seen()
     stubs = _stubs(seen)
     if name not in stubs:  # committed: what the store gained
-        before = stored_rows(store_file)
+        before = stored_events(data_dir)
         yield seen
-        seen.n = stored_rows(store_file) - before
+        seen.n = stored_events(data_dir) - before
         return
     owner, method, stub = stubs[name]
     with pytest.MonkeyPatch.context() as patch:
@@ -107,52 +112,36 @@ def stage(name: str, store_file: Path) -> Iterator[Seen]:
         yield seen
 
 
-def stored_rows(store_file: Path) -> int:
-    with sqlite3.connect(f"file:{store_file}?mode=ro", uri=True) as conn:
-        return int(conn.execute("SELECT count(*) FROM events").fetchone()[0])
-
-
 async def measure(h: Harness, directory: Path, name: str, seconds: float, tag: str) -> list[float]:
-    """[req/s, daemon CPU µs per request] of one stage; exits when a request failed or
+    """[req/s, daemon CPU µs per request] of one stage; fails when a request failed or
     the stage's stub (the store, for committed) did not take every delivery."""
-    host, port = h.running.url.removeprefix("http://").rsplit(":", 1)
+    url = h.running.url
+    host, port = url.removeprefix("http://").rsplit(":", 1)
     requests = signed_requests(host, int(port), tag, int(seconds * WRK_MAX_RATE))
-    with stage(name, directory / "daemon" / "wakeful.db") as seen:
-        cpu_before = time.process_time()
-        done, elapsed, errors, _ = await _in_thread(
-            run_wrk, h.running.url, requests, directory, CLIENTS, seconds
+    with stage(name, directory / "daemon") as seen:
+        run = await anyio.to_thread.run_sync(
+            run_wrk, url, requests, directory, CLIENTS, seconds, time.process_time
         )
-        cpu = time.process_time() - cpu_before
-    if errors:
-        raise BenchFailed(f"{name}: {errors} of {done} requests failed (not 202)")
+    if run.errors:
+        raise BenchFailed(f"{name}: {run.errors} of {run.done} requests failed (not 202)")
     # wrk counts completed requests; those in flight at its stop were taken too.
-    if seen.n < done:
-        raise BenchFailed(f"{name}: {seen.n} of {done} deliveries took the stage's path")
-    return [done / elapsed, cpu / max(done, 1) * 1e6]
-
-
-async def _in_thread(fn: Callable[..., Any], *args: Any) -> Any:
-    import anyio.to_thread
-
-    return await anyio.to_thread.run_sync(lambda: fn(*args))
+    if seen.n < run.done:
+        raise BenchFailed(f"{name}: {seen.n} of {run.done} deliveries took the stage's path")
+    assert run.cpu_us is not None
+    return [run.rate, run.cpu_us]
 
 
 async def main(rounds: int, seconds: float, stages: list[str]) -> int:
     if not wrk_available():
         print("wrk is not installed (apt-get install wrk)")
         return 2
-    with tempfile.TemporaryDirectory() as tmp:
-        directory = Path(tmp)
-        log_file = (directory / "daemon.log").open("w")
-        configure_logging("info", json=True, stream=log_file)
-        settings = bench_settings(directory / "daemon")
+    with bench_directory() as directory:
         figures: dict[str, list[list[float]]] = {name: [] for name in stages}
-        async with harness(settings) as h:
+        async with harness(bench_settings(directory / "daemon")) as h:
             await measure(h, directory, "committed", 1, "warmup")
             for r in range(rounds):
                 for name in stages:
                     figures[name].append(await measure(h, directory, name, seconds, f"{name}{r}"))
-        log_file.close()
     report(figures, rounds, seconds)
     return 0
 

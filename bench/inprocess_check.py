@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -24,12 +23,17 @@ import anyio.to_thread
 
 from bench.common import BenchFailed, print_table, proc_cpu_seconds, run_like_the_daemon
 from bench.peer_ingest import wakeful_config
-from bench.webhook_ingest import CLIENTS, WRK_MAX_RATE, bench_settings, signed_requests
+from bench.webhook_ingest import (
+    CLIENTS,
+    WRK_MAX_RATE,
+    bench_directory,
+    bench_settings,
+    signed_requests,
+)
 from bench.webhook_wrk import available as wrk_available
 from bench.webhook_wrk import run_wrk
 from tests.daemon_harness import harness
 from tests.daemon_process import DaemonProcess, free_port
-from wakeful.kernel.logging import configure_logging
 
 
 async def load(
@@ -38,33 +42,27 @@ async def load(
     """(req/s, daemon CPU µs per request) of one wrk run."""
     host, port = url.removeprefix("http://").rsplit(":", 1)
     requests = signed_requests(host, int(port), tag, int(seconds * WRK_MAX_RATE))
-    before = cpu()
-    done, elapsed, errors, _ = await anyio.to_thread.run_sync(
-        run_wrk, url, requests, directory, CLIENTS, seconds
-    )
-    if errors:
-        raise BenchFailed(f"{url}: {errors} of {done} requests were not 202")
-    return done / elapsed, (cpu() - before) / max(done, 1) * 1e6
+    run = await anyio.to_thread.run_sync(run_wrk, url, requests, directory, CLIENTS, seconds, cpu)
+    if run.errors:
+        raise BenchFailed(f"{url}: {run.errors} of {run.done} requests were not 202")
+    assert run.cpu_us is not None
+    return run.rate, run.cpu_us
 
 
 async def main(rounds: int, seconds: float) -> int:
     if not wrk_available():
         print("wrk is not installed (apt-get install wrk)")
         return 2
-    with tempfile.TemporaryDirectory() as tmp:
-        directory = Path(tmp)
-        log_file = (directory / "daemon.log").open("w")
-        configure_logging("info", json=True, stream=log_file)  # the in-process daemon's
+    with bench_directory() as directory:  # the in-process daemon logs there
         port = free_port()
         with DaemonProcess(wakeful_config(directory / "process", port, "info"), port) as proc:
             assert proc.proc is not None
             pid = proc.proc.pid
-            sides = {
-                "wakeful run": (proc.url, lambda: proc_cpu_seconds(pid)),
-                "in-process": ("", time.process_time),
-            }
             async with harness(bench_settings(directory / "inprocess")) as h:
-                sides["in-process"] = (h.running.url, time.process_time)
+                sides = {
+                    "wakeful run": (proc.url, lambda: proc_cpu_seconds(pid)),
+                    "in-process": (h.running.url, time.process_time),
+                }
                 for name, (url, cpu) in sides.items():  # warm-up
                     await load(url, directory, cpu, f"warm-{name[:2]}", 1)
                 figures: dict[str, list[tuple[float, float]]] = {name: [] for name in sides}
@@ -72,7 +70,6 @@ async def main(rounds: int, seconds: float) -> int:
                     for name, (url, cpu) in sides.items():
                         tag = f"{name[:2]}{r}"
                         figures[name].append(await load(url, directory, cpu, tag, seconds))
-        log_file.close()
     report(figures, seconds)
     return 0
 

@@ -23,7 +23,6 @@ import argparse
 import json
 import multiprocessing
 import os
-import sqlite3
 import statistics
 import sys
 import tempfile
@@ -38,7 +37,7 @@ import anyio
 import anyio.to_thread
 
 from bench.common import LATENCY_HEADER, ms_row, print_table, proc_cpu_seconds
-from bench.webhook_ingest import SECRET, WRK_MAX_RATE, signed_requests
+from bench.webhook_ingest import SECRET, WRK_MAX_RATE, signed_requests, stored_events
 from bench.webhook_load import build_request, run_load
 from bench.webhook_wrk import available as wrk_available
 from bench.webhook_wrk import run_wrk
@@ -144,17 +143,14 @@ async def measure_wrk(
     target: Target, directory: Path, seconds: float, tally: Tally
 ) -> tuple[list[str], Measured]:
     requests = target.build(f"wrk-{time.monotonic_ns()}", int(seconds * WRK_MAX_RATE))
-    cpu_before = target.cpu() if target.cpu else 0.0
-    done, elapsed, errors, ms = await anyio.to_thread.run_sync(
-        run_wrk, target.url, requests, directory, CLIENTS, seconds
+    run = await anyio.to_thread.run_sync(
+        run_wrk, target.url, requests, directory, CLIENTS, seconds, target.cpu
     )
-    cpu_us = (target.cpu() - cpu_before) / max(done, 1) * 1e6 if target.cpu else None
-    if errors:
-        tally.problems.append(f"{target.name}: wrk counted {errors} errors")
-    rate = done / elapsed
+    if run.errors:
+        tally.problems.append(f"{target.name}: wrk counted {run.errors} errors")
     name = f"{target.name}, wrk {CLIENTS} conns {seconds:.0f} s"
-    row = [name, str(done), *(f"{v:.2f}" for v in ms), f"{rate:.0f}", _us(cpu_us), str(errors)]
-    return row, Measured(rate, cpu_us)
+    row = [name, str(run.done), *(f"{v:.2f}" for v in run.ms), f"{run.rate:.0f}"]
+    return [*row, _us(run.cpu_us), str(run.errors)], Measured(run.rate, run.cpu_us)
 
 
 def wakeful_config(data_dir: Path, port: int, log_level: str) -> Path:
@@ -194,13 +190,6 @@ def peer_target(peer: Peer, ok_status: int) -> Target:
         build=lambda tag, n: peer_requests(peer, tag, n),
         cpu=(lambda: tree_cpu_seconds(pid)) if pid is not None else None,
     )
-
-
-def stored_events(data_dir: Path) -> int:
-    """Events in the daemon's store, read from its SQLite file (WAL: a reader beside
-    the daemon sees every committed row)."""
-    with sqlite3.connect(f"file:{data_dir / 'wakeful.db'}?mode=ro", uri=True) as conn:
-        return int(conn.execute("SELECT count(*) FROM events").fetchone()[0])
 
 
 async def run_round(

@@ -19,7 +19,9 @@ import multiprocessing
 import sqlite3
 import tempfile
 import time
+from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -31,7 +33,7 @@ from bench.common import LATENCY_HEADER, iterations_parser, ms_row, print_table,
 from bench.webhook_load import build_request, run_load
 from bench.webhook_wrk import available as wrk_available
 from bench.webhook_wrk import run_wrk
-from tests.daemon_harness import Harness, daemon_settings, harness
+from tests.daemon_harness import daemon_settings, harness
 from wakeful.app.config import DaemonSection, Settings
 from wakeful.kernel.logging import configure_logging
 
@@ -55,6 +57,22 @@ def signed_requests(host: str, port: int, prefix: str, n: int) -> list[bytes]:
         }
         out.append(build_request(host, port, "/hooks/bench", headers, body.encode()))
     return out
+
+
+@contextmanager
+def bench_directory(log_level: str = "info") -> Iterator[Path]:
+    """A temporary directory for one run, the in-process daemon logging to a file in it
+    (JSON, as to journald)."""
+    with tempfile.TemporaryDirectory() as tmp, (Path(tmp) / "daemon.log").open("w") as log:
+        configure_logging(log_level, json=True, stream=log)
+        yield Path(tmp)
+
+
+def stored_events(data_dir: Path) -> int:
+    """Events in the daemon's store, read from its SQLite file (WAL: a reader beside
+    the daemon, in this process or another, sees every committed row)."""
+    with sqlite3.connect(f"file:{data_dir / 'wakeful.db'}?mode=ro", uri=True) as conn:
+        return int(conn.execute("SELECT count(*) FROM events").fetchone()[0])
 
 
 def bench_settings(data_dir: Path, sync: str = "full", log_level: str = "info") -> Settings:
@@ -103,50 +121,45 @@ async def measure(pool: ProcessPoolExecutor, url: str, n: int, clients: int, tag
 
 
 async def measure_wrk(
-    h: Harness, directory: Path, seconds: float, before: int
+    directory: Path, url: str, seconds: float, before: int
 ) -> tuple[list[str], int]:
     """The same load from wrk, ``before`` events being stored already:
     (row, requests wrk repeated because it ran out)."""
-    host, port = h.running.url.removeprefix("http://").rsplit(":", 1)
+    host, port = url.removeprefix("http://").rsplit(":", 1)
     requests = signed_requests(host, int(port), "wrk", int(seconds * WRK_MAX_RATE))
-    cpu_before = time.process_time()
-    done, elapsed, errors, ms = await anyio.to_thread.run_sync(
-        run_wrk, h.running.url, requests, directory, CLIENTS, seconds
+    run = await anyio.to_thread.run_sync(
+        run_wrk, url, requests, directory, CLIENTS, seconds, time.process_time
     )
-    cpu_us = (time.process_time() - cpu_before) / max(done, 1) * 1e6
-    stored = len(await h.daemon.event_log(None, limit=1_000_000)) - before
-    name = f"{CLIENTS} connections, wrk, {seconds:.0f} s"
-    cells = [name, str(done), *(f"{v:.2f}" for v in ms)]
+    stored = stored_events(directory / "daemon") - before
+    cells = [f"{CLIENTS} connections, wrk, {seconds:.0f} s", str(run.done)]
+    cells += [f"{v:.2f}" for v in run.ms] + [f"{run.rate:.0f}", f"{run.cpu_us:.0f}"]
     # wrk counts completed requests; those in flight when it stopped are stored too.
-    return [*cells, f"{done / elapsed:.0f}", f"{cpu_us:.0f}", str(errors)], max(0, done - stored)
+    return [*cells, str(run.errors)], max(0, run.done - stored)
 
 
 async def main(n: int, sync: str, log_level: str, wrk_seconds: float) -> None:
-    with tempfile.TemporaryDirectory() as tmp:
-        directory = Path(tmp)
-        log_file = (directory / "daemon.log").open("w")
-        configure_logging(log_level, json=True, stream=log_file)
+    with bench_directory(log_level) as directory:
         raw = [sqlite_rate(directory, 2000, 1), sqlite_rate(directory, 8000, CLIENTS)]
         settings = bench_settings(directory / "daemon", sync, log_level)
         context = multiprocessing.get_context("spawn")
         with ProcessPoolExecutor(1, mp_context=context) as pool:
             async with harness(settings) as h:
-                await measure(pool, h.running.url, 200, CLIENTS, "warmup")
+                url = h.running.url
+                await measure(pool, url, 200, CLIENTS, "warmup")
                 rows = [
-                    await measure(pool, h.running.url, n // 4, 1, "seq"),
-                    await measure(pool, h.running.url, n, CLIENTS, "conc"),
+                    await measure(pool, url, n // 4, 1, "seq"),
+                    await measure(pool, url, n, CLIENTS, "conc"),
                 ]
-                stored = len(await h.daemon.event_log(None, limit=1_000_000))
+                stored = stored_events(directory / "daemon")
                 notes = [f"events stored: {stored} of {200 + n // 4 + n} sent"]
                 if wrk_seconds and wrk_available():
-                    row, repeated = await measure_wrk(h, directory, wrk_seconds, stored)
+                    row, repeated = await measure_wrk(directory, url, wrk_seconds, stored)
                     rows.append(row)
                     if repeated:
                         notes.append(f"wrk ran out of requests and repeated {repeated}")
                 elif wrk_seconds:
                     notes.append("wrk is not installed (apt-get install wrk): no cross-check row")
                 report(rows, raw, notes, sync, log_level)
-        log_file.close()
 
 
 def report(
