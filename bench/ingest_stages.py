@@ -18,6 +18,10 @@ does less than the one below it:
 
 Stages alternate within each round, so drift on a noisy machine spreads over
 all four. Each part's cost is the difference between two rows' medians.
+Two more columns say whether the event loop's thread was the limit: the share
+of wrk's run it was busy (its own CPU time over the run's length; the rest it
+waited for the network or the store), and, when committing, how many appends
+each of the store's transactions held (16 connections: at most 16).
 Needs wrk (``apt-get install wrk``).
 """
 
@@ -52,6 +56,7 @@ from wakeful.kernel.events import Event
 from wakeful.kernel.http.direct import DirectAnswer, json_bytes
 from wakeful.sources.webhook.ingress import HookIngress
 from wakeful.store.base import AppendResult, EventStatus, StoredEvent
+from wakeful.store.connection_thread import ConnectionThread
 from wakeful.store.sqlite import SqliteStore
 
 STAGES = ("transport", "checks", "routing", "committed")
@@ -61,9 +66,15 @@ CONSTANT = DirectAnswer(202, json_bytes({"event_id": "wh:bench:constant", "dupli
 @dataclass
 class Seen:
     """How many deliveries the stage's stub (or, committed, the store) took: a stage
-    whose stub is not on the deliveries' path would time something else."""
+    whose stub is not on the deliveries' path would time something else; and the
+    store's transactions of appends and the appends they held."""
 
     n: int = 0
+    commits: int = 0
+    appended: int = 0
+
+    def per_commit(self) -> float | None:
+        return self.appended / self.commits if self.commits else None
 
 
 def _stubs(seen: Seen) -> dict[str, tuple[type, str, Callable[..., Any]]]:
@@ -101,9 +112,18 @@ def stage(name: str, data_dir: Path) -> Iterator[Seen]:
     """The path with every part above ``name`` replaced by a stub."""
     seen = Seen()
     stubs = _stubs(seen)
-    if name not in stubs:  # committed: what the store gained
+    if name not in stubs:  # committed: what the store gained, and in how many commits
         before = stored_events(data_dir)
-        yield seen
+        commit_batch = ConnectionThread._commit_batch
+
+        def counted(self: ConnectionThread[Any, Any], batch: list[Any]) -> Any:
+            seen.commits += 1  # in the store's thread; the loop reads it after wrk
+            seen.appended += len(batch)
+            return commit_batch(self, batch)
+
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(ConnectionThread, "_commit_batch", counted)
+            yield seen
         seen.n = stored_events(data_dir) - before
         return
     owner, method, stub = stubs[name]
@@ -112,23 +132,41 @@ def stage(name: str, data_dir: Path) -> Iterator[Seen]:
         yield seen
 
 
-async def measure(h: Harness, directory: Path, name: str, seconds: float, tag: str) -> list[float]:
-    """[req/s, daemon CPU µs per request] of one stage; fails when a request failed or
-    the stage's stub (the store, for committed) did not take every delivery."""
+async def measure(h: Harness, directory: Path, name: str, seconds: float, tag: str) -> Figures:
+    """One stage's figures; fails when a request failed or the stage's stub (the
+    store, for committed) did not take every delivery."""
     url = h.running.url
     host, port = url.removeprefix("http://").rsplit(":", 1)
     requests = signed_requests(host, int(port), tag, int(seconds * WRK_MAX_RATE))
     with stage(name, directory / "daemon") as seen:
+        # This coroutine runs in the event loop's thread, idle but for the daemon while
+        # wrk runs in a worker thread: its CPU time around the run is the daemon loop's.
+        loop_cpu = time.thread_time()
         run = await anyio.to_thread.run_sync(
             run_wrk, url, requests, directory, CLIENTS, seconds, time.process_time
         )
+        loop_cpu = time.thread_time() - loop_cpu
     if run.errors:
         raise BenchFailed(f"{name}: {run.errors} of {run.done} requests failed (not 202)")
     # wrk counts completed requests; those in flight at its stop were taken too.
     if seen.n < run.done:
         raise BenchFailed(f"{name}: {seen.n} of {run.done} deliveries took the stage's path")
     assert run.cpu_us is not None
-    return [run.rate, run.cpu_us]
+    # The loop also works a little outside wrk's own timing (its connections opening
+    # and closing): a saturated loop can come out a per cent over; that reads as 100 %.
+    busy = min(loop_cpu / run.elapsed_s, 1.0)
+    return Figures(run.rate, run.cpu_us, busy, seen.per_commit())
+
+
+@dataclass(frozen=True)
+class Figures:
+    """One stage in one round: req/s, the daemon's CPU µs per delivery (all threads),
+    the share of the run its loop's thread was busy, appends per commit (committed)."""
+
+    rate: float
+    cpu_us: float
+    loop_busy: float
+    per_commit: float | None
 
 
 async def main(rounds: int, seconds: float, stages: list[str]) -> int:
@@ -136,7 +174,7 @@ async def main(rounds: int, seconds: float, stages: list[str]) -> int:
         print("wrk is not installed (apt-get install wrk)")
         return 2
     with bench_directory() as directory:
-        figures: dict[str, list[list[float]]] = {name: [] for name in stages}
+        figures: dict[str, list[Figures]] = {name: [] for name in stages}
         async with harness(bench_settings(directory / "daemon")) as h:
             await measure(h, directory, "committed", 1, "warmup")
             for r in range(rounds):
@@ -146,27 +184,31 @@ async def main(rounds: int, seconds: float, stages: list[str]) -> int:
     return 0
 
 
-def report(figures: dict[str, list[list[float]]], rounds: int, seconds: float) -> None:
+def report(figures: dict[str, list[Figures]], rounds: int, seconds: float) -> None:
     print(
         f"webhook ingest taken apart: wrk, {CLIENTS} connections, {seconds:.0f} s per stage, "
         f"{rounds} rounds alternating; medians (every round in brackets)"
     )
     rows, below = [], 0.0
     for name in figures:
-        rates = [f[0] for f in figures[name]]
-        cpus = [f[1] for f in figures[name]]
+        rounds_of = figures[name]
+        cpus = [f.cpu_us for f in rounds_of]
         cpu = statistics.median(cpus)
+        per_commit = [f.per_commit for f in rounds_of if f.per_commit is not None]
         rows.append(
             [
                 name,
-                f"{statistics.median(rates):.0f}",
+                f"{statistics.median(f.rate for f in rounds_of):.0f}",
                 f"{cpu:.0f}",
                 f"+{cpu - below:.0f}" if below else "-",
                 " / ".join(f"{c:.0f}" for c in cpus),
+                f"{100 * statistics.median(f.loop_busy for f in rounds_of):.0f} %",
+                f"{statistics.median(per_commit):.1f}" if per_commit else "-",
             ]
         )
         below = cpu
-    print_table(["stage", "req/s", "CPU us/req", "this part", "CPU per round"], rows)
+    header = ["stage", "req/s", "CPU us/req", "this part", "CPU per round", "loop busy"]
+    print_table([*header, "appends/commit"], rows)
     print(
         "baseline: the transport row (a constant answer on the same server and loop); "
         "each part's share of a committed delivery is 'this part' over the last row's CPU"
