@@ -31,6 +31,11 @@ from wakeful.sources.shell.view import SessionShellTasks
 pytestmark = pytest.mark.anyio
 
 
+async def recover(manager: ShellTaskManager) -> int:
+    """The recovery as the component runs it, on the records as they are now."""
+    return await report_unfinished(manager, await manager.records.load_all())
+
+
 class Events:
     """What the manager submitted, with a way to wait for a particular one."""
 
@@ -219,8 +224,8 @@ async def test_shutdown_stops_tasks_and_next_start_reports_them(tmp_path: Path) 
     assert events.items == []
     later = Events()
     async with running_manager(directory, later) as manager:
-        assert await report_unfinished(manager) == 1
-        assert await report_unfinished(manager) == 0
+        assert await recover(manager) == 1
+        assert await recover(manager) == 0
         status = SessionShellTasks(manager, "main").describe(task.task_id)
     [event] = later.items
     assert event.id == f"shell:{task.task_id}:exit" and event.kind == "shell.exited"
@@ -238,10 +243,10 @@ async def test_old_reported_records_are_pruned(tmp_path: Path) -> None:
         await events.wait_for(exit_of(task.task_id))
         assert await anyio.Path(task.record.output_file).exists()
     async with running_manager(directory, events, retain_s=3600) as manager:
-        await report_unfinished(manager)  # ended just now: kept
+        await recover(manager)  # ended just now: kept
     assert await anyio.Path(task.record.output_file).exists()
     async with running_manager(directory, events, retain_s=0) as manager:
-        await report_unfinished(manager)
+        await recover(manager)
     assert await anyio.Path(directory).exists()
     assert [p.name async for p in anyio.Path(directory).iterdir()] == []
 
@@ -268,7 +273,7 @@ async def test_lost_task_group_is_stopped_and_reported(tmp_path: Path) -> None:
             )
             await RecordStore(directory).save(record)
             async with running_manager(directory, events) as manager:
-                await report_unfinished(manager)
+                await recover(manager)
             with anyio.fail_after(5):
                 assert await proc.wait() == -15
         finally:
@@ -363,7 +368,7 @@ async def test_a_command_started_as_the_component_starts_is_not_taken_for_a_left
             await command_running.wait()
         return await load_all(self)
 
-    async def watched(manager: ShellTaskManager, left: Loaded | None = None) -> int:
+    async def watched(manager: ShellTaskManager, left: Loaded) -> int:
         recovered.append(await report_unfinished(manager, left))
         recovery_done.set()
         return recovered[-1]

@@ -30,15 +30,16 @@ TAIL_BYTES = 16_384
 TAIL_LINES = 20
 
 
-async def report_unfinished(manager: ShellTaskManager, left: Loaded | None = None) -> int:
+async def report_unfinished(manager: ShellTaskManager, left: Loaded) -> int:
     """Report every task the previous run left unreported; returns how many.
 
     ``left``: the records as read before this run started any command (the
-    component reads them before it says it started); None reads them now.
+    component reads them before it says it started: read later, a command this
+    run started would be among them).
     Reported tasks that ended more than ``retain_s`` ago are deleted with
     their output files, so the directory does not grow without bound.
     """
-    records, problems = left if left is not None else await manager.records.load_all()
+    records, problems = left
     for problem in problems:
         log.warning("unreadable shell task record skipped", problem=problem)
     reported = 0
