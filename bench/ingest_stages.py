@@ -36,20 +36,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import anyio.to_thread
 import pytest
 
 from bench.common import BenchFailed, print_table, run_like_the_daemon
 from bench.webhook_ingest import (
     CLIENTS,
-    WRK_MAX_RATE,
     bench_directory,
     bench_settings,
-    signed_requests,
+    signed_wrk,
     stored_events,
 )
 from bench.webhook_wrk import available as wrk_available
-from bench.webhook_wrk import run_wrk
 from tests.daemon_harness import Harness, harness
 from wakeful.core.front_door import SubmitResult
 from wakeful.kernel.events import Event
@@ -135,16 +132,12 @@ def stage(name: str, data_dir: Path) -> Iterator[Seen]:
 async def measure(h: Harness, directory: Path, name: str, seconds: float, tag: str) -> Figures:
     """One stage's figures; fails when a request failed or the stage's stub (the
     store, for committed) did not take every delivery."""
-    url = h.running.url
-    host, port = url.removeprefix("http://").rsplit(":", 1)
-    requests = signed_requests(host, int(port), tag, int(seconds * WRK_MAX_RATE))
     with stage(name, directory / "daemon") as seen:
         # This coroutine runs in the event loop's thread, idle but for the daemon while
-        # wrk runs in a worker thread: its CPU time around the run is the daemon loop's.
+        # the requests are signed and sent from a worker thread: its CPU time around the
+        # run is the daemon loop's.
         loop_cpu = time.thread_time()
-        run = await anyio.to_thread.run_sync(
-            run_wrk, url, requests, directory, CLIENTS, seconds, time.process_time
-        )
+        run = await signed_wrk(h.running.url, directory, seconds, tag, time.process_time)
         loop_cpu = time.thread_time() - loop_cpu
     if run.errors:
         raise BenchFailed(f"{name}: {run.errors} of {run.done} requests failed (not 202)")

@@ -19,19 +19,10 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-import anyio.to_thread
-
 from bench.common import BenchFailed, print_table, proc_cpu_seconds, run_like_the_daemon
 from bench.peer_ingest import wakeful_config
-from bench.webhook_ingest import (
-    CLIENTS,
-    WRK_MAX_RATE,
-    bench_directory,
-    bench_settings,
-    signed_requests,
-)
+from bench.webhook_ingest import CLIENTS, bench_directory, bench_settings, signed_wrk
 from bench.webhook_wrk import available as wrk_available
-from bench.webhook_wrk import run_wrk
 from tests.daemon_harness import harness
 from tests.daemon_process import DaemonProcess, free_port
 
@@ -40,9 +31,7 @@ async def load(
     url: str, directory: Path, cpu: Callable[[], float], tag: str, seconds: float
 ) -> tuple[float, float]:
     """(req/s, daemon CPU µs per request) of one wrk run."""
-    host, port = url.removeprefix("http://").rsplit(":", 1)
-    requests = signed_requests(host, int(port), tag, int(seconds * WRK_MAX_RATE))
-    run = await anyio.to_thread.run_sync(run_wrk, url, requests, directory, CLIENTS, seconds, cpu)
+    run = await signed_wrk(url, directory, seconds, tag, cpu)
     if run.errors:
         raise BenchFailed(f"{url}: {run.errors} of {run.done} requests were not 202")
     assert run.cpu_us is not None

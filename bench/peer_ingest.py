@@ -37,7 +37,7 @@ import anyio
 import anyio.to_thread
 
 from bench.common import LATENCY_HEADER, ms_row, print_table, proc_cpu_seconds
-from bench.webhook_ingest import SECRET, WRK_MAX_RATE, signed_requests, stored_events
+from bench.webhook_ingest import BENCH_HOOK, WRK_MAX_RATE, signed_requests, stored_events
 from bench.webhook_load import build_request, run_load
 from bench.webhook_wrk import available as wrk_available
 from bench.webhook_wrk import run_wrk
@@ -155,15 +155,11 @@ async def measure_wrk(
 
 def wakeful_config(data_dir: Path, port: int, log_level: str) -> Path:
     """The tests' `wakeful run` config with the bench's one signed hook."""
-    path = write_config(data_dir, None, port)
-    text = path.read_text().replace('log_level = "info"', f'log_level = "{log_level}"')
-    hook = [
-        "[[hooks]]",
-        'name = "bench"',
-        f'secret = "{SECRET}"',
-        'template = "{type}: {data.name}"',
-    ]
-    path.write_text(text + "\n".join(hook) + "\n")
+    path = write_config(data_dir, None, port, log_level=log_level)
+    # A JSON string is a TOML basic string (the same quotes and escapes).
+    hook = ["[[hooks]]", *(f"{key} = {json.dumps(value)}" for key, value in BENCH_HOOK.items())]
+    with path.open("a") as config:
+        config.write("\n".join(hook) + "\n")
     return path
 
 

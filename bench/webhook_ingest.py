@@ -19,7 +19,7 @@ import multiprocessing
 import sqlite3
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -31,13 +31,15 @@ from standardwebhooks.webhooks import Webhook
 
 from bench.common import LATENCY_HEADER, iterations_parser, ms_row, print_table, run_like_the_daemon
 from bench.webhook_load import build_request, run_load
+from bench.webhook_wrk import WrkRun, run_wrk
 from bench.webhook_wrk import available as wrk_available
-from bench.webhook_wrk import run_wrk
 from tests.daemon_harness import daemon_settings, harness
 from wakeful.app.config import DaemonSection, Settings
 from wakeful.kernel.logging import configure_logging
 
 SECRET = "whsec_" + base64.b64encode(b"bench-secret-32-bytes-long-abcde").decode()
+# The bench's one hook, for the in-process daemon's settings and `wakeful run`'s config.
+BENCH_HOOK = {"name": "bench", "secret": SECRET, "template": "{type}: {data.name}"}
 CLIENTS = 16
 # Signed requests prepared per second of wrk: more than the daemon can take, so none repeat.
 WRK_MAX_RATE = 10_000
@@ -80,11 +82,27 @@ def bench_settings(data_dir: Path, sync: str = "full", log_level: str = "info") 
     return daemon_settings(
         data_dir,
         "http://127.0.0.1:9",
-        hooks=[{"name": "bench", "secret": SECRET, "template": "{type}: {data.name}"}],
+        hooks=[dict(BENCH_HOOK)],
         llm={"model": ""},
         store={"sqlite_synchronous": sync},
         daemon={"data_dir": str(data_dir), "log_level": log_level},
     )
+
+
+async def signed_wrk(
+    url: str, directory: Path, seconds: float, tag: str, cpu: Callable[[], float] | None = None
+) -> WrkRun:
+    """wrk's ``CLIENTS`` connections posting signed deliveries to the bench's hook at
+    ``url`` for ``seconds``; ``cpu`` as for ``run_wrk``. The requests are signed in the
+    worker thread too, so the caller's event loop (the daemon's, in-process) stays idle
+    but for the daemon."""
+    host, port = url.removeprefix("http://").rsplit(":", 1)
+
+    def sign_and_send() -> WrkRun:
+        requests = signed_requests(host, int(port), tag, int(seconds * WRK_MAX_RATE))
+        return run_wrk(url, requests, directory, CLIENTS, seconds, cpu)
+
+    return await anyio.to_thread.run_sync(sign_and_send)
 
 
 def sqlite_rate(directory: Path, n: int, batch: int) -> float:
@@ -125,11 +143,7 @@ async def measure_wrk(
 ) -> tuple[list[str], int]:
     """The same load from wrk, ``before`` events being stored already:
     (row, requests wrk repeated because it ran out)."""
-    host, port = url.removeprefix("http://").rsplit(":", 1)
-    requests = signed_requests(host, int(port), "wrk", int(seconds * WRK_MAX_RATE))
-    run = await anyio.to_thread.run_sync(
-        run_wrk, url, requests, directory, CLIENTS, seconds, time.process_time
-    )
+    run = await signed_wrk(url, directory, seconds, "wrk", time.process_time)
     stored = stored_events(directory / "daemon") - before
     cells = [f"{CLIENTS} connections, wrk, {seconds:.0f} s", str(run.done)]
     cells += [f"{v:.2f}" for v in run.ms] + [f"{run.rate:.0f}", f"{run.cpu_us:.0f}"]

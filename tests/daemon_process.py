@@ -31,11 +31,13 @@ def run_to_exit(config: Path, **env: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-def write_config(data_dir: Path, model_url: str | None, port: int) -> Path:
+def write_config(
+    data_dir: Path, model_url: str | None, port: int, *, log_level: str = "info"
+) -> Path:
     lines = [
         "[daemon]",
         f'data_dir = "{data_dir}"',
-        'log_level = "info"',
+        f'log_level = "{log_level}"',
         "[server]",
         f'bind = "127.0.0.1:{port}"',
         f'admin_token = "{ADMIN_TOKEN}"',
